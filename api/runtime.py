@@ -1,0 +1,32 @@
+"""Opening a ledger: the store named by `--db`, the read model, the clock and the ids."""
+
+from dataclasses import dataclass
+
+from ledger.application import Ledger
+from ledger.ports import Clock, IdGenerator
+from ledger.runtime import SystemClock, UlidGenerator
+from ledger.storage import resolve_db, store_settings
+from ledger.store import EventStore
+from projections.readmodel import ReadModel
+
+
+@dataclass
+class Runtime:
+    db: str
+    store: EventStore
+    ledger: Ledger
+    reads: ReadModel
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def open_runtime(
+    db: str | None = None, clock: Clock | None = None, ids: IdGenerator | None = None
+) -> Runtime:
+    resolved = resolve_db(db)
+    store = EventStore(store_settings(resolved))
+    the_clock = clock or SystemClock()
+    reads = ReadModel(store, the_clock)
+    ledger = Ledger(store, the_clock, ids or UlidGenerator(), reads)
+    return Runtime(resolved, store, ledger, reads)

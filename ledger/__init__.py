@@ -1,0 +1,1 @@
+"""planledger's write side: the pure domain and the application that appends its events."""

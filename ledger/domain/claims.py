@@ -1,0 +1,142 @@
+"""The claim rule, in one place: what a claim on a step would do right now.
+
+`assess` is shared by the write side (deciding a claim) and the read side (listing
+ready steps), so "ready" and "claim" can never disagree.
+"""
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Literal
+
+from ledger.domain import errors
+from ledger.domain import events as ev
+from ledger.domain.ids import SessionId, StepId
+from ledger.domain.state import SATISFYING, StepDef, StepState
+
+DEFAULT_LEASE_SECONDS = 900
+MIN_LEASE_SECONDS = 1
+MAX_LEASE_SECONDS = 24 * 3600
+
+VerdictKind = Literal["claimable", "held", "blocked", "closed"]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a claim would meet: `holder` is the live holder when held, the lapsed one when
+    claimable after a lapse; `blockers` pairs each unsatisfied dependency with its status."""
+
+    kind: VerdictKind
+    holder: SessionId | None = None
+    blockers: tuple[tuple[StepId, str], ...] = ()
+
+
+def live_holder(step: StepState, now: datetime, holder_ended: bool) -> SessionId | None:
+    """The session holding the step at `now`; a lease at or past expiry no longer holds."""
+    if step.status != "in_progress" or step.holder is None or step.expires_at is None:
+        return None
+    if holder_ended or now >= step.expires_at:
+        return None
+    return step.holder
+
+
+def assess(
+    step: StepState,
+    definition: StepDef,
+    status_of: Callable[[StepId], str],
+    holder_ended: bool,
+    now: datetime,
+) -> Verdict:
+    """Judge a claim on `step` at `now`; `status_of` gives each dependency's status."""
+    if step.status in SATISFYING:
+        return Verdict("closed")
+    holder = live_holder(step, now, holder_ended)
+    if holder is not None:
+        return Verdict("held", holder=holder)
+    blockers = tuple(
+        (dep, status)
+        for dep in definition.depends_on
+        if (status := status_of(dep)) not in SATISFYING
+    )
+    if blockers:
+        return Verdict("blocked", blockers=blockers)
+    return Verdict("claimable", holder=step.holder if step.status == "in_progress" else None)
+
+
+def check_lease(lease_seconds: int) -> int:
+    if not MIN_LEASE_SECONDS <= lease_seconds <= MAX_LEASE_SECONDS:
+        raise errors.InvalidInput(
+            "lease_seconds",
+            f"{lease_seconds} is outside {MIN_LEASE_SECONDS}..{MAX_LEASE_SECONDS} seconds",
+        )
+    return lease_seconds
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Events to append, and the refusal to raise once they are stored (if any)."""
+
+    events: Sequence[ev.LedgerEvent]
+    refusal: errors.LedgerError | None = None
+
+
+def decide_claim(
+    step: StepState,
+    definition: StepDef,
+    verdict: Verdict,
+    session: SessionId,
+    session_version: int,
+    lease_seconds: int,
+    titles: Callable[[StepId], str],
+    now: datetime,
+) -> Decision:
+    """Grant, renew (the holder's heartbeat) or refuse a claim, per the verdict."""
+    expires_at = now + timedelta(seconds=lease_seconds)
+    if verdict.kind == "held" and verdict.holder == session:
+        renewed = ev.LeaseRenewed(
+            step.id, step.version + 1, timestamp=now, session_id=session, fence=step.fence,
+            lease_seconds=lease_seconds, expires_at=expires_at,
+        )
+        return Decision([renewed])
+    if verdict.kind == "claimable":
+        claimed = ev.StepClaimed(
+            step.id, step.version + 1, timestamp=now, session_id=session, fence=step.fence + 1,
+            lease_seconds=lease_seconds, expires_at=expires_at,
+        )
+        return Decision([claimed])
+    return _refuse_claim(step, definition, verdict, session, session_version, lease_seconds,
+                         titles, now)
+
+
+def _refuse_claim(
+    step: StepState,
+    definition: StepDef,
+    verdict: Verdict,
+    session: SessionId,
+    session_version: int,
+    lease_seconds: int,
+    titles: Callable[[StepId], str],
+    now: datetime,
+) -> Decision:
+    version = session_version + 1
+    if verdict.kind == "held":
+        holder = verdict.holder or SessionId("")
+        bounced = ev.ClaimBounced(
+            session, version, timestamp=now, session_id=session, step_id=step.id, holder=holder,
+            holder_fence=step.fence, lease_seconds=lease_seconds,
+        )
+        refusal: errors.LedgerError = errors.AlreadyClaimed(
+            step.id, definition.title, holder, step.fence
+        )
+        return Decision([bounced], refusal)
+    if verdict.kind == "blocked":
+        refusal = errors.Blocked(
+            step.id, definition.title, [(b, titles(b), s) for b, s in verdict.blockers]
+        )
+    else:
+        refusal = errors.Closed(step.id, definition.title, step.status)
+    refused = ev.ClaimRefused(
+        session, version, timestamp=now, session_id=session, step_id=step.id, reason=verdict.kind,  # type: ignore[arg-type]
+        detail=str(refusal), lease_seconds=lease_seconds,
+    )
+    return Decision([refused], refusal)

@@ -1,0 +1,159 @@
+"""One exception class per refused rule, each with a message a person understands."""
+
+from collections.abc import Sequence
+
+
+class LedgerError(Exception):
+    """Base of every refusal the ledger gives; `str(error)` is the message for people."""
+
+
+class InvalidInput(LedgerError):
+    """An argument is outside what the ledger accepts."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        self.field = field
+        self.problem = problem
+        super().__init__(f"invalid {field}: {problem}")
+
+
+class PlanExists(LedgerError):
+    """A plan with this slug already exists."""
+
+    def __init__(self, slug: str) -> None:
+        self.slug = slug
+        super().__init__(f'plan "{slug}" already exists')
+
+
+class UnknownPlan(LedgerError):
+    """No plan has this slug."""
+
+    def __init__(self, slug: str) -> None:
+        self.slug = slug
+        super().__init__(f'unknown plan "{slug}"')
+
+
+class UnknownStep(LedgerError):
+    """No step has this id."""
+
+    def __init__(self, step_id: str) -> None:
+        self.step_id = step_id
+        super().__init__(f'unknown step "{step_id}"')
+
+
+class UnknownSession(LedgerError):
+    """No session has this id."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        super().__init__(f'unknown session "{session_id}": call session_start first')
+
+
+class SessionClosed(LedgerError):
+    """The session has ended and can do nothing more."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        super().__init__(f'session "{session_id}" has ended; start a new session')
+
+
+class AlreadyClaimed(LedgerError):
+    """Another session holds a live lease on the step."""
+
+    def __init__(self, step_id: str, title: str, holder: str, fence: int) -> None:
+        self.step_id = step_id
+        self.holder = holder
+        self.fence = fence
+        super().__init__(
+            f'task already claimed: held by "{holder}" (step {step_id} "{title}")'
+        )
+
+
+class Blocked(LedgerError):
+    """The step waits on dependencies that are neither done nor dropped."""
+
+    def __init__(self, step_id: str, title: str, blockers: Sequence[tuple[str, str, str]]) -> None:
+        self.step_id = step_id
+        self.blockers = list(blockers)
+        waits = ", ".join(f'{bid} "{btitle}" ({status})' for bid, btitle, status in blockers)
+        super().__init__(f'task blocked: step {step_id} "{title}" waits on {waits}')
+
+
+class Closed(LedgerError):
+    """The step is done or dropped; reopen it first."""
+
+    def __init__(self, step_id: str, title: str, status: str) -> None:
+        self.step_id = step_id
+        self.status = status
+        super().__init__(f'task closed: step {step_id} "{title}" is {status}')
+
+
+class NotHolder(LedgerError):
+    """The acting session does not hold a live claim on the step."""
+
+    def __init__(self, step_id: str, session_id: str, holder: str | None) -> None:
+        self.step_id = step_id
+        self.session_id = session_id
+        self.holder = holder
+        held = f'held by "{holder}"' if holder else "not claimed by anyone"
+        super().__init__(
+            f'not the holder: session "{session_id}" holds no live claim on step {step_id}'
+            f" (it is {held}); claim it first"
+        )
+
+
+class StaleFence(LedgerError):
+    """The call carries a fence older than the step's current one."""
+
+    def __init__(self, step_id: str, fence: int, current: int, holder: str | None) -> None:
+        self.step_id = step_id
+        self.fence = fence
+        self.current = current
+        self.holder = holder
+        by = f' (now held by "{holder}")' if holder else ""
+        super().__init__(
+            f"stale fence: step {step_id} is at fence {current}, the call carried fence {fence}"
+            f"{by}"
+        )
+
+
+class NotReopenable(LedgerError):
+    """Only a done or dropped step can be reopened."""
+
+    def __init__(self, step_id: str, status: str) -> None:
+        self.step_id = step_id
+        self.status = status
+        super().__init__(f"cannot reopen step {step_id}: it is {status}, not done or dropped")
+
+
+class SelfDependency(LedgerError):
+    """A step was declared to depend on itself."""
+
+    def __init__(self, step_id: str) -> None:
+        self.step_id = step_id
+        super().__init__(f"step {step_id} cannot depend on itself")
+
+
+class UnknownDependency(LedgerError):
+    """A declared dependency names no step of the plan."""
+
+    def __init__(self, step_id: str, unknown: Sequence[str]) -> None:
+        self.step_id = step_id
+        self.unknown = list(unknown)
+        names = ", ".join(unknown)
+        super().__init__(f"step {step_id} depends on unknown step(s) in its plan: {names}")
+
+
+class DependencyCycle(LedgerError):
+    """Declaring these dependencies would close a cycle."""
+
+    def __init__(self, cycle: Sequence[str]) -> None:
+        self.cycle = list(cycle)
+        super().__init__("dependency cycle: " + " -> ".join(cycle))
+
+
+class Contention(LedgerError):
+    """The decision kept losing optimistic-concurrency races; try again."""
+
+    def __init__(self, stream: str, attempts: int) -> None:
+        self.stream = stream
+        super().__init__(f"too much contention on {stream}: gave up after {attempts} attempts")

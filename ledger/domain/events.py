@@ -1,0 +1,140 @@
+"""Events: frozen, past-tense facts. One class per fact.
+
+Every event names its stream (`originator_id`), its place in it (`originator_version`),
+the time it happened and the session that caused it (None for set-up done without one).
+Field values are JSON-friendly so that a stored event re-encodes to the same bytes.
+"""
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+ReleaseReason = Literal["released", "session_ended", "forced"]
+RefusalReason = Literal["blocked", "closed"]
+
+
+@dataclass(frozen=True)
+class LedgerEvent:
+    originator_id: str
+    originator_version: int
+    timestamp: datetime
+    session_id: str | None
+
+
+# --- the plan stream: structure -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PlanCreated(LedgerEvent):
+    slug: str
+    title: str
+    constraints: dict[str, str]
+
+
+@dataclass(frozen=True)
+class StepAdded(LedgerEvent):
+    step_id: str
+    title: str
+    body: str
+    depends_on: list[str]
+
+
+@dataclass(frozen=True)
+class StepRevised(LedgerEvent):
+    step_id: str
+    title: str | None
+    body: str | None
+
+
+@dataclass(frozen=True)
+class DependenciesDeclared(LedgerEvent):
+    step_id: str
+    depends_on: list[str]
+
+
+# --- the step stream: lifecycle -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StepOpened(LedgerEvent):
+    plan: str
+
+
+@dataclass(frozen=True)
+class StepClaimed(LedgerEvent):
+    fence: int
+    lease_seconds: int
+    expires_at: datetime
+
+
+@dataclass(frozen=True)
+class LeaseRenewed(LedgerEvent):
+    fence: int
+    lease_seconds: int
+    expires_at: datetime
+
+
+@dataclass(frozen=True)
+class StepReleased(LedgerEvent):
+    fence: int
+    holder: str
+    reason: ReleaseReason
+
+
+@dataclass(frozen=True)
+class StepCompleted(LedgerEvent):
+    fence: int
+
+
+@dataclass(frozen=True)
+class StepDropped(LedgerEvent):
+    fence: int | None
+
+
+@dataclass(frozen=True)
+class StepReopened(LedgerEvent):
+    pass
+
+
+# --- the session stream: identity and refused attempts -------------------------
+
+
+@dataclass(frozen=True)
+class SessionStarted(LedgerEvent):
+    name: str | None
+
+
+@dataclass(frozen=True)
+class SessionEnded(LedgerEvent):
+    released: list[str]
+
+
+@dataclass(frozen=True)
+class ClaimBounced(LedgerEvent):
+    """A claim refused because another session holds the step."""
+
+    step_id: str
+    holder: str
+    holder_fence: int
+    lease_seconds: int
+
+
+@dataclass(frozen=True)
+class ClaimRefused(LedgerEvent):
+    """A claim refused because the step is blocked or closed."""
+
+    step_id: str
+    reason: RefusalReason
+    detail: str
+    lease_seconds: int
+
+
+@dataclass(frozen=True)
+class StaleFenceRejected(LedgerEvent):
+    """A complete / drop / release carrying a fence that is no longer current."""
+
+    step_id: str
+    action: str
+    fence: int
+    current_fence: int
+    holder: str | None

@@ -1,0 +1,160 @@
+"""Decisions on a plan's structure: creating it, adding and revising steps, dependencies."""
+
+import re
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+
+from ledger.domain import errors
+from ledger.domain import events as ev
+from ledger.domain.ids import PlanSlug, SessionId, StepId, plan_stream
+from ledger.domain.state import PlanState
+
+SLUG_PATTERN = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")
+MAX_TITLE = 300
+MAX_BODY = 20_000
+MAX_DEPENDENCIES = 200
+MAX_STEPS_PER_PLAN = 100_000
+MAX_CONSTRAINTS = 100
+MAX_CONSTRAINT_RULE = 1_000
+
+
+def check_slug(slug: str) -> PlanSlug:
+    if not SLUG_PATTERN.match(slug):
+        raise errors.InvalidInput(
+            "slug", f"{slug[:80]!r} is not 1-64 lowercase letters, digits and inner hyphens"
+        )
+    return PlanSlug(slug)
+
+
+def check_text(field: str, value: str, limit: int, *, required: bool) -> str:
+    if required and not value.strip():
+        raise errors.InvalidInput(field, "must not be empty")
+    if len(value) > limit:
+        raise errors.InvalidInput(field, f"is {len(value)} characters; the limit is {limit}")
+    if any(ord(c) < 32 and c not in "\n\t\r" for c in value):
+        raise errors.InvalidInput(field, "contains control characters")
+    return value
+
+
+def check_constraints(constraints: Mapping[str, str]) -> dict[str, str]:
+    if len(constraints) > MAX_CONSTRAINTS:
+        raise errors.InvalidInput("constraints", f"more than {MAX_CONSTRAINTS}")
+    for name, rule in constraints.items():
+        check_slug_like_name(name)
+        check_text(f"constraint {name!r}", rule, MAX_CONSTRAINT_RULE, required=True)
+    return dict(constraints)
+
+
+def check_slug_like_name(name: str) -> None:
+    if not SLUG_PATTERN.match(name):
+        raise errors.InvalidInput(
+            "constraint name", f"{name[:80]!r} is not lowercase letters, digits and hyphens"
+        )
+
+
+def decide_create_plan(
+    slug: str, title: str, constraints: Mapping[str, str], actor: SessionId | None,
+    now: datetime,
+) -> ev.PlanCreated:
+    checked = check_slug(slug)
+    return ev.PlanCreated(
+        plan_stream(checked), 1, timestamp=now, session_id=actor, slug=checked,
+        title=check_text("title", title, MAX_TITLE, required=True),
+        constraints=check_constraints(constraints),
+    )
+
+
+def decide_add_step(
+    plan: PlanState, version: int, step_id: StepId, title: str, body: str,
+    depends_on: Sequence[str], actor: SessionId | None, now: datetime,
+) -> tuple[ev.StepAdded, ev.StepOpened]:
+    """Add a step to the plan (at plan version `version`) and open its own stream."""
+    if len(plan.steps) >= MAX_STEPS_PER_PLAN:
+        raise errors.InvalidInput("steps", f"plan {plan.slug} has the limit of "
+                                           f"{MAX_STEPS_PER_PLAN} steps")
+    deps = _checked_dependencies(plan, step_id, depends_on)
+    added = ev.StepAdded(
+        plan.id, version, timestamp=now, session_id=actor, step_id=step_id,
+        title=check_text("title", title, MAX_TITLE, required=True),
+        body=check_text("body", body, MAX_BODY, required=False),
+        depends_on=list(deps),
+    )
+    opened = ev.StepOpened(step_id, 1, timestamp=now, session_id=actor, plan=plan.slug)
+    return added, opened
+
+
+def decide_revise_step(
+    plan: PlanState, step_id: StepId, title: str | None, body: str | None,
+    actor: SessionId | None, now: datetime,
+) -> ev.StepRevised:
+    if step_id not in plan.steps:
+        raise errors.UnknownStep(step_id)
+    if title is not None:
+        check_text("title", title, MAX_TITLE, required=True)
+    if body is not None:
+        check_text("body", body, MAX_BODY, required=False)
+    return ev.StepRevised(
+        plan.id, plan.version + 1, timestamp=now, session_id=actor, step_id=step_id,
+        title=title, body=body,
+    )
+
+
+def decide_declare_dependencies(
+    plan: PlanState, step_id: StepId, depends_on: Sequence[str], actor: SessionId | None,
+    now: datetime,
+) -> ev.DependenciesDeclared:
+    if step_id not in plan.steps:
+        raise errors.UnknownStep(step_id)
+    existing = plan.steps[step_id].depends_on
+    new = [d for d in _checked_dependencies(plan, step_id, depends_on) if d not in existing]
+    if len(existing) + len(new) > MAX_DEPENDENCIES:
+        raise errors.InvalidInput("depends_on", f"more than {MAX_DEPENDENCIES} dependencies")
+    cycle = find_cycle(plan, step_id, new)
+    if cycle:
+        raise errors.DependencyCycle(cycle)
+    return ev.DependenciesDeclared(
+        plan.id, plan.version + 1, timestamp=now, session_id=actor, step_id=step_id,
+        depends_on=list(new),
+    )
+
+
+def _checked_dependencies(
+    plan: PlanState, step_id: StepId, depends_on: Sequence[str]
+) -> list[StepId]:
+    if len(depends_on) > MAX_DEPENDENCIES:
+        raise errors.InvalidInput("depends_on", f"more than {MAX_DEPENDENCIES} dependencies")
+    deps = list(dict.fromkeys(StepId(d) for d in depends_on))
+    if step_id in deps:
+        raise errors.SelfDependency(step_id)
+    unknown = [d for d in deps if d not in plan.steps]
+    if unknown:
+        raise errors.UnknownDependency(step_id, unknown)
+    return deps
+
+
+def find_cycle(plan: PlanState, step_id: StepId, new_deps: Sequence[StepId]) -> list[str]:
+    """The path step -> dep -> ... -> step that `new_deps` would close, or [] if none."""
+    parents: dict[StepId, StepId] = {}
+    stack = list(new_deps)
+    for dep in new_deps:
+        parents[dep] = step_id
+    while stack:
+        current = stack.pop()
+        if current == step_id:
+            return _path_back(parents, step_id)
+        for nxt in plan.steps[current].depends_on:
+            if nxt not in parents:
+                parents[nxt] = current
+                stack.append(nxt)
+    return []
+
+
+def _path_back(parents: Mapping[StepId, StepId], step_id: StepId) -> list[str]:
+    path = [step_id]
+    node = parents[step_id]
+    while node != step_id:
+        path.append(node)
+        node = parents[node]
+    path.append(step_id)
+    path.reverse()
+    return [str(p) for p in path]

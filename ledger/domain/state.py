@@ -1,0 +1,195 @@
+"""State folded from events: one `evolve` per stream, one branch per event type.
+
+States are immutable once published: the aggregate cache shares them between threads,
+so a fold always works on a fresh copy.
+"""
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Literal
+
+from ledger.domain import events as ev
+from ledger.domain.ids import PlanSlug, SessionId, StepId
+
+Status = Literal["open", "in_progress", "done", "dropped"]
+SATISFYING: frozenset[str] = frozenset({"done", "dropped"})
+
+
+@dataclass(frozen=True)
+class StepDef:
+    """What a step is: its place in the plan, its words and what it waits on."""
+
+    id: StepId
+    position: int
+    title: str
+    body: str
+    depends_on: tuple[StepId, ...]
+    added_at: datetime
+
+
+@dataclass(frozen=True)
+class PlanState:
+    id: str
+    version: int
+    slug: PlanSlug
+    title: str
+    constraints: dict[str, str]
+    created_at: datetime
+    steps: dict[StepId, StepDef] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StepState:
+    id: StepId
+    version: int
+    plan: PlanSlug
+    status: Status = "open"
+    holder: SessionId | None = None
+    fence: int = 0
+    expires_at: datetime | None = None
+    lease_seconds: int = 0
+
+
+@dataclass(frozen=True)
+class SessionState:
+    id: SessionId
+    version: int
+    name: str | None
+    started_at: datetime
+    ended: bool = False
+
+
+# --- plans ----------------------------------------------------------------------
+
+
+def evolve_plan(state: PlanState | None, event: ev.LedgerEvent) -> PlanState:
+    """Apply one plan-stream event; `state.steps` must be a private copy (see fold_plan)."""
+    version = event.originator_version
+    if isinstance(event, ev.PlanCreated):
+        return PlanState(
+            id=event.originator_id,
+            version=version,
+            slug=PlanSlug(event.slug),
+            title=event.title,
+            constraints=dict(event.constraints),
+            created_at=event.timestamp,
+        )
+    assert state is not None, f"{type(event).__name__} before PlanCreated"
+    steps = state.steps
+    if isinstance(event, ev.StepAdded):
+        step_id = StepId(event.step_id)
+        steps[step_id] = StepDef(
+            id=step_id,
+            position=len(steps),
+            title=event.title,
+            body=event.body,
+            depends_on=tuple(StepId(d) for d in event.depends_on),
+            added_at=event.timestamp,
+        )
+    elif isinstance(event, ev.StepRevised):
+        old = steps[StepId(event.step_id)]
+        steps[old.id] = replace(
+            old,
+            title=old.title if event.title is None else event.title,
+            body=old.body if event.body is None else event.body,
+        )
+    elif isinstance(event, ev.DependenciesDeclared):
+        old = steps[StepId(event.step_id)]
+        added = tuple(StepId(d) for d in event.depends_on if d not in old.depends_on)
+        steps[old.id] = replace(old, depends_on=old.depends_on + added)
+    return replace(state, version=version)
+
+
+def fold_plan(state: PlanState | None, events: Iterable[ev.LedgerEvent]) -> PlanState | None:
+    """Fold plan events; copies the step table once per fold, never per event."""
+    if state is not None and not isinstance(state, PlanState):
+        return None
+    copied = state is None  # a fold from nothing builds its own table
+    for event in events:
+        if state is None and not isinstance(event, ev.PlanCreated):
+            return None
+        if not copied and state is not None:
+            state = replace(state, steps=dict(state.steps))
+            copied = True
+        state = evolve_plan(state, event)
+    return state
+
+
+# --- steps ----------------------------------------------------------------------
+
+
+def evolve_step(state: StepState | None, event: ev.LedgerEvent) -> StepState:
+    version = event.originator_version
+    if isinstance(event, ev.StepOpened):
+        return StepState(id=StepId(event.originator_id), version=version, plan=PlanSlug(event.plan))
+    assert state is not None, f"{type(event).__name__} before StepOpened"
+    if isinstance(event, ev.StepClaimed):
+        return replace(
+            state,
+            version=version,
+            status="in_progress",
+            holder=SessionId(event.session_id or ""),
+            fence=event.fence,
+            expires_at=event.expires_at,
+            lease_seconds=event.lease_seconds,
+        )
+    if isinstance(event, ev.LeaseRenewed):
+        return replace(
+            state, version=version, expires_at=event.expires_at, lease_seconds=event.lease_seconds
+        )
+    if isinstance(event, ev.StepReleased):
+        return _unheld(state, version, "open")
+    if isinstance(event, ev.StepCompleted):
+        return _unheld(state, version, "done")
+    if isinstance(event, ev.StepDropped):
+        return _unheld(state, version, "dropped")
+    if isinstance(event, ev.StepReopened):
+        return _unheld(state, version, "open")
+    return replace(state, version=version)
+
+
+def _unheld(state: StepState, version: int, status: Status) -> StepState:
+    return replace(state, version=version, status=status, holder=None, expires_at=None)
+
+
+def fold_step(state: StepState | None, events: Iterable[ev.LedgerEvent]) -> StepState | None:
+    """Fold a step stream; None when the stream is not a step's (an id of another kind)."""
+    if state is not None and not isinstance(state, StepState):
+        return None
+    for event in events:
+        if state is None and not isinstance(event, ev.StepOpened):
+            return None
+        state = evolve_step(state, event)
+    return state
+
+
+# --- sessions -------------------------------------------------------------------
+
+
+def evolve_session(state: SessionState | None, event: ev.LedgerEvent) -> SessionState:
+    version = event.originator_version
+    if isinstance(event, ev.SessionStarted):
+        return SessionState(
+            id=SessionId(event.originator_id),
+            version=version,
+            name=event.name,
+            started_at=event.timestamp,
+        )
+    assert state is not None, f"{type(event).__name__} before SessionStarted"
+    if isinstance(event, ev.SessionEnded):
+        return replace(state, version=version, ended=True)
+    return replace(state, version=version)
+
+
+def fold_session(
+    state: SessionState | None, events: Iterable[ev.LedgerEvent]
+) -> SessionState | None:
+    """Fold a session stream; None when the stream is not a session's."""
+    if state is not None and not isinstance(state, SessionState):
+        return None
+    for event in events:
+        if state is None and not isinstance(event, ev.SessionStarted):
+            return None
+        state = evolve_session(state, event)
+    return state

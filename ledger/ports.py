@@ -1,0 +1,38 @@
+"""Ports the application needs from outside: the time, new ids, and a view of the log.
+
+Adapters live elsewhere (`ledger.runtime` for the clock and ids, `projections` for the
+view); tests pass fakes that subclass these.
+"""
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from datetime import datetime
+
+from ledger.domain.ids import PlanSlug, SessionId, StepId
+
+
+class Clock(ABC):
+    """Where the current time comes from (timezone-aware, UTC)."""
+
+    @abstractmethod
+    def now(self) -> datetime: ...
+
+
+class IdGenerator(ABC):
+    """Where new step and session ids come from (ULIDs in production)."""
+
+    @abstractmethod
+    def new_id(self) -> str: ...
+
+
+class CandidateView(ABC):
+    """A read model the application asks for candidates; it re-checks every one of them on
+    fresh state before deciding, so a view that lags can cost a retry, never a wrong grant."""
+
+    @abstractmethod
+    def held_by(self, session: SessionId) -> Sequence[StepId]:
+        """Steps the session held as of the latest log position."""
+
+    @abstractmethod
+    def ready(self, plan: PlanSlug) -> Sequence[StepId]:
+        """Steps of the plan a claim would accept now, oldest first."""

@@ -1,0 +1,70 @@
+"""The event store: the `eventsourcing` library's application, repository and log.
+
+Our states are immutable, so the aggregate cache hands them out without copying and
+fast-forwards them from the store on every read (a heartbeated step stays cheap to load).
+"""
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from eventsourcing.application import AggregateNotFoundError, Application
+from eventsourcing.persistence import IntegrityError, Recording
+
+from ledger.domain import errors
+from ledger.domain.events import LedgerEvent
+from ledger.domain.ids import PlanSlug, SessionId, StepId, plan_stream
+from ledger.domain.state import (
+    PlanState,
+    SessionState,
+    StepState,
+    fold_plan,
+    fold_session,
+    fold_step,
+)
+
+__all__ = ["ConflictError", "EventStore"]
+
+ConflictError = IntegrityError
+
+
+class EventStore(Application[str]):
+    """Appends events with optimistic concurrency and loads stream states."""
+
+    name = "planledger"
+
+    def __init__(self, settings: dict[str, str]) -> None:
+        super().__init__(env=settings)
+
+    def append(self, events: Sequence[LedgerEvent]) -> list[Recording[str]]:
+        """Append all events in one transaction; raises ConflictError if any stream moved."""
+        if not events:
+            return []
+        return self.save(*events)
+
+    def plan(self, slug: PlanSlug) -> PlanState:
+        try:
+            state: PlanState = self.repository.get(plan_stream(slug), projector_func=fold_plan)
+        except AggregateNotFoundError:
+            raise errors.UnknownPlan(slug) from None
+        return state
+
+    def step(self, step_id: StepId) -> StepState:
+        try:
+            state: StepState = self.repository.get(step_id, projector_func=fold_step)
+        except AggregateNotFoundError:
+            raise errors.UnknownStep(step_id) from None
+        if not isinstance(state, StepState):
+            raise errors.UnknownStep(step_id)
+        return state
+
+    def session(self, session_id: SessionId) -> SessionState:
+        try:
+            state: SessionState = self.repository.get(session_id, projector_func=fold_session)
+        except AggregateNotFoundError:
+            raise errors.UnknownSession(session_id) from None
+        if not isinstance(state, SessionState):
+            raise errors.UnknownSession(session_id)
+        return state
+
+    def stream(self, originator_id: str) -> Iterable[Any]:
+        return self.events.get(originator_id)

@@ -1,0 +1,1 @@
+"""planledger's read side: read models folded from the event log."""
