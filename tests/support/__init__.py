@@ -1,0 +1,1 @@
+"""Shared test support: fakes that subclass the real ports, and small builders."""
