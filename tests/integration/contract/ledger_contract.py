@@ -159,7 +159,8 @@ class LedgerContract(ABC):
         with pytest.raises(errors.StaleFence) as stale:
             rt.ledger.complete(a, paused.id, fence=old.fence)
         assert str(stale.value) == (
-            f'stale fence: step {a} is at fence 2, the call carried fence 1 (now held by "{other.id}")'
+            f"stale fence: step {a} is at fence 2, the call carried fence 1"
+            f' (now held by "{other.id}")'
         )
         with pytest.raises(errors.NotHolder):
             rt.ledger.complete(a, paused.id)
@@ -229,7 +230,7 @@ class LedgerContract(ABC):
             rt.ledger.claim(s.id, s.id)  # a session id is not a step id
 
     def test_claim_next_takes_oldest_ready_step(self, rt: Runtime) -> None:
-        a, b = self.two_steps(rt)
+        a, _ = self.two_steps(rt)
         s, t = rt.ledger.start_session(), rt.ledger.start_session()
         grant = rt.ledger.claim_next("p", s.id)
         assert grant is not None and grant.step_id == a
