@@ -4,6 +4,7 @@ Our states are immutable, so the aggregate cache hands them out without copying 
 fast-forwards them from the store on every read (a heartbeated step stays cheap to load).
 """
 
+import contextlib
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -11,11 +12,13 @@ from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import IntegrityError, Recording
 
 from ledger.domain import errors
+from ledger.domain import events as ev
 from ledger.domain.events import LedgerEvent
 from ledger.domain.ids import PlanSlug, SessionId, StepId, plan_stream
 from ledger.domain.state import (
     PlanState,
     SessionState,
+    StepSnapshot,
     StepState,
     fold_plan,
     fold_session,
@@ -27,10 +30,20 @@ __all__ = ["ConflictError", "EventStore"]
 ConflictError = IntegrityError
 
 
+SNAPSHOT_INTERVAL = 100
+_STEP_EVENTS = (ev.StepOpened, ev.StepClaimed, ev.LeaseRenewed, ev.StepReleased,
+                ev.StepCompleted, ev.StepDropped, ev.StepReopened)
+
+
+def _is_step_event(event: LedgerEvent) -> bool:
+    return isinstance(event, _STEP_EVENTS)
+
+
 class EventStore(Application[str]):
     """Appends events with optimistic concurrency and loads stream states."""
 
     name = "planledger"
+    is_snapshotting_enabled = True
 
     def __init__(self, settings: dict[str, str]) -> None:
         super().__init__(env=settings)
@@ -39,7 +52,19 @@ class EventStore(Application[str]):
         """Append all events in one transaction; raises ConflictError if any stream moved."""
         if not events:
             return []
-        return self.save(*events)
+        recordings = self.save(*events)
+        for event in events:
+            if event.originator_version % SNAPSHOT_INTERVAL == 0 and _is_step_event(event):
+                self._snapshot_step(StepId(event.originator_id), event)
+        return recordings
+
+    def _snapshot_step(self, step_id: StepId, at: LedgerEvent) -> None:
+        if self.snapshots is None:
+            return
+        state = self.repository.get(step_id, version=at.originator_version,
+                                    projector_func=fold_step)
+        with contextlib.suppress(IntegrityError):  # another process took the same snapshot
+            self.snapshots.put([StepSnapshot.take(state, at.timestamp)])
 
     def plan(self, slug: PlanSlug) -> PlanState:
         try:

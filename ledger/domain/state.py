@@ -5,7 +5,7 @@ so a fold always works on a fresh copy.
 """
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from typing import Literal
 
@@ -49,6 +49,21 @@ class StepState:
     fence: int = 0
     expires_at: datetime | None = None
     lease_seconds: int = 0
+
+
+@dataclass(frozen=True)
+class StepSnapshot:
+    """A step's folded state at a version, so a long-heartbeated step loads in O(1) events.
+    Kept beside the log (never in it): replays and exports see only real events."""
+
+    originator_id: str
+    originator_version: int
+    timestamp: datetime
+    state: dict[str, object]
+
+    @staticmethod
+    def take(state: StepState, timestamp: datetime) -> "StepSnapshot":
+        return StepSnapshot(state.id, state.version, timestamp, asdict(state))
 
 
 @dataclass(frozen=True)
@@ -119,7 +134,9 @@ def fold_plan(state: PlanState | None, events: Iterable[ev.LedgerEvent]) -> Plan
 # --- steps ----------------------------------------------------------------------
 
 
-def evolve_step(state: StepState | None, event: ev.LedgerEvent) -> StepState:
+def evolve_step(state: StepState | None, event: ev.LedgerEvent | StepSnapshot) -> StepState:
+    if isinstance(event, StepSnapshot):
+        return StepState(**event.state)  # type: ignore[arg-type]
     version = event.originator_version
     if isinstance(event, ev.StepOpened):
         return StepState(id=StepId(event.originator_id), version=version, plan=PlanSlug(event.plan))
@@ -153,12 +170,14 @@ def _unheld(state: StepState, version: int, status: Status) -> StepState:
     return replace(state, version=version, status=status, holder=None, expires_at=None)
 
 
-def fold_step(state: StepState | None, events: Iterable[ev.LedgerEvent]) -> StepState | None:
+def fold_step(
+    state: StepState | None, events: Iterable[ev.LedgerEvent | StepSnapshot]
+) -> StepState | None:
     """Fold a step stream; None when the stream is not a step's (an id of another kind)."""
     if state is not None and not isinstance(state, StepState):
         return None
     for event in events:
-        if state is None and not isinstance(event, ev.StepOpened):
+        if state is None and not isinstance(event, ev.StepOpened | StepSnapshot):
             return None
         state = evolve_step(state, event)
     return state
