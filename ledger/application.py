@@ -22,7 +22,7 @@ from ledger.domain.claims import (
     decide_claim,
     live_holder,
 )
-from ledger.domain.events import LedgerEvent, SessionStarted
+from ledger.domain.events import LeaseRenewed, LedgerEvent, SessionStarted, StepClaimed
 from ledger.domain.ids import PlanSlug, SessionId, StepId
 from ledger.domain.state import PlanState, SessionState, StepDef, StepState, evolve_plan
 from ledger.ports import CandidateView, Clock, IdGenerator
@@ -214,10 +214,9 @@ class Ledger:
                                 lease_seconds, lambda s: plan.steps[s].title, now)
 
         event = self._decide(step_id, attempt).events[0]
-        step = self.store.step(StepId(step_id))
-        assert step.expires_at is not None
-        return Grant(step.id, SessionId(session_id), step.fence, step.expires_at,
-                     renewed=type(event).__name__ == "LeaseRenewed")
+        assert isinstance(event, StepClaimed | LeaseRenewed)
+        return Grant(StepId(step_id), SessionId(session_id), event.fence, event.expires_at,
+                     renewed=isinstance(event, LeaseRenewed))
 
     def heartbeat(
         self, step_id: str, session_id: str, lease_seconds: int = DEFAULT_LEASE_SECONDS
