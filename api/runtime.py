@@ -3,9 +3,10 @@
 from dataclasses import dataclass
 
 from ledger.application import Ledger
+from ledger.pg_schema import ensure_schema
 from ledger.ports import Clock, IdGenerator
 from ledger.runtime import SystemClock, UlidGenerator
-from ledger.storage import resolve_db, store_settings
+from ledger.storage import is_postgres, resolve_db, store_settings
 from ledger.store import EventStore
 from projections.readmodel import ReadModel
 
@@ -25,6 +26,8 @@ def open_runtime(
     db: str | None = None, clock: Clock | None = None, ids: IdGenerator | None = None
 ) -> Runtime:
     resolved = resolve_db(db)
+    if is_postgres(resolved):
+        ensure_schema(resolved)  # replicas never create tables themselves: see ledger.pg_schema
     store = EventStore(store_settings(resolved))
     the_clock = clock or SystemClock()
     reads = ReadModel(store, the_clock)

@@ -3,7 +3,9 @@
 - a path (default `./.planledger/ledger.sqlite`): an SQLite file, created on first use,
   shared safely by several processes (WAL journal, busy timeout);
 - `memory`: an in-process store for fast tests;
-- `postgresql://user@host:port/dbname`: PostgreSQL.
+- `postgresql://user@host:port/dbname`: PostgreSQL, shared by several API replicas; options
+  in the query (`?schema=team_a&pool_size=10`, see PG_OPTIONS). Its tables are created once,
+  explicitly, by `planledger db init` (see ledger.pg_schema), never by each replica.
 """
 
 import os
@@ -46,17 +48,83 @@ def store_settings(db: str) -> dict[str, str]:
     }
 
 
-def _postgres_settings(url: str) -> dict[str, str]:
+# PostgreSQL options read from the URL's query (`?schema=team_a&pool_size=10`), with the
+# defaults a replica starts with. Each maps to one setting of the library's persistence.
+PG_OPTIONS: dict[str, tuple[str, str]] = {
+    "schema": ("POSTGRES_SCHEMA", "public"),
+    # Connections kept open per process, and how many more it may open under a burst:
+    # uvicorn's worker threads share them, so a burst waits for a connection rather than
+    # exhausting the server's max_connections across replicas.
+    "pool_size": ("POSTGRES_POOL_SIZE", "5"),
+    "max_overflow": ("POSTGRES_MAX_OVERFLOW", "10"),
+    # Seconds to wait for a pooled connection (or a new one) before failing the request.
+    "connect_timeout": ("POSTGRES_CONNECT_TIMEOUT", "10"),
+    # Seconds an append waits for the log's table lock (appends are serialized so that
+    # readers tailing the log never pass over a gap); 0 would wait forever behind a stuck
+    # writer.
+    "lock_timeout": ("POSTGRES_LOCK_TIMEOUT", "10"),
+    # Seconds a connection may sit idle inside a transaction before the server ends it,
+    # so a killed or hung replica cannot hold the table lock.
+    "idle_in_transaction_timeout": ("POSTGRES_IDLE_IN_TRANSACTION_SESSION_TIMEOUT", "5"),
+    # Seconds before a pooled connection is replaced, and whether to check it on checkout.
+    "conn_max_age": ("POSTGRES_CONN_MAX_AGE", "3600"),
+    "pre_ping": ("POSTGRES_PRE_PING", "no"),
+}
+_PG_NUMERIC = {"pool_size", "max_overflow", "connect_timeout", "lock_timeout",
+               "idle_in_transaction_timeout", "conn_max_age"}
+
+
+class StorageConfigError(ValueError):
+    """A `--db` value that names no usable store (an unknown or malformed option)."""
+
+
+def postgres_options(url: str) -> dict[str, str]:
+    """The URL's PostgreSQL options over the defaults; refuses unknown or malformed ones."""
+    query = {k: v[-1] for k, v in parse_qs(urlparse(url).query).items()}
+    unknown = sorted(set(query) - set(PG_OPTIONS))
+    if unknown:
+        raise StorageConfigError(
+            f"unknown PostgreSQL option(s) {', '.join(unknown)} in --db; "
+            f"known: {', '.join(PG_OPTIONS)}")
+    options = {name: query.get(name, default) for name, (_, default) in PG_OPTIONS.items()}
+    for name in _PG_NUMERIC:
+        if not options[name].isdigit():
+            raise StorageConfigError(
+                f"PostgreSQL option {name}={options[name]!r} is not a whole number")
+    if not options["schema"].isidentifier():
+        raise StorageConfigError(
+            f"PostgreSQL schema {options['schema']!r} must be a plain identifier")
+    return options
+
+
+def postgres_conninfo(url: str) -> dict[str, str]:
+    """The server, database and user the URL names (no pool or schema options)."""
     parsed = urlparse(url)
-    query = {k: v[-1] for k, v in parse_qs(parsed.query).items()}
+    return {
+        "dbname": unquote(parsed.path.lstrip("/")) or "postgres",
+        "host": parsed.hostname or "127.0.0.1",
+        "port": str(parsed.port or 5432),
+        "user": unquote(parsed.username or "postgres"),
+        "password": unquote(parsed.password or ""),
+    }
+
+
+def _postgres_settings(url: str) -> dict[str, str]:
+    conn = postgres_conninfo(url)
     settings = {
         "PERSISTENCE_MODULE": "eventsourcing.postgres",
-        "POSTGRES_DBNAME": unquote(parsed.path.lstrip("/")) or "postgres",
-        "POSTGRES_HOST": parsed.hostname or "127.0.0.1",
-        "POSTGRES_PORT": str(parsed.port or 5432),
-        "POSTGRES_USER": unquote(parsed.username or "postgres"),
-        "POSTGRES_PASSWORD": unquote(parsed.password or ""),
+        "POSTGRES_DBNAME": conn["dbname"],
+        "POSTGRES_HOST": conn["host"],
+        "POSTGRES_PORT": conn["port"],
+        "POSTGRES_USER": conn["user"],
+        "POSTGRES_PASSWORD": conn["password"],
+        # The library's CREATE TABLE is not safe from several processes at once: replicas
+        # never create tables; `planledger db init` (ledger.pg_schema) does, under a lock.
+        "CREATE_TABLE": "no",
+        # Kept off on purpose: its insert function skips the table lock, so a reader
+        # tailing the log could pass over an event that commits late.
+        "POSTGRES_ENABLE_DB_FUNCTIONS": "no",
     }
-    if "schema" in query:
-        settings["POSTGRES_SCHEMA"] = query["schema"]
+    for name, value in postgres_options(url).items():
+        settings[PG_OPTIONS[name][0]] = value
     return settings

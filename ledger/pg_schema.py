@@ -1,0 +1,105 @@
+"""Creating the PostgreSQL schema once, safely, however many replicas start together.
+
+The library's table creation (CREATE TYPE, CREATE TABLE IF NOT EXISTS, CREATE FUNCTION) races
+when several processes run it at once: PostgreSQL's catalogs answer the loser with a unique
+violation. So replicas run with the library's CREATE_TABLE off, and the tables are made here,
+by one process at a time: `init_schema` holds a PostgreSQL advisory lock keyed by the schema
+while it creates the schema and lets the library create its tables in it. `ensure_schema` is
+the cheap check `serve` makes first; it takes the lock only when something is missing.
+"""
+
+from dataclasses import dataclass
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+
+from ledger.storage import postgres_conninfo, postgres_options, store_settings
+from ledger.store import EventStore
+
+# The library names its table after the application and its row type after the id type.
+EVENTS_TABLE = f"{EventStore.name.lower()}_events"
+SNAPSHOTS_TABLE = f"{EventStore.name.lower()}_snapshots"
+EVENT_TYPE = "stored_event_text"
+NOTIFICATION_INDEX = f"{EVENTS_TABLE}_notification_id_idx"
+
+_LOCK_NAMESPACE = "planledger:schema:"
+
+_MISSING_QUERY = """
+SELECT name FROM (VALUES
+    ('table', to_regclass(%(table)s)::text),
+    ('snapshots', to_regclass(%(snapshots)s)::text),
+    ('type', to_regtype(%(type)s)::text),
+    ('index', to_regclass(%(index)s)::text)
+) AS objects(name, found)
+WHERE found IS NULL
+"""
+
+
+@dataclass(frozen=True)
+class SchemaReport:
+    """What `init_schema` found and did: `created` is empty when all was there already."""
+
+    schema: str
+    created: tuple[str, ...]
+
+
+def _connect(db: str) -> psycopg.Connection[tuple[object, ...]]:
+    info = postgres_conninfo(db)
+    timeout = int(postgres_options(db)["connect_timeout"])
+    return psycopg.connect(make_conninfo(connect_timeout=timeout, **info), autocommit=True)
+
+
+def _missing(conn: psycopg.Connection[tuple[object, ...]], schema: str) -> tuple[str, ...]:
+    names = {
+        "table": f'"{schema}".{EVENTS_TABLE}',
+        "snapshots": f'"{schema}".{SNAPSHOTS_TABLE}',
+        "type": f'"{schema}".{EVENT_TYPE}',
+        "index": f'"{schema}".{NOTIFICATION_INDEX}',
+    }
+    has_schema = conn.execute(
+        "SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone()
+    if has_schema is None:
+        return ("schema", *names)
+    rows = conn.execute(_MISSING_QUERY, names).fetchall()
+    return tuple(str(row[0]) for row in rows)
+
+
+def missing_objects(db: str) -> tuple[str, ...]:
+    """The parts of the store not yet created in the URL's schema (empty when ready)."""
+    with _connect(db) as conn:
+        return _missing(conn, postgres_options(db)["schema"])
+
+
+def init_schema(db: str) -> SchemaReport:
+    """Create the schema and the log's tables if missing; safe to run from many processes."""
+    schema = postgres_options(db)["schema"]
+    with _connect(db) as conn:
+        # A session-level lock: held across the library's own connections and
+        # transactions below, released when this connection closes, even on a crash.
+        conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))",
+                     (_LOCK_NAMESPACE + schema,))
+        missing = _missing(conn, schema)
+        if missing:
+            conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(
+                sql.Identifier(schema)))
+            EventStore({**store_settings(db), "CREATE_TABLE": "yes"}).close()
+        return SchemaReport(schema, missing)
+
+
+def ensure_schema(db: str) -> SchemaReport:
+    """Init the schema only when part of it is missing: one query when all is there."""
+    schema = postgres_options(db)["schema"]
+    if not missing_objects(db):
+        return SchemaReport(schema, ())
+    return init_schema(db)
+
+
+def drop_schema(db: str) -> None:
+    """Drop the URL's schema and everything in it (tests and benchmarks clean up with it)."""
+    schema = postgres_options(db)["schema"]
+    if schema == "public":
+        raise ValueError("refusing to drop the public schema")
+    with _connect(db) as conn:
+        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(
+            sql.Identifier(schema)))
