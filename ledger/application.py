@@ -26,6 +26,7 @@ from ledger.domain.events import LeaseRenewed, LedgerEvent, SessionStarted, Step
 from ledger.domain.ids import PlanSlug, SessionId, StepId
 from ledger.domain.state import PlanState, SessionState, StepDef, StepState, evolve_plan
 from ledger.ports import CandidateView, Clock, IdGenerator
+from ledger.riders import with_riders
 from ledger.store import ConflictError, EventStore
 
 MAX_ATTEMPTS = 64
@@ -72,7 +73,7 @@ class Ledger:
         for _ in range(MAX_ATTEMPTS):
             decision = attempt(now)
             try:
-                self.store.append(decision.events)
+                self.store.append(with_riders(decision))
             except ConflictError:
                 continue
             if decision.refusal is not None:
@@ -104,8 +105,9 @@ class Ledger:
             plan_rules.check_text("name", name, plan_rules.MAX_TITLE, required=False)
         session_id = SessionId(self.ids.new_id())
         now = self.clock.now()
-        self.store.append([SessionStarted(session_id, 1, timestamp=now, session_id=session_id,
-                                          name=name or None)])
+        started = SessionStarted(session_id, 1, timestamp=now, session_id=session_id,
+                                 name=name or None)
+        self.store.append(with_riders(Decision([started])))
         return self.store.session(session_id)
 
     def end_session(self, session_id: str) -> list[StepId]:
@@ -143,7 +145,7 @@ class Ledger:
             if new.key:
                 keys[new.key] = step_id
         try:
-            self.store.append(events)
+            self.store.append(with_riders(Decision(events)))
         except ConflictError:
             raise errors.PlanExists(plan.slug) from None
         return self.store.plan(plan.slug), [StepId(e.originator_id) for e in events[2::2]]
