@@ -4,6 +4,7 @@ from typing import Annotated
 
 import typer
 
+from api.db_cli import db_app
 from api.runtime import open_runtime
 from ledger.domain.errors import AlreadyClaimed, LedgerError
 
@@ -39,6 +40,9 @@ def ready(plan: str, db: DbOption = None) -> None:
         _fail(error if isinstance(error, LedgerError) else LedgerError(f"unknown plan {plan}"))
     finally:
         runtime.close()
+
+
+app.add_typer(db_app, name="db")  # planledger db init / status (api/db_cli.py)
 
 
 def main() -> None:

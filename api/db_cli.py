@@ -1,0 +1,59 @@
+"""`planledger db …`: the store's one explicit set-up step (PostgreSQL), and its status."""
+
+from collections.abc import Callable
+from typing import Annotated, TypeVar
+
+import psycopg
+import typer
+
+from ledger.pg_schema import init_schema, missing_objects
+from ledger.storage import StorageConfigError, is_postgres, resolve_db
+
+db_app = typer.Typer(help="Set up and inspect the store (PostgreSQL schema creation).",
+                     no_args_is_help=True)
+
+DbOption = Annotated[str | None, typer.Option("--db", envvar="PLANLEDGER_DB",
+                                              help="SQLite path, 'memory' or postgresql:// URL")]
+EXIT_NOT_READY = 1
+EXIT_BAD_CONFIG = 2
+T = TypeVar("T")
+
+
+def _on_postgres(db: str | None, action: Callable[[str], T]) -> T | None:
+    """Run `action` on the PostgreSQL URL, turning set-up failures into a readable exit."""
+    resolved = resolve_db(db)
+    if not is_postgres(resolved):
+        typer.echo(f"{resolved}: an embedded store creates its tables on first use")
+        return None
+    try:
+        return action(resolved)
+    except StorageConfigError as error:
+        typer.echo(str(error), err=True)
+        raise typer.Exit(EXIT_BAD_CONFIG) from None
+    except psycopg.OperationalError as error:
+        typer.echo(f"cannot reach PostgreSQL: {error}".strip(), err=True)
+        raise typer.Exit(EXIT_NOT_READY) from None
+
+
+@db_app.command("init")
+def init(db: DbOption = None) -> None:
+    """Create the PostgreSQL schema and tables; safe to run at once from many processes."""
+    report = _on_postgres(db, init_schema)
+    if report is None:
+        return
+    if report.created:
+        typer.echo(f"schema {report.schema}: created {', '.join(report.created)}")
+    else:
+        typer.echo(f"schema {report.schema}: already initialised")
+
+
+@db_app.command("status")
+def status(db: DbOption = None) -> None:
+    """Say whether the PostgreSQL schema is ready; exit 1 if `db init` is still needed."""
+    missing = _on_postgres(db, missing_objects)
+    if missing is None:
+        return
+    if missing:
+        typer.echo(f"not initialised: missing {', '.join(missing)}; run `planledger db init`")
+        raise typer.Exit(EXIT_NOT_READY)
+    typer.echo("ready")

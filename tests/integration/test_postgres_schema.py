@@ -1,0 +1,63 @@
+"""Schema creation on PostgreSQL: one explicit, locked step that many processes may run."""
+
+import multiprocessing as mp
+import subprocess
+import sys
+from multiprocessing.synchronize import Barrier
+from pathlib import Path
+from typing import Any
+
+from api.runtime import open_runtime
+from ledger.pg_schema import init_schema, missing_objects
+from tests.support.postgres import fresh_schema
+
+TIMEOUT = 60
+PLANLEDGER = str(Path(sys.executable).parent / "planledger")  # the installed command
+
+
+def _init_together(url: str, barrier: Barrier, out: Any) -> None:
+    barrier.wait(TIMEOUT)
+    try:
+        out.put(("ok", init_schema(url).created))
+    except Exception as error:  # the report is the assertion: any error fails the test
+        out.put(("error", repr(error)))
+
+
+def test_eight_processes_initialising_one_schema_at_once_create_it_exactly_once() -> None:
+    with fresh_schema(init=False) as url:
+        ctx = mp.get_context("spawn")
+        barrier, out = ctx.Barrier(8), ctx.Queue()
+        procs = [ctx.Process(target=_init_together, args=(url, barrier, out)) for _ in range(8)]
+        for p in procs:
+            p.start()
+        results = [out.get(timeout=TIMEOUT) for _ in procs]
+        for p in procs:
+            p.join(TIMEOUT)
+        assert [kind for kind, _ in results] == ["ok"] * 8, results
+        creators = [created for _, created in results if created]
+        assert len(creators) == 1 and "table" in creators[0]
+        assert missing_objects(url) == ()
+
+
+def test_db_init_reports_what_it_created_then_that_all_is_there() -> None:
+    with fresh_schema(init=False) as url:
+        def run(*args: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run([PLANLEDGER, "db", *args, "--db", url],
+                                  capture_output=True, text=True, timeout=TIMEOUT, check=False)
+
+        assert run("status").returncode == 1
+        first = run("init")
+        assert first.returncode == 0 and "created schema, table" in first.stdout
+        again = run("init")
+        assert again.returncode == 0 and "already initialised" in again.stdout
+        assert run("status").stdout.strip() == "ready"
+
+
+def test_a_replica_opened_on_an_empty_schema_initialises_it_and_works() -> None:
+    with fresh_schema(init=False) as url:
+        runtime = open_runtime(url)
+        try:
+            session = runtime.ledger.start_session("first")
+            assert runtime.store.session(session.id).name == "first"
+        finally:
+            runtime.close()
