@@ -1,0 +1,44 @@
+"""What a postgresql:// `--db` value configures: pool, timeouts, schema, and what stays off."""
+
+import pytest
+
+from ledger.storage import StorageConfigError, store_settings
+
+URL = "postgresql://alice:s%40cret@db.example:6543/ledger"
+
+
+def test_url_names_server_database_user_and_default_schema_and_pool() -> None:
+    settings = store_settings(URL)
+    assert settings["PERSISTENCE_MODULE"] == "eventsourcing.postgres"
+    assert (settings["POSTGRES_HOST"], settings["POSTGRES_PORT"]) == ("db.example", "6543")
+    assert (settings["POSTGRES_DBNAME"], settings["POSTGRES_USER"]) == ("ledger", "alice")
+    assert settings["POSTGRES_PASSWORD"] == "s@cret"
+    assert settings["POSTGRES_SCHEMA"] == "public"
+    assert settings["POSTGRES_POOL_SIZE"] == "5" and settings["POSTGRES_LOCK_TIMEOUT"] == "10"
+
+
+def test_query_options_set_schema_pool_and_timeouts() -> None:
+    settings = store_settings(f"{URL}?schema=team_a&pool_size=2&max_overflow=0"
+                              "&connect_timeout=3&lock_timeout=4&idle_in_transaction_timeout=6")
+    assert settings["POSTGRES_SCHEMA"] == "team_a"
+    assert (settings["POSTGRES_POOL_SIZE"], settings["POSTGRES_MAX_OVERFLOW"]) == ("2", "0")
+    assert settings["POSTGRES_CONNECT_TIMEOUT"] == "3"
+    assert settings["POSTGRES_LOCK_TIMEOUT"] == "4"
+    assert settings["POSTGRES_IDLE_IN_TRANSACTION_SESSION_TIMEOUT"] == "6"
+
+
+def test_replicas_never_create_tables_nor_use_the_lockless_insert_function() -> None:
+    settings = store_settings(URL)
+    assert settings["CREATE_TABLE"] == "no"
+    assert settings["POSTGRES_ENABLE_DB_FUNCTIONS"] == "no"
+
+
+def test_unknown_option_is_refused_naming_the_known_ones() -> None:
+    with pytest.raises(StorageConfigError, match=r"option\(s\) pool in --db; known: .*pool_size"):
+        store_settings(f"{URL}?pool=3")
+
+
+@pytest.mark.parametrize("query", ["pool_size=many", "lock_timeout=-1", "schema=a;drop"])
+def test_malformed_option_is_refused(query: str) -> None:
+    with pytest.raises(StorageConfigError):
+        store_settings(f"{URL}?{query}")
