@@ -22,7 +22,13 @@ from ledger.domain.claims import (
     decide_claim,
     live_holder,
 )
-from ledger.domain.events import LeaseRenewed, LedgerEvent, SessionStarted, StepClaimed
+from ledger.domain.events import (
+    LeaseRenewed,
+    LedgerEvent,
+    ReadyListed,
+    SessionStarted,
+    StepClaimed,
+)
 from ledger.domain.ids import PlanSlug, SessionId, StepId
 from ledger.domain.state import PlanState, SessionState, StepDef, StepState, evolve_plan
 from ledger.ports import CandidateView, Clock, IdGenerator
@@ -243,6 +249,23 @@ class Ledger:
             except (errors.AlreadyClaimed, errors.Blocked, errors.Closed):
                 continue
         return None
+
+    def list_ready(self, plan: str, session_id: str) -> list[StepId]:
+        """The plan's ready steps as `session_id` is shown them, recorded (`ReadyListed`) so
+        a timeline and a replay show what each agent chose from. Optional: plain reads of
+        the read model record nothing."""
+        slug = self.store.plan(PlanSlug(plan)).slug
+
+        def attempt(now: datetime) -> Decision:
+            session = self.live_session(session_id)
+            listed = ReadyListed(session.id, session.version + 1, timestamp=now,
+                                 session_id=session.id, plan=slug,
+                                 step_ids=list(self.view.ready(slug)))
+            return Decision([listed])
+
+        event = self._decide(session_id, attempt).events[0]
+        assert isinstance(event, ReadyListed)
+        return [StepId(s) for s in event.step_ids]
 
     def complete(self, step_id: str, session_id: str, fence: int | None = None) -> None:
         self._close(closing.decide_complete, step_id, session_id, fence)

@@ -57,7 +57,7 @@ class ReadModel(CandidateView):
             slug = PlanSlug(event.originator_id.removeprefix("plan:"))
             self.plans[slug] = evolve_plan(self.plans.get(slug), event)
         elif isinstance(event, ev.SessionStarted | ev.SessionEnded | ev.ClaimBounced
-                        | ev.ClaimRefused | ev.StaleFenceRejected):
+                        | ev.ClaimRefused | ev.StaleFenceRejected | ev.ReadyListed):
             sid = SessionId(event.originator_id)
             self.sessions[sid] = evolve_session(self.sessions.get(sid), event)
         else:

@@ -138,3 +138,11 @@ class StaleFenceRejected(LedgerEvent):
     fence: int
     current_fence: int
     holder: str | None
+
+
+@dataclass(frozen=True)
+class ReadyListed(LedgerEvent):
+    """The ready steps of a plan as a session was shown them: what an agent chose from."""
+
+    plan: str
+    step_ids: list[str]
