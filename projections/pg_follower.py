@@ -1,0 +1,127 @@
+"""Following the log on PostgreSQL: woken by LISTEN/NOTIFY, not by a polling interval.
+
+Every append NOTIFYs the log's channel in its own transaction, under the table lock that
+keeps notification ids in commit order (the library's insert path; its database-functions
+path skips that lock, and stays off). The library's subscription LISTENs on that channel,
+pulls what is new when woken and yields it in order; a thread here hands each notification
+to the read model and publishes the position reached, so that
+
+- an event appended by another replica is applied one round trip after its commit, and
+- a caller can wait until its own write's position is applied (read-your-writes).
+
+Two safety nets keep the delay bounded even when a wake-up is lost: the subscription pulls
+once before its LISTEN is in place (an append in that gap sends its NOTIFY to nobody), and a
+dropped connection ends the subscription. So every `resync_seconds` the follower also pulls
+directly (one indexed query that usually finds nothing), and a failed subscription is
+restarted from the applied position. The model's `apply` skips what it already has, so the
+two paths never apply an event twice.
+"""
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from eventsourcing.persistence import Notification, Subscription
+
+from ledger.store import EventStore
+
+log = logging.getLogger(__name__)
+
+# Applies notifications above the model's position, in order, atomically with respect to
+# its readers, skipping any at or below it; returns the position reached.
+ApplyNotes = Callable[[Sequence[Notification]], int]
+
+RESYNC_SECONDS = 1.0
+RESTART_BACKOFF_SECONDS = 0.5
+PAGE = 500
+
+
+class PgFollower:
+    """Keeps a read model current from PostgreSQL's LISTEN/NOTIFY subscription."""
+
+    def __init__(self, store: EventStore, apply: ApplyNotes, position: int = 0,
+                 resync_seconds: float = RESYNC_SECONDS) -> None:
+        self.store = store
+        self._apply = apply
+        self._position = position
+        self._resync_seconds = resync_seconds
+        self._moved = threading.Condition()
+        self._stopping = threading.Event()
+        self._subscription: Subscription[Any] | None = None
+        self._threads: list[threading.Thread] = []
+
+    @property
+    def position(self) -> int:
+        with self._moved:
+            return self._position
+
+    def start(self) -> "PgFollower":
+        for target, name in ((self._follow, "pg-follower"), (self._resync, "pg-resync")):
+            thread = threading.Thread(target=target, name=name, daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._stop_subscription()
+        with self._moved:
+            self._moved.notify_all()
+        for thread in self._threads:
+            thread.join(5)
+
+    def wait_for(self, position: int, timeout: float) -> bool:
+        """Wait until the model has applied `position`; False if `timeout` passed first."""
+        with self._moved:
+            return self._moved.wait_for(
+                lambda: self._position >= position or self._stopping.is_set(), timeout
+            ) and self._position >= position
+
+    # --- the two threads ----------------------------------------------------------
+
+    def _follow(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                self._follow_subscription()
+            except Exception:
+                log.exception("PostgreSQL subscription failed; restarting from %s",
+                              self.position)
+            self._stopping.wait(RESTART_BACKOFF_SECONDS)
+
+    def _follow_subscription(self) -> None:
+        with self.store.recorder.subscribe(gt=self.position) as subscription:
+            self._subscription = subscription
+            if self._stopping.is_set():  # stop() came before the subscription existed
+                return
+            for note in subscription:
+                self._advance([note])
+
+    def _resync(self) -> None:
+        """Pull directly whenever nothing has moved for a while: bounds the delay of an
+        append whose NOTIFY found no listener."""
+        while not self._stopping.wait(self._resync_seconds):
+            try:
+                self._catch_up()
+            except Exception:
+                log.exception("direct pull of the log failed; retrying")
+
+    def _catch_up(self) -> None:
+        while True:
+            notes = self.store.recorder.select_notifications(
+                start=self.position, limit=PAGE, inclusive_of_start=False)
+            if notes:
+                self._advance(notes)
+            if len(notes) < PAGE:
+                return
+
+    def _advance(self, notes: Sequence[Notification]) -> None:
+        reached = self._apply(notes)
+        with self._moved:
+            if reached > self._position:
+                self._position = reached
+                self._moved.notify_all()
+
+    def _stop_subscription(self) -> None:
+        if self._subscription is not None:
+            self._subscription.stop()

@@ -1,0 +1,127 @@
+"""The PostgreSQL follower: LISTEN/NOTIFY wakes it, it applies every event once and in order,
+and an append whose NOTIFY reached nobody still arrives within the resync interval."""
+
+import multiprocessing as mp
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from multiprocessing.synchronize import Barrier
+
+import psycopg
+import pytest
+from eventsourcing.persistence import Notification
+from psycopg import sql
+
+from api.runtime import open_runtime
+from ledger.domain.events import SessionStarted
+from ledger.domain.ids import SessionId
+from ledger.pg_schema import EVENTS_TABLE
+from ledger.storage import postgres_options, store_settings
+from ledger.store import EventStore
+from projections.pg_follower import PgFollower
+from tests.support.fakes import EPOCH
+from tests.support.postgres import BASE_URL, fresh_schema
+
+NEVER = 3600.0  # a resync interval that never fires: only NOTIFY can wake the follower
+TIMEOUT = 60
+
+
+class Collected:
+    """A stand-in read model: the notification ids it applied, each at most once."""
+
+    def __init__(self) -> None:
+        self.ids: list[int] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, notes: Sequence[Notification]) -> int:
+        with self.lock:
+            for note in notes:
+                if not self.ids or note.id > self.ids[-1]:
+                    self.ids.append(note.id)
+            return self.ids[-1] if self.ids else 0
+
+
+@pytest.fixture
+def pg() -> Iterator[str]:
+    with fresh_schema(pool_size=2, max_overflow=2) as url:
+        yield url
+
+
+@pytest.fixture
+def store(pg: str) -> Iterator[EventStore]:
+    the_store = EventStore(store_settings(pg))
+    yield the_store
+    the_store.close()
+
+
+def _start_sessions(url: str, count: int, barrier: Barrier) -> None:
+    runtime = open_runtime(url)
+    barrier.wait(TIMEOUT)
+    for i in range(count):
+        runtime.ledger.start_session(f"writer-{i}")
+    runtime.close()
+
+
+def test_events_from_four_writer_processes_are_each_applied_once_in_log_order(
+    pg: str, store: EventStore
+) -> None:
+    seen = Collected()
+    follower = PgFollower(store, seen, resync_seconds=NEVER).start()
+    ctx = mp.get_context("spawn")
+    barrier = ctx.Barrier(4)
+    writers = [ctx.Process(target=_start_sessions, args=(pg, 50, barrier)) for _ in range(4)]
+    for w in writers:
+        w.start()
+    for w in writers:
+        w.join(TIMEOUT)
+        assert w.exitcode == 0
+    last = store.recorder.max_notification_id() or 0
+    assert follower.wait_for(last, timeout=10)
+    follower.stop()
+    logged = [n.id for n in store.recorder.select_notifications(start=1, limit=10_000)]
+    assert len(logged) == 200 and seen.ids == logged
+
+
+def test_an_append_by_another_process_wakes_the_follower_within_half_a_second(
+    pg: str, store: EventStore
+) -> None:
+    seen = Collected()
+    follower = PgFollower(store, seen, resync_seconds=NEVER).start()
+    other = open_runtime(pg)
+    try:
+        other.ledger.start_session("early")  # the subscription is surely listening after it
+        assert follower.wait_for(1, timeout=10)
+        delays = []
+        for i in range(5):
+            started = time.monotonic()
+            other.ledger.start_session(f"s{i}")
+            assert follower.wait_for(i + 2, timeout=10)
+            delays.append(time.monotonic() - started)
+    finally:
+        other.close()
+        follower.stop()
+    assert max(delays) < 0.5, delays
+
+
+def test_an_append_whose_notify_reached_nobody_arrives_within_the_resync_interval(
+    pg: str, store: EventStore
+) -> None:
+    seen = Collected()
+    follower = PgFollower(store, seen, resync_seconds=0.2).start()
+    schema = postgres_options(pg)["schema"]
+    try:
+        store.append([_session_started("loud")])  # NOTIFYs: the follower is live after it
+        assert follower.wait_for(1, timeout=10)
+        with psycopg.connect(BASE_URL, autocommit=True) as conn:  # an insert with no NOTIFY
+            conn.execute(sql.SQL(
+                "INSERT INTO {}.{} (originator_id, originator_version, topic, state) "
+                "VALUES ('silent', 1, 'x', '\\x00')").format(
+                    sql.Identifier(schema), sql.Identifier(EVENTS_TABLE)))
+        assert follower.wait_for(2, timeout=5)
+    finally:
+        follower.stop()
+    assert seen.ids == [1, 2]
+
+
+def _session_started(name: str) -> SessionStarted:
+    return SessionStarted(SessionId(name), 1, timestamp=EPOCH, session_id=None, name=name)
