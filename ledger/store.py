@@ -5,6 +5,7 @@ fast-forwards them from the store on every read (a heartbeated step stays cheap 
 """
 
 import contextlib
+import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -47,16 +48,25 @@ class EventStore(Application[str]):
 
     def __init__(self, settings: dict[str, str]) -> None:
         super().__init__(env=settings)
+        self._appended = threading.local()
 
     def append(self, events: Sequence[LedgerEvent]) -> list[Recording[str]]:
         """Append all events in one transaction; raises ConflictError if any stream moved."""
         if not events:
             return []
         recordings = self.save(*events)
+        if recordings:
+            self._appended.position = recordings[-1].notification.id
         for event in events:
             if event.originator_version % SNAPSHOT_INTERVAL == 0 and _is_step_event(event):
                 self._snapshot_step(StepId(event.originator_id), event)
         return recordings
+
+    def last_position(self) -> int | None:
+        """The log position of the calling thread's latest append (None before any), so a
+        caller can ask a read model to wait until its own write is applied."""
+        position: int | None = getattr(self._appended, "position", None)
+        return position
 
     def _snapshot_step(self, step_id: StepId, at: LedgerEvent) -> None:
         if self.snapshots is None:

@@ -1,117 +1,191 @@
-"""The live read model: steps, holders, sessions and plans folded from the notification log.
+"""The live read model: the log folded into readiness, holders, progress and history.
 
-It follows the log by pulling notifications after the last position it applied, so events
-appended by other processes show up on the next catch-up.
+`ReadModel` keeps a `LedgerView` at the log position it has applied (`position`), and
+moves it forward a page at a time from the store's notification log. Each position is
+applied exactly once: the view refuses positions at or below its own, so pages read
+twice (by two threads, or after a restore) change nothing. With a `CheckpointRecorder`
+it restores the newest checkpoint on start and resumes from its tracked position.
+
+Freshness, three ways:
+- by default every query first pulls what was appended since (`pull_on_read`), so a
+  query in this process sees every append that committed before it;
+- a `LogFollower` (see `projections.follower`) pulls in the background, so a model that
+  does not pull on read still sees other processes' appends within a bounded delay;
+- `wait_for(position)` / `wait_for_my_writes()` block until a given append is applied:
+  read-your-writes for a caller that just appended.
 """
 
+import pickle
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 
-from ledger.domain import events as ev
-from ledger.domain.claims import Verdict, assess, live_holder
+from eventsourcing.persistence import Tracking
+
 from ledger.domain.ids import PlanSlug, SessionId, StepId
-from ledger.domain.state import (
-    PlanState,
-    SessionState,
-    StepState,
-    evolve_plan,
-    evolve_session,
-    evolve_step,
-)
+from ledger.domain.state import PlanState, SessionState, StepState
 from ledger.ports import CandidateView, Clock
 from ledger.store import EventStore
+from projections import queries
+from projections.checkpoints import CheckpointRecorder
+from projections.history import AsOf, as_of, step_history
+from projections.log import PAGE, decode, page_after
+from projections.queryable import Queryable
+from projections.results import HistoryEntry
+from projections.view import FORMAT, LedgerView
 
-PAGE = 1000
+CHECKPOINT_EVERY = 50_000
+RETRY_SECONDS = 0.01
 
 
-class ReadModel(CandidateView):
-    def __init__(self, store: EventStore, clock: Clock) -> None:
+class ReadModel(Queryable, CandidateView):
+    def __init__(
+        self, store: EventStore, clock: Clock, *,
+        checkpoints: CheckpointRecorder | None = None,
+        checkpoint_every: int = CHECKPOINT_EVERY, pull_on_read: bool = True, page: int = PAGE,
+    ) -> None:
         self.store = store
         self.clock = clock
-        self.position = 0
-        self.plans: dict[PlanSlug, PlanState] = {}
-        self.steps: dict[StepId, StepState] = {}
-        self.sessions: dict[SessionId, SessionState] = {}
-        self._held: dict[SessionId, set[StepId]] = {}
+        self.checkpoints = checkpoints
+        self.checkpoint_every = checkpoint_every
+        self.pull_on_read = pull_on_read
+        self.page = page
+        self._view = LedgerView()
+        self._checkpointed = 0
         self._lock = threading.RLock()
+        self._advanced = threading.Condition(self._lock)
+        if checkpoints is not None:
+            self._restore(checkpoints)
+
+    # --- what it holds ------------------------------------------------------------
+
+    @property
+    def position(self) -> int:
+        """The log position of the last event applied."""
+        return self._view.position
+
+    @property
+    def plans(self) -> Mapping[PlanSlug, PlanState]:
+        return self._view.plans
+
+    @property
+    def steps(self) -> Mapping[StepId, StepState]:
+        return self._view.steps
+
+    @property
+    def sessions(self) -> Mapping[SessionId, SessionState]:
+        return self._view.sessions
+
+    @contextmanager
+    def reading(self, now: datetime | None = None) -> Iterator[tuple[LedgerView, datetime]]:
+        with self._lock:
+            if self.pull_on_read:
+                self.catch_up()
+            yield self._view, now or self.clock.now()
+
+    # --- following the log --------------------------------------------------------
 
     def catch_up(self) -> int:
         """Apply every event appended since the last call; returns the new position."""
+        while True:
+            with self._lock:
+                notes = page_after(self.store, self._view.position, self.page)
+                if notes:
+                    self._view.apply_all(decode(self.store, notes))
+                    self._advanced.notify_all()
+            if len(notes) < self.page:
+                break
+        if self._view.position - self._checkpointed >= self.checkpoint_every:
+            self.checkpoint()
+        return self._view.position
+
+    def wait_for(self, position: int | None, timeout: float = 5.0) -> int:
+        """Block until the event at `position` is applied (pulling it in if need be);
+        TimeoutError after `timeout` seconds. None (no append yet) returns at once."""
+        deadline = time.monotonic() + timeout
+        while position is not None and self._view.position < position:
+            self.catch_up()
+            remaining = deadline - time.monotonic()
+            with self._advanced:
+                if self._view.position >= position:
+                    break
+                if remaining <= 0:
+                    raise TimeoutError(f"the read model is at {self._view.position}; "
+                                       f"position {position} was not applied in {timeout}s")
+                # Not visible yet (committing elsewhere): wake on the next page or retry.
+                self._advanced.wait(min(remaining, RETRY_SECONDS))
+        return self._view.position
+
+    def wait_for_my_writes(self, timeout: float = 5.0) -> int:
+        """Read-your-writes: wait until this thread's latest append is applied."""
+        return self.wait_for(self.store.last_position(), timeout)
+
+    def rebuild(self) -> int:
+        """Drop the state and fold the whole log again; queries keep answering from the
+        old state until the new one has caught up with it."""
+        fresh = LedgerView()
+        while True:
+            notes = page_after(self.store, fresh.position, self.page)
+            if notes:
+                fresh.apply_all(decode(self.store, notes))
+            if len(notes) < self.page:
+                break
         with self._lock:
-            while True:
-                notes = self.store.recorder.select_notifications(
-                    start=self.position, limit=PAGE, inclusive_of_start=False
-                )
-                for note in notes:
-                    self.apply(self.store.mapper.to_domain_event(note))
-                    self.position = note.id
-                if len(notes) < PAGE:
-                    return self.position
+            while fresh.position < self._view.position:  # appends applied meanwhile
+                notes = page_after(self.store, fresh.position, self.page, self._view.position)
+                fresh.apply_all(decode(self.store, notes))
+            self._view = fresh
+            self._advanced.notify_all()
+        return self.catch_up()
 
-    def apply(self, event: object) -> None:
-        if not isinstance(event, ev.LedgerEvent):
+    # --- checkpoints --------------------------------------------------------------
+
+    def checkpoint(self) -> bool:
+        """Save the state with its position; False when there is nothing new to save or a
+        newer checkpoint is saved already."""
+        if self.checkpoints is None:
+            return False
+        with self._lock:
+            position = self._view.position
+            if position <= self._checkpointed:
+                return False
+            state = pickle.dumps(self._view, protocol=pickle.HIGHEST_PROTOCOL)
+        self._checkpointed = position
+        return self.checkpoints.save_checkpoint(Tracking(self.store.name, position), state)
+
+    def _restore(self, checkpoints: CheckpointRecorder) -> None:
+        found = checkpoints.load_checkpoint(self.store.name)
+        if found is None:
             return
-        if isinstance(event, ev.PlanCreated | ev.StepAdded | ev.StepRevised
-                      | ev.DependenciesDeclared):
-            slug = PlanSlug(event.originator_id.removeprefix("plan:"))
-            self.plans[slug] = evolve_plan(self.plans.get(slug), event)
-        elif isinstance(event, ev.SessionStarted | ev.SessionEnded | ev.ClaimBounced
-                        | ev.ClaimRefused | ev.StaleFenceRejected | ev.ReadyListed):
-            sid = SessionId(event.originator_id)
-            self.sessions[sid] = evolve_session(self.sessions.get(sid), event)
-        else:
-            self._apply_step(event)
-
-    def _apply_step(self, event: ev.LedgerEvent) -> None:
-        step_id = StepId(event.originator_id)
-        before = self.steps.get(step_id)
-        after = evolve_step(before, event)
-        self.steps[step_id] = after
-        if before is not None and before.holder is not None:
-            self._held.get(before.holder, set()).discard(step_id)
-        if after.holder is not None:
-            self._held.setdefault(after.holder, set()).add(step_id)
+        position, state = found
+        if position > (self.store.recorder.max_notification_id() or 0):
+            return  # a checkpoint of some other log: start from scratch
+        view = pickle.loads(state)  # our own file, written by checkpoint() above
+        if isinstance(view, LedgerView) and view.format == FORMAT and view.position == position:
+            self._view = view
+            self._checkpointed = position
 
     # --- CandidateView ------------------------------------------------------------
 
     def held_by(self, session: SessionId) -> Sequence[StepId]:
-        with self._lock:
-            self.catch_up()
-            return sorted(self._held.get(session, ()))
+        """Steps whose latest claim names the session (live or lapsed), by id."""
+        with self.reading() as (view, _):
+            return sorted(view.held.get(session, ()))
 
     def ready(self, plan: PlanSlug) -> Sequence[StepId]:
-        return [step_id for step_id, verdict in self.verdicts(plan) if verdict.kind == "claimable"]
+        with self.reading() as (view, moment):
+            return queries.ready_ids(view, plan, moment)
 
-    # --- queries ------------------------------------------------------------------
+    # --- auditors -----------------------------------------------------------------
 
-    def verdicts(self, plan: PlanSlug, now: datetime | None = None) -> list[tuple[StepId, Verdict]]:
-        """Every open or in-progress step of the plan with what a claim would meet, oldest
-        first, ties by id."""
-        with self._lock:
-            self.catch_up()
-            moment = now or self.clock.now()
-            state = self.plans[plan]
-            ordered = sorted(state.steps.values(), key=lambda d: (d.added_at, d.id))
-            result = []
-            for definition in ordered:
-                step = self.steps[definition.id]
-                if step.status in ("done", "dropped"):
-                    continue
-                verdict = assess(step, definition, self._status, self._ended(step), moment)
-                result.append((definition.id, verdict))
-            return result
+    def history(self, step_id: StepId, upto: int | None = None) -> list[HistoryEntry]:
+        """Every event about the step, in log order (up to position `upto`)."""
+        with self.reading() as (view, _):
+            positions = list(view.history.get(step_id, ()))
+        return step_history(self.store, positions, upto)
 
-    def holder(self, step_id: StepId, now: datetime | None = None) -> SessionId | None:
-        with self._lock:
-            step = self.steps[step_id]
-            return live_holder(step, now or self.clock.now(), self._ended(step))
-
-    def _status(self, step_id: StepId) -> str:
-        return self.steps[step_id].status
-
-    def _ended(self, step: StepState) -> bool:
-        if step.holder is None:
-            return False
-        session = self.sessions.get(step.holder)
-        return session is not None and session.ended
+    def as_of(self, position: int | None = None, time: datetime | None = None) -> AsOf:
+        """The read models as they stood at a log position or a time (see history)."""
+        return as_of(self.store, position, time, self.page)

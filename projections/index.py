@@ -1,0 +1,75 @@
+"""A plan's readiness index: which steps sit in which bucket, kept in claim order.
+
+The buckets are what the claim rule (`ledger.domain.claims.assess`) said about each step
+when the step or one of its dependencies last changed: `ready` (open and claimable),
+`blocked` (open, waiting on dependencies), or the step's status when a verdict on it
+depends on the clock (`in_progress`: its lease may lapse at any moment) or can no longer
+change (`done`, `dropped`). Moving a step between buckets costs O(log n) comparisons and
+one list move, so an event touches only its step and the steps that depend on it.
+"""
+
+from bisect import bisect_left, insort
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal
+
+from ledger.domain.ids import PlanSlug, StepId
+
+Bucket = Literal["ready", "blocked", "in_progress", "done", "dropped"]
+BUCKETS: tuple[Bucket, ...] = ("ready", "blocked", "in_progress", "done", "dropped")
+OrderKey = tuple[datetime, StepId]
+
+
+@dataclass
+class PlanIndex:
+    """One plan's steps by bucket; `order` and `ready` are oldest first, ties by id."""
+
+    slug: PlanSlug
+    keys: dict[StepId, OrderKey] = field(default_factory=dict)
+    order: list[StepId] = field(default_factory=list)
+    ready: list[StepId] = field(default_factory=list)
+    blocked: set[StepId] = field(default_factory=set)
+    in_progress: set[StepId] = field(default_factory=set)
+    bucket: dict[StepId, Bucket] = field(default_factory=dict)
+    counts: dict[Bucket, int] = field(default_factory=lambda: dict.fromkeys(BUCKETS, 0))
+
+    def add(self, step_id: StepId, added_at: datetime) -> None:
+        """Register a new step in claim order; it has no bucket until it is judged."""
+        if step_id in self.keys:
+            return
+        key = (added_at, step_id)
+        self.keys[step_id] = key
+        if not self.order or self.keys[self.order[-1]] <= key:
+            self.order.append(step_id)  # the usual case: steps arrive oldest first
+        else:
+            insort(self.order, step_id, key=self.keys.__getitem__)
+
+    def place(self, step_id: StepId, bucket: Bucket) -> None:
+        """Move the step into `bucket` (a no-op when it is there already)."""
+        old = self.bucket.get(step_id)
+        if old == bucket:
+            return
+        if old is not None:
+            self._leave(step_id, old)
+            self.counts[old] -= 1
+        self.bucket[step_id] = bucket
+        self.counts[bucket] += 1
+        if bucket == "ready":
+            insort(self.ready, step_id, key=self.keys.__getitem__)
+        elif bucket == "blocked":
+            self.blocked.add(step_id)
+        elif bucket == "in_progress":
+            self.in_progress.add(step_id)
+
+    def _leave(self, step_id: StepId, bucket: Bucket) -> None:
+        if bucket == "ready":
+            at = bisect_left(self.ready, self.keys[step_id], key=self.keys.__getitem__)
+            del self.ready[at]
+        elif bucket == "blocked":
+            self.blocked.discard(step_id)
+        elif bucket == "in_progress":
+            self.in_progress.discard(step_id)
+
+    def in_order(self, step_ids: set[StepId] | list[StepId]) -> list[StepId]:
+        """The given steps of this plan, oldest first, ties by id."""
+        return sorted(step_ids, key=self.keys.__getitem__)

@@ -1,0 +1,58 @@
+"""Reading the notification log: pages of decoded events after a position, and the events
+at chosen positions. The store's own recorder and mapper do the work; this only pages."""
+
+from collections.abc import Iterator, Sequence
+
+from eventsourcing.persistence import Notification
+
+from ledger.store import EventStore
+
+PAGE = 1000
+
+Positioned = tuple[int, object]
+
+
+def page_after(
+    store: EventStore, after: int, limit: int = PAGE, stop: int | None = None
+) -> list[Notification]:
+    """Up to `limit` notifications after position `after` (and at or before `stop`)."""
+    return list(store.recorder.select_notifications(
+        start=after, limit=limit, stop=stop, inclusive_of_start=False))
+
+
+def decode(store: EventStore, notes: Sequence[Notification]) -> list[Positioned]:
+    to_event = store.mapper.to_domain_event
+    return [(note.id, to_event(note)) for note in notes]
+
+
+def pages(
+    store: EventStore, after: int = 0, limit: int = PAGE, stop: int | None = None
+) -> Iterator[list[Positioned]]:
+    """Decoded pages of the log after `after` up to `stop` (or its end)."""
+    while True:
+        notes = page_after(store, after, limit, stop)
+        if notes:
+            yield decode(store, notes)
+            after = notes[-1].id
+        if len(notes) < limit:
+            return
+
+
+def at_positions(store: EventStore, positions: Sequence[int]) -> list[Positioned]:
+    """The events at the given (ascending) positions; consecutive ones in one read."""
+    found: list[Positioned] = []
+    for first, last in _runs(positions):
+        found += decode(store, page_after(store, first - 1, last - first + 1, stop=last))
+    return found
+
+
+def _runs(positions: Sequence[int]) -> Iterator[tuple[int, int]]:
+    if not positions:
+        return
+    first = last = positions[0]
+    for position in positions[1:]:
+        if position != last + 1:
+            yield first, last
+            first = position
+        last = position
+    yield first, last

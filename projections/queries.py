@@ -1,0 +1,132 @@
+"""Queries over a `LedgerView` at a moment: ready, blocked, holders, progress, verdicts.
+
+The index already holds the open steps' verdicts; only in-progress steps are judged here,
+with the claim rule and the caller's `now`, because a lease lapses with the clock and
+writes nothing. So a query costs what it returns plus the steps in flight, never the
+size of the plan or of the log.
+"""
+
+import heapq
+from datetime import datetime
+
+from ledger.domain.claims import Verdict, live_holder
+from ledger.domain.ids import PlanSlug, SessionId, StepId
+from projections.index import PlanIndex
+from projections.results import BlockedStep, Blocker, Holding, Progress, ReadyStep
+from projections.view import LedgerView
+
+
+def _index(view: LedgerView, plan: PlanSlug) -> PlanIndex:
+    index = view.indexes.get(plan)
+    if index is None:
+        raise KeyError(f"unknown plan: {plan}")
+    return index
+
+
+def _judged_in_flight(
+    view: LedgerView, index: PlanIndex, now: datetime
+) -> list[tuple[StepId, Verdict]]:
+    return [(step_id, view.verdict(step_id, now)) for step_id in index.in_progress]
+
+
+def ready_ids(view: LedgerView, plan: PlanSlug, now: datetime) -> list[StepId]:
+    """The plan's claimable steps at `now`, oldest first, ties by id."""
+    index = _index(view, plan)
+    lapsed = [s for s, v in _judged_in_flight(view, index, now) if v.kind == "claimable"]
+    if not lapsed:
+        return list(index.ready)
+    key = index.keys.__getitem__
+    return list(heapq.merge(index.ready, index.in_order(lapsed), key=key))
+
+
+def ready_steps(view: LedgerView, plan: PlanSlug | None, now: datetime) -> list[ReadyStep]:
+    """Claimable steps of one plan (or of every plan), oldest first, ties by id; a step
+    claimable because its claim lapsed names the lapsed holder."""
+    plans = [plan] if plan is not None else list(view.indexes)
+    found = [_ready_step(view, step_id, now) for p in plans for step_id in ready_ids(view, p, now)]
+    if plan is None:
+        found.sort(key=lambda r: (r.added_at, r.step_id))
+    return found
+
+
+def _ready_step(view: LedgerView, step_id: StepId, now: datetime) -> ReadyStep:
+    step = view.steps[step_id]
+    definition = view.definition(step_id)
+    assert definition is not None
+    lapsed = step.holder if step.status == "in_progress" else None
+    session = view.sessions.get(lapsed) if lapsed is not None else None
+    return ReadyStep(step_id, step.plan, definition.title, definition.position,
+                     definition.added_at, lapsed, session.name if session else None)
+
+
+def blocked_steps(view: LedgerView, plan: PlanSlug, now: datetime) -> list[BlockedStep]:
+    """Steps a claim would refuse as blocked, oldest first, each with what blocks it."""
+    index = _index(view, plan)
+    candidates = list(index.blocked) + list(index.in_progress)
+    found = []
+    for step_id in index.in_order(candidates):
+        verdict = view.verdict(step_id, now)
+        if verdict.kind == "blocked":
+            found.append(_blocked_step(view, step_id, verdict))
+    return found
+
+
+def _blocked_step(view: LedgerView, step_id: StepId, verdict: Verdict) -> BlockedStep:
+    definition = view.definition(step_id)
+    assert definition is not None
+    blockers = []
+    for dep, status in verdict.blockers:
+        dep_definition = view.definition(dep)
+        blockers.append(Blocker(dep, dep_definition.title if dep_definition else "", status))
+    return BlockedStep(step_id, view.steps[step_id].plan, definition.title,
+                       definition.position, definition.added_at, tuple(blockers))
+
+
+def verdicts(view: LedgerView, plan: PlanSlug, now: datetime) -> list[tuple[StepId, Verdict]]:
+    """Every open or in-progress step of the plan with what a claim would meet, oldest
+    first, ties by id (the whole plan: for consoles and audits, not for hot paths)."""
+    index = _index(view, plan)
+    return [(step_id, view.verdict(step_id, now)) for step_id in index.order
+            if index.bucket.get(step_id) in ("ready", "blocked", "in_progress")]
+
+
+def holdings(
+    view: LedgerView, now: datetime, session: SessionId | None = None,
+    plan: PlanSlug | None = None,
+) -> list[Holding]:
+    """Live claims (of one session, or one plan, or all), soonest expiry first."""
+    if session is not None:
+        candidates = list(view.held.get(session, ()))
+    else:
+        plans = [plan] if plan is not None else list(view.indexes)
+        candidates = [s for p in plans for s in _index(view, p).in_progress]
+    found = [h for step_id in candidates if (h := holding(view, step_id, now)) is not None]
+    found.sort(key=lambda h: (h.expires_at, h.step_id))
+    return found
+
+
+def holding(view: LedgerView, step_id: StepId, now: datetime) -> Holding | None:
+    """The live claim on the step at `now`, if any."""
+    step = view.steps[step_id]
+    holder = live_holder(step, now, view.holder_ended(step))
+    if holder is None or step.expires_at is None:
+        return None
+    definition = view.definition(step_id)
+    session = view.sessions.get(holder)
+    return Holding(step_id, step.plan, definition.title if definition else "", holder,
+                   session.name if session else None, step.fence, step.lease_seconds,
+                   step.expires_at, (step.expires_at - now).total_seconds())
+
+
+def progress(view: LedgerView, plan: PlanSlug, now: datetime) -> Progress:
+    """The plan's counts at `now`: in-progress steps are split by what the clock says."""
+    index = _index(view, plan)
+    kinds = [verdict.kind for _, verdict in _judged_in_flight(view, index, now)]
+    state = view.plans[plan]
+    return Progress(
+        plan=plan, title=state.title, total=len(index.order),
+        done=index.counts["done"], dropped=index.counts["dropped"],
+        in_flight=kinds.count("held"),
+        claimable=index.counts["ready"] + kinds.count("claimable"),
+        blocked=index.counts["blocked"] + kinds.count("blocked"),
+    )

@@ -1,0 +1,96 @@
+"""What the read models answer: plain frozen records, ready to print or serialise."""
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from ledger.domain.events import LedgerEvent
+from ledger.domain.ids import PlanSlug, SessionId, StepId
+
+
+@dataclass(frozen=True)
+class ReadyStep:
+    """A step a claim would accept now. `lapsed_holder` names the session whose lease
+    lapsed (expired, or its session ended) when the step is claimable only because of it."""
+
+    step_id: StepId
+    plan: PlanSlug
+    title: str
+    position: int
+    added_at: datetime
+    lapsed_holder: SessionId | None = None
+    lapsed_holder_name: str | None = None
+
+
+@dataclass(frozen=True)
+class Blocker:
+    """A dependency that is neither done nor dropped."""
+
+    step_id: StepId
+    title: str
+    status: str
+
+
+@dataclass(frozen=True)
+class BlockedStep:
+    step_id: StepId
+    plan: PlanSlug
+    title: str
+    position: int
+    added_at: datetime
+    blockers: tuple[Blocker, ...]
+
+
+@dataclass(frozen=True)
+class Holding:
+    """A live claim: who holds the step, under which fence, until when."""
+
+    step_id: StepId
+    plan: PlanSlug
+    title: str
+    session_id: SessionId
+    session_name: str | None
+    fence: int
+    lease_seconds: int
+    expires_at: datetime
+    seconds_left: float
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A plan's counts; every step is in exactly one of done, dropped, in flight,
+    claimable and blocked."""
+
+    plan: PlanSlug
+    title: str
+    total: int
+    done: int
+    dropped: int
+    in_flight: int
+    claimable: int
+    blocked: int
+
+    @property
+    def rollup(self) -> str:
+        """One line, e.g. `auth-refresh: 4/6 done, 2 claimable, 0 in flight`."""
+        return (f"{self.plan}: {self.done}/{self.total} done, {self.claimable} claimable, "
+                f"{self.in_flight} in flight")
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """One event about a step, with its place in the log."""
+
+    position: int
+    event: LedgerEvent
+
+    @property
+    def kind(self) -> str:
+        return type(self.event).__name__
+
+    @property
+    def timestamp(self) -> datetime:
+        return self.event.timestamp
+
+    @property
+    def session_id(self) -> str | None:
+        return self.event.session_id

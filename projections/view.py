@@ -1,0 +1,187 @@
+"""The read side's state: the log folded into plans, steps and sessions, plus indexes.
+
+`LedgerView` folds with the domain's own `evolve_*` functions, so a step here is exactly
+the step the write side loads. Beside the states it keeps what makes queries cheap:
+per plan a `PlanIndex` (ready, blocked, in progress), the dependents of every step, the
+steps each session holds, and the log positions of every event about each step.
+
+It has no store, no lock and no clock: `ReadModel` feeds it from the log, `as_of` folds a
+fresh one up to a point. Events are applied a batch at a time: `apply` folds the states
+and notes which steps need judging again; `settle` judges them, once each, so a page of
+a rebuild costs one verdict per touched step however many events touched it.
+"""
+
+from array import array
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+from ledger.domain import events as ev
+from ledger.domain.claims import Verdict, assess
+from ledger.domain.ids import PLAN_STREAM_PREFIX, PlanSlug, SessionId, StepId
+from ledger.domain.state import (
+    SATISFYING,
+    PlanState,
+    SessionState,
+    StepDef,
+    StepState,
+    evolve_plan,
+    evolve_session,
+    evolve_step,
+)
+from projections.index import Bucket, PlanIndex
+
+# An open step's verdict does not depend on the time (only a held lease does), so the
+# index judges open steps once, when they or their dependencies change, at any moment.
+TIMELESS = datetime.min.replace(tzinfo=UTC)
+FORMAT = 1  # bump when the pickled shape changes: older checkpoints are then rebuilt
+
+_PLAN_EVENTS = (ev.PlanCreated, ev.StepAdded, ev.StepRevised, ev.DependenciesDeclared)
+_STEP_EVENTS = (ev.StepOpened, ev.StepClaimed, ev.LeaseRenewed, ev.StepReleased,
+                ev.StepCompleted, ev.StepDropped, ev.StepReopened)
+_SESSION_EVENTS = (ev.SessionStarted, ev.SessionEnded, ev.ClaimBounced, ev.ClaimRefused,
+                   ev.StaleFenceRejected)
+
+
+class LedgerView:
+    """Plans, steps and sessions as of `position`, with the indexes queries need."""
+
+    def __init__(self) -> None:
+        self.format = FORMAT
+        self.position = 0
+        self.last_time: datetime | None = None
+        self.plans: dict[PlanSlug, PlanState] = {}
+        self.steps: dict[StepId, StepState] = {}
+        self.sessions: dict[SessionId, SessionState] = {}
+        self.indexes: dict[PlanSlug, PlanIndex] = {}
+        self.dependents: dict[StepId, set[StepId]] = {}
+        self.held: dict[SessionId, set[StepId]] = {}
+        self.history: dict[StepId, array[int]] = {}
+        self._dirty: set[StepId] = set()
+        self._handlers = self._dispatch()
+
+    def _dispatch(self) -> dict[type, Callable[[Any, int], None]]:
+        handlers: dict[type, Callable[[Any, int], None]] = {}
+        handlers.update(dict.fromkeys(_PLAN_EVENTS, self._on_plan))
+        handlers.update(dict.fromkeys(_STEP_EVENTS, self._on_step))
+        handlers.update(dict.fromkeys(_SESSION_EVENTS, self._on_session))
+        return handlers
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        del state["_handlers"]  # bound methods: rebuilt on load
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._handlers = self._dispatch()
+
+    # --- folding ------------------------------------------------------------------
+
+    def apply(self, event: object, position: int) -> bool:
+        """Fold one event found at `position`; False (and nothing changes) when that
+        position is already applied, so a replayed page never counts twice."""
+        if position <= self.position:
+            return False
+        self.position = position
+        handler = self._handlers.get(type(event))
+        if handler is not None:  # other layers' events (e.g. the API's riders) pass by
+            self.last_time = event.timestamp  # type: ignore[attr-defined]
+            handler(event, position)
+        return True
+
+    def apply_all(self, events: Iterable[tuple[int, object]]) -> int:
+        """Fold (position, event) pairs, then settle; returns how many were new."""
+        applied = sum(1 for position, event in events if self.apply(event, position))
+        self.settle()
+        return applied
+
+    def settle(self) -> None:
+        """Judge again every step whose verdict the applied events may have changed."""
+        dirty, self._dirty = self._dirty, set()
+        for step_id in dirty:
+            self._judge(step_id)
+
+    def _on_plan(self, event: ev.LedgerEvent, position: int) -> None:
+        slug = PlanSlug(event.originator_id.removeprefix(PLAN_STREAM_PREFIX))
+        plan = evolve_plan(self.plans.get(slug), event)  # our own table: mutated in place
+        self.plans[slug] = plan
+        if isinstance(event, ev.PlanCreated):
+            self.indexes[slug] = PlanIndex(slug)
+            return
+        step_id = StepId(event.step_id)  # type: ignore[attr-defined]
+        self._remember(step_id, position)
+        if isinstance(event, ev.StepAdded):
+            self.indexes[slug].add(step_id, plan.steps[step_id].added_at)
+        if isinstance(event, ev.StepAdded | ev.DependenciesDeclared):
+            for dep in event.depends_on:
+                self.dependents.setdefault(StepId(dep), set()).add(step_id)
+            self._dirty.add(step_id)
+
+    def _on_step(self, event: ev.LedgerEvent, position: int) -> None:
+        step_id = StepId(event.originator_id)
+        before = self.steps.get(step_id)
+        after = evolve_step(before, event)
+        self.steps[step_id] = after
+        self._remember(step_id, position)
+        if before is None or before.status != after.status:
+            self._dirty.add(step_id)
+            if before is not None and (before.status in SATISFYING) != (
+                    after.status in SATISFYING):
+                self._dirty.update(self.dependents.get(step_id, ()))
+        if before is not None and before.holder != after.holder and before.holder:
+            self.held.get(before.holder, set()).discard(step_id)
+        if after.holder is not None:
+            self.held.setdefault(after.holder, set()).add(step_id)
+
+    def _on_session(self, event: ev.LedgerEvent, position: int) -> None:
+        session_id = SessionId(event.originator_id)
+        self.sessions[session_id] = evolve_session(self.sessions.get(session_id), event)
+        step_id = getattr(event, "step_id", None)
+        if step_id is not None:  # a refused attempt on a step belongs to its history
+            self._remember(StepId(step_id), position)
+
+    def _remember(self, step_id: StepId, position: int) -> None:
+        positions = self.history.get(step_id)
+        if positions is None:
+            positions = self.history[step_id] = array("q")
+        positions.append(position)
+
+    # --- judging ------------------------------------------------------------------
+
+    def _judge(self, step_id: StepId) -> None:
+        step = self.steps.get(step_id)
+        definition = self.definition(step_id)
+        if step is None or definition is None:
+            return  # its StepAdded or StepOpened is still to come
+        self.indexes[step.plan].place(step_id, self._bucket(step, definition))
+
+    def _bucket(self, step: StepState, definition: StepDef) -> Bucket:
+        if step.status != "open":
+            return step.status
+        verdict = assess(step, definition, self.status_of, False, TIMELESS)
+        return "ready" if verdict.kind == "claimable" else "blocked"
+
+    # --- lookups the queries share ------------------------------------------------
+
+    def definition(self, step_id: StepId) -> StepDef | None:
+        step = self.steps.get(step_id)
+        plan = self.plans.get(step.plan) if step is not None else None
+        return plan.steps.get(step_id) if plan is not None else None
+
+    def status_of(self, step_id: StepId) -> str:
+        step = self.steps.get(step_id)
+        return step.status if step is not None else "open"
+
+    def holder_ended(self, step: StepState) -> bool:
+        if step.holder is None:
+            return False
+        session = self.sessions.get(step.holder)
+        return session is not None and session.ended
+
+    def verdict(self, step_id: StepId, now: datetime) -> Verdict:
+        """What a claim on the step would meet at `now`: the claim rule itself."""
+        step = self.steps[step_id]
+        definition = self.definition(step_id)
+        assert definition is not None, f"step {step_id} has no definition"
+        return assess(step, definition, self.status_of, self.holder_ended(step), now)
