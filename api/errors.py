@@ -1,0 +1,113 @@
+"""Refusals and failures as answers: one place maps every error to a status and a body.
+
+HTTP sends the pair as the response, MCP turns the body's message into a tool error, and
+the CLI prints the message and picks its exit code from the status.
+"""
+
+from typing import Any
+
+from eventsourcing.persistence import PersistenceError
+
+from api.schemas import BlockerOut, ErrorOut
+from ledger.domain import errors as le
+
+
+class ApiError(Exception):
+    """A refusal made by the API itself (identity, idempotency), not by the ledger."""
+
+    status = 400
+    reason = "bad_request"
+
+
+class Unauthorized(ApiError):
+    """The call acts for a session but carries no valid token for it."""
+
+    status = 401
+    reason = "unauthorized"
+
+
+class Forbidden(ApiError):
+    """The token is valid but not for what the call tries to do."""
+
+    status = 403
+    reason = "forbidden"
+
+
+class IdempotencyKeyReused(ApiError):
+    """The idempotency key was first used for a different request."""
+
+    status = 422
+    reason = "idempotency_key_reused"
+
+
+class BadIdempotencyKey(ApiError):
+    """The idempotency key is empty, too long or not printable ASCII."""
+
+    status = 422
+    reason = "invalid_idempotency_key"
+
+
+class ConfigError(Exception):
+    """The server cannot start with this configuration."""
+
+
+class Replayed(Exception):
+    """A refusal recorded under an idempotency key, answered again as it was first."""
+
+    def __init__(self, status: int, body: dict[str, Any]) -> None:
+        self.status = status
+        self.body = body
+        super().__init__(str(body.get("message", "")))
+
+
+# status and reason code of each ledger refusal; the body's fields come from the error.
+_LEDGER: dict[type[le.LedgerError], tuple[int, str]] = {
+    le.AlreadyClaimed: (409, "already_claimed"),
+    le.Blocked: (409, "blocked"),
+    le.Closed: (409, "closed"),
+    le.StaleFence: (409, "stale_fence"),
+    le.NotHolder: (409, "not_holder"),
+    le.NotReopenable: (409, "not_reopenable"),
+    le.PlanExists: (409, "plan_exists"),
+    le.SessionClosed: (409, "session_ended"),
+    le.UnknownPlan: (404, "unknown_plan"),
+    le.UnknownStep: (404, "unknown_step"),
+    le.UnknownSession: (404, "unknown_session"),
+    le.InvalidInput: (422, "invalid_input"),
+    le.SelfDependency: (422, "self_dependency"),
+    le.UnknownDependency: (422, "unknown_dependency"),
+    le.DependencyCycle: (422, "dependency_cycle"),
+    le.Contention: (503, "contention"),
+}
+
+BOUNCE_REASONS = frozenset({"already_claimed", "blocked", "closed", "stale_fence", "not_holder"})
+
+
+def _fields(error: le.LedgerError) -> dict[str, Any]:
+    """The structured facts each refusal carries, under the body's field names."""
+    names = ("step_id", "holder", "fence", "status", "session_id", "field")
+    fields = {n: getattr(error, n) for n in names if getattr(error, n, None) is not None}
+    if isinstance(error, le.StaleFence):
+        fields["current_fence"] = error.current
+    if isinstance(error, le.Blocked):
+        fields["blockers"] = [BlockerOut(step_id=b, title=t, status=s)
+                              for b, t, s in error.blockers]
+    if isinstance(error, le.UnknownPlan):
+        fields["field"] = "plan"
+    return fields
+
+
+def problem(error: BaseException) -> tuple[int, ErrorOut]:
+    """The status and body that answer `error`; unknown errors get a clean 500."""
+    if isinstance(error, Replayed):
+        return error.status, ErrorOut.model_validate(error.body)
+    if isinstance(error, ApiError):
+        return error.status, ErrorOut(reason=error.reason, message=str(error))
+    if isinstance(error, le.LedgerError):
+        status, reason = _LEDGER.get(type(error), (409, "refused"))
+        return status, ErrorOut(reason=reason, message=str(error), **_fields(error))
+    if isinstance(error, PersistenceError):
+        return 503, ErrorOut(reason="store_unavailable",
+                             message="the store is busy or unreachable; retry shortly")
+    return 500, ErrorOut(reason="internal", message="internal error; the server log has the "
+                         "details")

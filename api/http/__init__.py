@@ -1,0 +1,1 @@
+"""The HTTP API: FastAPI routes over `api.service`, served by uvicorn."""

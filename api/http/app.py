@@ -1,0 +1,96 @@
+"""The FastAPI app: `create_app(runtime, settings)`.
+
+The MCP server mounts at `/mcp` and the console at `/` on the app this returns. Every
+error leaves as JSON through `api.errors.problem`; nothing an input can do yields a 500
+(an unexpected failure is logged and answered with a clean body).
+"""
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+from fastapi import FastAPI, Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
+
+from api.errors import problem
+from api.http import routes_log, routes_plans, routes_sessions, routes_steps
+from api.identity import Identity, load_secret
+from api.runtime import Runtime
+from api.schemas import ErrorOut
+from api.service import Service
+from api.settings import Settings
+
+log = logging.getLogger("planledger.http")
+
+DESCRIPTION = """An event-sourced plan ledger: several agents share one dependency-aware
+queue of plan steps and never work the same step twice.
+
+Start a session (`POST /api/sessions`), keep its token, list a plan's ready steps and
+claim one with `Authorization: Bearer <token>`. A refused claim is 409 naming the holder.
+Send `Idempotency-Key` on a write to make a retry safe."""
+
+
+def create_app(runtime: Runtime, settings: Settings, identity: Identity | None = None,
+               ) -> FastAPI:
+    """The HTTP API over `runtime`. CORS stays closed: no cross-origin headers are sent."""
+    identity = identity or Identity(load_secret(runtime.db, settings.secret),
+                                    settings.admin_token)
+    app = FastAPI(title="planledger", version="0.1.0", description=DESCRIPTION)
+    app.state.service = Service(runtime, settings, identity)
+    for router in (routes_sessions.router, routes_plans.router, routes_steps.router,
+                   routes_log.router, routes_log.ops):
+        app.include_router(router)
+    _install_errors(app)
+    _install_latency(app)
+    return app
+
+
+def _json(status: int, body: ErrorOut) -> JSONResponse:
+    headers = {"Retry-After": "1"} if status == 503 else None
+    return JSONResponse(body.model_dump(mode="json", exclude_none=True), status, headers)
+
+
+def _install_errors(app: FastAPI) -> None:
+    async def answer(request: Request, error: Exception) -> Response:
+        status, body = problem(error)
+        if status >= 500:
+            log.error("%s %s failed", request.method, request.url.path, exc_info=error)
+        return _json(status, body)
+
+    async def invalid(request: Request, error: Exception) -> Response:
+        assert isinstance(error, RequestValidationError)
+        return _json(422, ErrorOut(reason="invalid_input", message=_readable(error)))
+
+    async def http_error(request: Request, error: Exception) -> Response:
+        assert isinstance(error, HTTPException)
+        reason = {404: "not_found", 405: "method_not_allowed"}.get(error.status_code, "http")
+        return _json(error.status_code, ErrorOut(reason=reason, message=str(error.detail)))
+
+    app.add_exception_handler(RequestValidationError, invalid)
+    app.add_exception_handler(HTTPException, http_error)
+    app.add_exception_handler(Exception, answer)
+
+
+def _readable(error: RequestValidationError) -> str:
+    """`body.lease_seconds: Input should be a valid integer; ...` for people."""
+    parts = []
+    for item in error.errors()[:5]:
+        where = ".".join(str(p) for p in item.get("loc", ()))
+        parts.append(f"{where}: {item.get('msg', 'invalid')}")
+    return "invalid input: " + "; ".join(parts)
+
+
+def _install_latency(app: FastAPI) -> None:
+    service: Service = app.state.service
+
+    @app.middleware("http")
+    async def observe(request: Request,
+                      call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        started = time.perf_counter()
+        response = await call_next(request)
+        route = getattr(request.scope.get("route"), "path", "unmatched")
+        service.metrics.latency.labels(request.method, route, str(response.status_code)
+                                       ).observe(time.perf_counter() - started)
+        return response

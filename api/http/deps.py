@@ -1,0 +1,59 @@
+"""What routes depend on, as typed aliases: the service, the caller's identity, ids, keys."""
+
+from typing import Annotated
+
+from fastapi import Depends, Header, Path, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from api.errors import Unauthorized
+from api.service import Service
+from ledger.domain.ids import SessionId
+
+
+def get_service(request: Request) -> Service:
+    service: Service = request.app.state.service
+    return service
+
+
+ServiceDep = Annotated[Service, Depends(get_service)]
+
+_bearer = HTTPBearer(auto_error=False, description="A session token from POST /api/sessions, "
+                     "or the admin token for force-release.")
+Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+
+
+def require_session(service: ServiceDep, credentials: Credentials) -> SessionId:
+    if credentials is None:
+        raise Unauthorized("this call acts for a session: send `Authorization: Bearer <token>` "
+                           "with the token POST /api/sessions returned")
+    return service.identity.session_of(credentials.credentials)
+
+
+def optional_session(service: ServiceDep, credentials: Credentials) -> SessionId | None:
+    return None if credentials is None else require_session(service, credentials)
+
+
+def require_admin(service: ServiceDep, credentials: Credentials) -> None:
+    if credentials is None:
+        raise Unauthorized("force-release needs `Authorization: Bearer <admin token>`")
+    service.identity.check_admin(credentials.credentials)
+
+
+ActorDep = Annotated[SessionId, Depends(require_session)]
+MaybeActorDep = Annotated[SessionId | None, Depends(optional_session)]
+AdminDep = Annotated[None, Depends(require_admin)]
+
+
+def idempotency_key(key: Annotated[str | None, Header(
+        alias="Idempotency-Key", description="Any unique string (a UUID): a retry with the "
+        "same key gets the first answer and changes nothing.")] = None) -> str | None:
+    return key
+
+
+IdempotencyKeyDep = Annotated[str | None, Depends(idempotency_key)]
+
+# Ids are validated at the door so no odd string ever reaches a database driver.
+StepPath = Annotated[str, Path(pattern=r"^[0-9A-Za-z_-]{1,64}$", examples=[
+    "01KXMRCX4W2M8YB5Q2Y3V9ZP7N"])]
+SessionPath = Annotated[str, Path(pattern=r"^[0-9A-Za-z_-]{1,64}$")]
+SlugPath = Annotated[str, Path(pattern=r"^[a-z0-9-]{1,64}$", examples=["auth-refresh"])]

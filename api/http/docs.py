@@ -1,0 +1,23 @@
+"""OpenAPI documentation of each route's error answers (all share the ErrorOut body)."""
+
+from typing import Any
+
+from api.schemas import ErrorOut
+
+_DEFAULTS = {
+    401: "No token, or a token this server did not sign.",
+    403: "A valid token that may not do this (another session's, or not the admin's).",
+    404: "Unknown id (the body's reason says which: unknown_step, unknown_plan, ...).",
+    409: "Refused by the ledger; the body names the reason and who or what is in the way.",
+    422: "Bad input; the message says which field and why.",
+    503: "The store is busy (contention or unreachable); retry.",
+}
+
+
+def errors(*codes: int, **described: str) -> dict[int | str, dict[str, Any]]:
+    """`responses=` for a route: `errors(404, e409="...")` documents 404 and a 409."""
+    chosen = {c: _DEFAULTS[c] for c in codes}
+    chosen.update({int(k.removeprefix("e")): v for k, v in described.items()})
+    chosen.setdefault(422, _DEFAULTS[422])
+    return {code: {"model": ErrorOut, "description": text}
+            for code, text in sorted(chosen.items())}

@@ -1,0 +1,47 @@
+"""The event log (paged by position) and health and metrics for operators."""
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response
+
+from api import views
+from api.http.deps import ServiceDep
+from api.http.docs import errors
+from api.metrics import CONTENT_TYPE
+from api.schemas import HealthOut, LogPageOut
+from ledger.storage import MEMORY, is_postgres
+
+router = APIRouter(tags=["log"])
+ops = APIRouter(tags=["operations"])
+
+MAX_POSITION = 2**62
+
+
+@router.get("/api/log", response_model=LogPageOut, responses=errors())
+def log(service: ServiceDep,
+        after: Annotated[int, Query(ge=0, le=MAX_POSITION,
+                                    description="Return events after this position.")] = 0,
+        limit: Annotated[int, Query(ge=1, le=views.MAX_PAGE)] = 100) -> LogPageOut:
+    """Every event in the order it was appended, after log position `after`; follow
+    `next_after` while `more` is true. Refused attempts (bounces, stale fences) are here
+    too, in the acting session's stream."""
+    return views.log_page(service.runtime, after, limit)
+
+
+@ops.get("/healthz", response_model=HealthOut, responses=errors(e503="The store is "
+                                                                    "unreachable."))
+def healthz(service: ServiceDep) -> HealthOut:
+    """The server is up and its store answers; `position` is the log's latest position."""
+    db = service.runtime.db
+    kind = "memory" if db == MEMORY else "postgresql" if is_postgres(db) else "sqlite"
+    return HealthOut(status="ok", store=kind,
+                     position=service.runtime.store.recorder.max_notification_id() or 0)
+
+
+@ops.get("/metrics", response_class=Response,
+         responses={200: {"content": {CONTENT_TYPE: {}}, "description": "Prometheus text"}})
+def metrics(service: ServiceDep) -> Response:
+    """Prometheus metrics: planledger_claims_total, planledger_bounces_total{reason},
+    planledger_lapses_total, planledger_releases_total{reason},
+    planledger_completions_total, planledger_request_seconds."""
+    return Response(service.metrics.exposition(), media_type=CONTENT_TYPE)

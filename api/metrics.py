@@ -1,0 +1,47 @@
+"""Prometheus metrics of one server process: claims, refusals, lapses, releases, latency.
+
+Each app gets its own registry, so several apps in one process (tests) never collide.
+"""
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+
+from api.errors import BOUNCE_REASONS, problem
+from ledger.application import Grant
+from ledger.domain.errors import LedgerError
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.claims = Counter("planledger_claims", "Claims granted (renewed: heartbeats)",
+                              ["renewed"], registry=r)
+        self.bounces = Counter("planledger_bounces", "Claims and closing calls refused, "
+                               "by reason", ["reason"], registry=r)
+        self.lapses = Counter("planledger_lapses", "Grants that took over a lapsed claim",
+                              registry=r)
+        self.releases = Counter("planledger_releases", "Claims released, by reason",
+                                ["reason"], registry=r)
+        self.completions = Counter("planledger_completions", "Steps completed", registry=r)
+        self.drops = Counter("planledger_drops", "Steps dropped", registry=r)
+        self.latency = Histogram("planledger_request_seconds", "HTTP request latency",
+                                 ["method", "route", "status"], registry=r)
+
+    def granted(self, grant: Grant, took_over: str | None) -> None:
+        self.claims.labels(renewed=str(grant.renewed).lower()).inc()
+        if took_over:
+            self.lapses.inc()
+
+    def refused(self, error: LedgerError) -> None:
+        reason = problem(error)[1].reason
+        if reason in BOUNCE_REASONS:
+            self.bounces.labels(reason=reason).inc()
+
+    def released(self, reason: str, count: int = 1) -> None:
+        if count:
+            self.releases.labels(reason=reason).inc(count)
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)

@@ -1,0 +1,244 @@
+"""Request and response schemas of the API (HTTP, MCP, CLI --json); separate from events.
+
+Field names are the contract with clients: change them only additively.
+"""
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SID = "01KXP8FEJQ6R5Z5NMVZ7082X5A"
+STEP = "01KXMRCX4W2M8YB5Q2Y3V9ZP7N"
+
+
+class Schema(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# --- requests ------------------------------------------------------------------------
+
+
+class SessionStartIn(Schema):
+    name: str | None = Field(None, description="A label for people, e.g. 'agent A'.",
+                             examples=["agent A"])
+
+
+class PlanStepIn(Schema):
+    key: str | None = Field(None, description="A name later steps of this request use in "
+                            "depends_on.", examples=["s5"])
+    title: str = Field(examples=["Rate-limit POST /auth/refresh (per-IP and per-family)"])
+    body: str = ""
+    depends_on: list[str] = Field(default_factory=list, description="Keys of earlier steps "
+                                  "in this request, or ids of existing steps.", examples=[["s4"]])
+
+
+class PlanIn(Schema):
+    slug: str = Field(examples=["auth-refresh"])
+    title: str = Field(examples=["Refresh-token rotation"])
+    constraints: dict[str, str] = Field(default_factory=dict, examples=[{
+        "rate-limit-not-in-memory": "use shared storage for the refresh rate limit"}])
+    steps: list[PlanStepIn] = Field(default_factory=list)
+
+
+class StepIn(Schema):
+    title: str = Field(examples=["Emit metrics and an alert for refresh-reuse revocations"])
+    body: str = ""
+    depends_on: list[str] = Field(default_factory=list, examples=[[STEP]])
+
+
+class StepRevisionIn(Schema):
+    title: str | None = None
+    body: str | None = None
+
+
+class DependenciesIn(Schema):
+    depends_on: list[str] = Field(examples=[[STEP]])
+
+
+class ClaimIn(Schema):
+    lease_seconds: int | None = Field(None, description="Lease length; the server default "
+                                      "(900 s unless configured) when omitted.", examples=[900])
+
+
+class FenceIn(Schema):
+    fence: int | None = Field(None, description="The fence your claim was granted; a stale "
+                              "one is refused, so a paused agent cannot close work it lost.",
+                              examples=[1])
+
+
+# --- responses -----------------------------------------------------------------------
+
+
+class SessionStartedOut(Schema):
+    session_id: str = Field(examples=[SID])
+    name: str | None = None
+    started_at: datetime
+
+
+class SessionStartOut(SessionStartedOut):
+    token: str = Field(description="Send as `Authorization: Bearer <token>` on every call "
+                       "acting for this session. Keep it secret.")
+
+
+class HeldOut(Schema):
+    step_id: str
+    plan: str
+    title: str
+    fence: int
+    expires_at: datetime | None
+    seconds_left: float | None
+
+
+class SessionOut(Schema):
+    session_id: str
+    name: str | None
+    started_at: datetime
+    ended: bool
+    holds: list[HeldOut]
+
+
+class SessionEndOut(Schema):
+    session_id: str
+    released: list[str] = Field(description="Steps the session held, each released.")
+
+
+class StepRefOut(Schema):
+    step_id: str
+    key: str | None = None
+    plan: str
+    title: str
+    depends_on: list[str] = Field(default_factory=list)
+
+
+class PlanCreatedOut(Schema):
+    slug: str
+    title: str
+    constraints: dict[str, str]
+    steps: list[StepRefOut]
+
+
+class ProgressOut(Schema):
+    total: int
+    done: int
+    dropped: int
+    claimable: int
+    in_flight: int
+    blocked: int
+    line: str = Field(examples=["4/6 done, 1 claimable, 0 in flight"])
+
+
+class PlanSummaryOut(Schema):
+    slug: str
+    title: str
+    created_at: datetime
+    progress: ProgressOut
+
+
+class BlockerOut(Schema):
+    step_id: str
+    title: str
+    status: str
+
+
+class StepOut(Schema):
+    step_id: str = Field(examples=[STEP])
+    plan: str
+    position: int
+    title: str
+    body: str
+    depends_on: list[str]
+    status: Literal["open", "in_progress", "done", "dropped"]
+    claimable: bool = Field(description="A claim would be granted now.")
+    holder: str | None = Field(None, description="The live holder, if any.")
+    lapsed_holder: str | None = Field(None, description="Whose lease lapsed, if claimable "
+                                      "after a lapse.")
+    fence: int
+    expires_at: datetime | None = None
+    blockers: list[BlockerOut] = Field(default_factory=list)
+
+
+class PlanOut(PlanSummaryOut):
+    constraints: dict[str, str]
+    steps: list[StepOut]
+
+
+class EventOut(Schema):
+    position: int | None = Field(None, description="Place in the whole log (for after=).")
+    stream: str
+    version: int
+    type: str = Field(examples=["StepClaimed"])
+    at: datetime
+    session_id: str | None
+    data: dict[str, Any]
+
+
+class StepDetailOut(StepOut):
+    history: list[EventOut]
+
+
+class ReadyOut(Schema):
+    plan: str
+    ready: list[StepOut] = Field(description="Claimable now, oldest first.")
+    held: list[StepOut]
+    blocked: list[StepOut] = Field(description="Waiting on the steps named in blockers.")
+
+
+class ClaimOut(Schema):
+    step_id: str = Field(examples=[STEP])
+    plan: str
+    title: str
+    claimed_by: str = Field(examples=[SID])
+    fence: int = Field(examples=[1])
+    expires_at: datetime
+    renewed: bool = Field(description="True for a heartbeat of the holder's own claim.")
+    took_over_from: str | None = Field(None, description="The lapsed holder this grant "
+                                       "replaced, if any.")
+
+
+NothingReady = Literal["all_held", "all_blocked", "all_done", "empty", "none_ready"]
+
+
+class ClaimNextOut(Schema):
+    claimed: ClaimOut | None
+    reason: NothingReady | None = Field(None, description="Why nothing was claimed.")
+    message: str = Field(examples=['claimed step 01KXMRCX… "Rate-limit POST /auth/refresh"'])
+
+
+class StepChangeOut(Schema):
+    step_id: str
+    status: Literal["open", "in_progress", "done", "dropped"]
+
+
+class ForceReleaseOut(Schema):
+    step_id: str
+    released: bool = Field(description="False when the step carried no claim.")
+
+
+class LogPageOut(Schema):
+    after: int
+    next_after: int = Field(description="Pass as after= for the next page.")
+    more: bool
+    events: list[EventOut]
+
+
+class HealthOut(Schema):
+    status: Literal["ok"]
+    store: str
+    position: int
+
+
+class ErrorOut(Schema):
+    reason: str = Field(description="A stable code: already_claimed, blocked, closed, "
+                        "stale_fence, not_holder, unknown_step, invalid_input, …",
+                        examples=["already_claimed"])
+    message: str = Field(examples=[f'task already claimed: held by "{SID}" (step {STEP} '
+                                   '"Rate-limit POST /auth/refresh (per-IP and per-family)")'])
+    step_id: str | None = None
+    holder: str | None = None
+    fence: int | None = None
+    current_fence: int | None = None
+    status: str | None = None
+    blockers: list[BlockerOut] | None = None
+    session_id: str | None = None
+    field: str | None = None

@@ -1,0 +1,233 @@
+"""Ledger and read-model state as API schemas: the one conversion HTTP, MCP, the CLI and
+the console all use.
+
+Queries the read model does not offer yet (progress, a session's holds, a step's history)
+are written here thinly against `ReadModel.plans/steps/sessions`, copying each table
+before walking it because the read model's catch-up may be applying events meanwhile.
+"""
+
+from collections.abc import Iterable, Sequence
+from dataclasses import fields
+from datetime import datetime
+from typing import Any
+
+from api.runtime import Runtime
+from api.schemas import (
+    BlockerOut,
+    ClaimOut,
+    EventOut,
+    HeldOut,
+    LogPageOut,
+    NothingReady,
+    PlanOut,
+    PlanSummaryOut,
+    ProgressOut,
+    ReadyOut,
+    SessionOut,
+    StepDetailOut,
+    StepOut,
+)
+from ledger.application import Grant
+from ledger.domain import errors
+from ledger.domain import events as ev
+from ledger.domain.claims import Verdict
+from ledger.domain.events import LedgerEvent
+from ledger.domain.ids import PlanSlug, SessionId, StepId, plan_stream
+from ledger.domain.state import PlanState, StepDef, StepState, evolve_step
+
+MAX_PAGE = 1000
+_BASE_FIELDS = {"originator_id", "originator_version", "timestamp", "session_id"}
+
+
+def now(runtime: Runtime) -> datetime:
+    return runtime.ledger.clock.now()
+
+
+# --- plans and steps -------------------------------------------------------------------
+
+
+def plan_state(runtime: Runtime, slug: str) -> PlanState:
+    runtime.reads.catch_up()
+    plan = runtime.reads.plans.get(PlanSlug(slug))
+    if plan is None:
+        raise errors.UnknownPlan(slug[:100])
+    return plan
+
+
+def step_views(runtime: Runtime, plan: PlanState, at: datetime | None = None) -> list[StepOut]:
+    """Every step of the plan, oldest first, with what a claim on it would meet at `at`."""
+    moment = at or now(runtime)
+    verdicts = dict(runtime.reads.verdicts(plan.slug, moment))
+    definitions = plan.steps.copy()
+    states = runtime.reads.steps.copy()
+    ordered = sorted(definitions.values(), key=lambda d: (d.added_at, d.id))
+    return [step_out(d, states[d.id], verdicts.get(d.id), definitions)
+            for d in ordered if d.id in states]
+
+
+def step_out(
+    definition: StepDef, state: StepState, verdict: Verdict | None,
+    definitions: dict[StepId, StepDef],
+) -> StepOut:
+    kind = verdict.kind if verdict else "closed"
+    holder = verdict.holder if verdict and kind == "held" else None
+    return StepOut(
+        step_id=definition.id, plan=state.plan, position=definition.position,
+        title=definition.title, body=definition.body, depends_on=list(definition.depends_on),
+        status=state.status, claimable=kind == "claimable", holder=holder,
+        lapsed_holder=verdict.holder if verdict and kind == "claimable" else None,
+        fence=state.fence, expires_at=state.expires_at if holder else None,
+        blockers=[BlockerOut(step_id=b, title=_title(definitions, b), status=s)
+                  for b, s in (verdict.blockers if verdict else ())],
+    )
+
+
+def _title(definitions: dict[StepId, StepDef], step_id: StepId) -> str:
+    found = definitions.get(step_id)
+    return found.title if found else ""
+
+
+def progress(steps: Sequence[StepOut]) -> ProgressOut:
+    done = sum(s.status == "done" for s in steps)
+    dropped = sum(s.status == "dropped" for s in steps)
+    claimable = sum(s.claimable for s in steps)
+    in_flight = sum(s.holder is not None for s in steps)
+    blocked = sum(bool(s.blockers) for s in steps)
+    line = f"{done}/{len(steps)} done, {claimable} claimable, {in_flight} in flight"
+    if dropped:
+        line += f", {dropped} dropped"
+    return ProgressOut(total=len(steps), done=done, dropped=dropped, claimable=claimable,
+                       in_flight=in_flight, blocked=blocked, line=line)
+
+
+def plan_summary(runtime: Runtime, plan: PlanState) -> PlanSummaryOut:
+    return PlanSummaryOut(slug=plan.slug, title=plan.title, created_at=plan.created_at,
+                          progress=progress(step_views(runtime, plan)))
+
+
+def plans(runtime: Runtime) -> list[PlanSummaryOut]:
+    runtime.reads.catch_up()
+    found = runtime.reads.plans.copy()
+    return [plan_summary(runtime, p) for p in sorted(found.values(), key=lambda p: p.created_at)]
+
+
+def plan(runtime: Runtime, slug: str) -> PlanOut:
+    state = plan_state(runtime, slug)
+    steps = step_views(runtime, state)
+    return PlanOut(slug=state.slug, title=state.title, created_at=state.created_at,
+                   progress=progress(steps), constraints=dict(state.constraints), steps=steps)
+
+
+def ready(runtime: Runtime, slug: str, listed: Sequence[StepId] | None = None) -> ReadyOut:
+    """The plan's ready steps (or the `listed` ones a session was shown), held and blocked."""
+    steps = step_views(runtime, plan_state(runtime, slug))
+    by_id = {s.step_id: s for s in steps}
+    ready_steps = ([by_id[s] for s in listed if s in by_id] if listed is not None
+                   else [s for s in steps if s.claimable])
+    return ReadyOut(plan=slug, ready=ready_steps, held=[s for s in steps if s.holder],
+                    blocked=[s for s in steps if s.blockers])
+
+
+def nothing_ready(runtime: Runtime, slug: str) -> tuple[NothingReady, str]:
+    """Why a plan has no step to claim, as a reason code and a sentence."""
+    p = plan(runtime, slug).progress
+    live = p.total - p.done - p.dropped
+    if p.total == 0:
+        return "empty", f"plan {slug} has no steps"
+    counts = f"{p.in_flight} held, {p.blocked} blocked, {p.done + p.dropped} done or dropped"
+    if live == 0:
+        return "all_done", f"nothing to claim in plan {slug}: every step is done or dropped"
+    reason: NothingReady = ("all_held" if p.in_flight == live else
+                            "all_blocked" if p.blocked == live else "none_ready")
+    return reason, f"nothing ready in plan {slug}: {counts}"
+
+
+def step_detail(runtime: Runtime, step_id: str) -> StepDetailOut:
+    state, _, _ = runtime.ledger.step(step_id)
+    state_plan = plan_state(runtime, state.plan)
+    view = next(s for s in step_views(runtime, state_plan) if s.step_id == state.id)
+    return StepDetailOut(**dict(view), history=history(runtime, state.id, state.plan))
+
+
+def history(runtime: Runtime, step_id: StepId, slug: PlanSlug) -> list[EventOut]:
+    """The step's own events and the plan's events about it, oldest first."""
+    own = list(runtime.store.stream(step_id))
+    about = [e for e in runtime.store.stream(plan_stream(slug))
+             if getattr(e, "step_id", None) == step_id]
+    merged = sorted([*about, *own], key=lambda e: e.timestamp)
+    return [event_out(e) for e in merged]
+
+
+# --- claims and sessions ---------------------------------------------------------------
+
+
+def claim_out(runtime: Runtime, grant: Grant) -> ClaimOut:
+    state, definition, _ = runtime.ledger.step(grant.step_id)
+    return ClaimOut(step_id=grant.step_id, plan=state.plan, title=definition.title,
+                    claimed_by=grant.session_id, fence=grant.fence, expires_at=grant.expires_at,
+                    renewed=grant.renewed,
+                    took_over_from=None if grant.renewed else took_over(runtime, grant))
+
+
+def took_over(runtime: Runtime, grant: Grant) -> SessionId | None:
+    """The holder whose lapsed claim this grant replaced: the step as it stood right
+    before the grant (whether or not the grant is stored yet)."""
+    before: StepState | None = None
+    for event in runtime.store.stream(grant.step_id):
+        if isinstance(event, ev.StepClaimed) and event.fence == grant.fence:
+            break
+        before = evolve_step(before, event)
+    if before is None or before.status != "in_progress" or before.holder == grant.session_id:
+        return None
+    return before.holder
+
+
+def grant_of(event: LedgerEvent) -> Grant | None:
+    """The grant a claim's event stands for (None for other events)."""
+    if not isinstance(event, ev.StepClaimed | ev.LeaseRenewed):
+        return None
+    return Grant(StepId(event.originator_id), SessionId(event.session_id or ""), event.fence,
+                 event.expires_at, renewed=isinstance(event, ev.LeaseRenewed))
+
+
+def session(runtime: Runtime, session_id: str) -> SessionOut:
+    state = runtime.store.session(SessionId(session_id))
+    moment = now(runtime)
+    holds = []
+    for step_id in runtime.reads.held_by(state.id):
+        if runtime.reads.holder(step_id, moment) != state.id:
+            continue  # lapsed: it no longer holds
+        step, definition, _ = runtime.ledger.step(step_id)
+        left = (step.expires_at - moment).total_seconds() if step.expires_at else None
+        holds.append(HeldOut(step_id=step_id, plan=step.plan, title=definition.title,
+                             fence=step.fence, expires_at=step.expires_at, seconds_left=left))
+    return SessionOut(session_id=state.id, name=state.name, started_at=state.started_at,
+                      ended=state.ended, holds=holds)
+
+
+# --- the log ---------------------------------------------------------------------------
+
+
+def event_out(event: Any, position: int | None = None) -> EventOut:
+    names = [f.name for f in fields(event)] if hasattr(event, "__dataclass_fields__") else []
+    data = {n: getattr(event, n) for n in names if n not in _BASE_FIELDS}
+    return EventOut(position=position, stream=event.originator_id,
+                    version=event.originator_version, type=type(event).__name__,
+                    at=event.timestamp, session_id=getattr(event, "session_id", None), data=data)
+
+
+def log_page(runtime: Runtime, after: int = 0, limit: int = 100) -> LogPageOut:
+    """Events after log position `after`, at most `limit` (1..1000) of them."""
+    if not 1 <= limit <= MAX_PAGE:
+        raise errors.InvalidInput("limit", f"{limit} is outside 1..{MAX_PAGE}")
+    if after < 0:
+        raise errors.InvalidInput("after", "must be 0 or a position from the log")
+    notes = runtime.store.recorder.select_notifications(
+        start=after, limit=limit, inclusive_of_start=False)
+    events = [event_out(runtime.store.mapper.to_domain_event(n), n.id) for n in notes]
+    return LogPageOut(after=after, next_after=notes[-1].id if notes else after,
+                      more=len(notes) == limit, events=events)
+
+
+def events_out(events: Iterable[Any]) -> list[EventOut]:
+    return [event_out(e) for e in events]
