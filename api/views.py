@@ -1,9 +1,8 @@
 """Ledger and read-model state as API schemas: the one conversion HTTP, MCP, the CLI and
 the console all use.
 
-Queries the read model does not offer yet (progress, a session's holds, a step's history)
-are written here thinly against `ReadModel.plans/steps/sessions`, copying each table
-before walking it because the read model's catch-up may be applying events meanwhile.
+Plan and step views are built inside one `ReadModel.reading()` block, so the steps, their
+verdicts and the progress line all describe the same log position and the same moment.
 """
 
 from collections.abc import Iterable, Sequence
@@ -32,8 +31,11 @@ from ledger.domain import errors
 from ledger.domain import events as ev
 from ledger.domain.claims import Verdict
 from ledger.domain.events import LedgerEvent
-from ledger.domain.ids import PlanSlug, SessionId, StepId, plan_stream
+from ledger.domain.ids import PlanSlug, SessionId, StepId
 from ledger.domain.state import PlanState, StepDef, StepState, evolve_step
+from projections import queries
+from projections.results import Progress
+from projections.view import LedgerView
 
 MAX_PAGE = 1000
 _BASE_FIELDS = {"originator_id", "originator_version", "timestamp", "session_id"}
@@ -46,23 +48,20 @@ def now(runtime: Runtime) -> datetime:
 # --- plans and steps -------------------------------------------------------------------
 
 
-def plan_state(runtime: Runtime, slug: str) -> PlanState:
-    runtime.reads.catch_up()
-    plan = runtime.reads.plans.get(PlanSlug(slug))
+def _plan(view: LedgerView, slug: str) -> PlanState:
+    plan = view.plans.get(PlanSlug(slug))
     if plan is None:
         raise errors.UnknownPlan(slug[:100])
     return plan
 
 
-def step_views(runtime: Runtime, plan: PlanState, at: datetime | None = None) -> list[StepOut]:
-    """Every step of the plan, oldest first, with what a claim on it would meet at `at`."""
-    moment = at or now(runtime)
-    verdicts = dict(runtime.reads.verdicts(plan.slug, moment))
-    definitions = plan.steps.copy()
-    states = runtime.reads.steps.copy()
-    ordered = sorted(definitions.values(), key=lambda d: (d.added_at, d.id))
-    return [step_out(d, states[d.id], verdicts.get(d.id), definitions)
-            for d in ordered if d.id in states]
+def _plan_view(view: LedgerView, plan: PlanState, moment: datetime,
+               ) -> tuple[list[StepOut], ProgressOut]:
+    verdicts = dict(queries.verdicts(view, plan.slug, moment))
+    ordered = sorted(plan.steps.values(), key=lambda d: (d.added_at, d.id))
+    steps = [step_out(d, view.steps[d.id], verdicts.get(d.id), plan.steps)
+             for d in ordered if d.id in view.steps]
+    return steps, progress_out(queries.progress(view, plan.slug, moment))
 
 
 def step_out(
@@ -87,40 +86,34 @@ def _title(definitions: dict[StepId, StepDef], step_id: StepId) -> str:
     return found.title if found else ""
 
 
-def progress(steps: Sequence[StepOut]) -> ProgressOut:
-    done = sum(s.status == "done" for s in steps)
-    dropped = sum(s.status == "dropped" for s in steps)
-    claimable = sum(s.claimable for s in steps)
-    in_flight = sum(s.holder is not None for s in steps)
-    blocked = sum(bool(s.blockers) for s in steps)
-    line = f"{done}/{len(steps)} done, {claimable} claimable, {in_flight} in flight"
-    if dropped:
-        line += f", {dropped} dropped"
-    return ProgressOut(total=len(steps), done=done, dropped=dropped, claimable=claimable,
-                       in_flight=in_flight, blocked=blocked, line=line)
-
-
-def plan_summary(runtime: Runtime, plan: PlanState) -> PlanSummaryOut:
-    return PlanSummaryOut(slug=plan.slug, title=plan.title, created_at=plan.created_at,
-                          progress=progress(step_views(runtime, plan)))
+def progress_out(p: Progress) -> ProgressOut:
+    line = p.rollup.removeprefix(f"{p.plan}: ")
+    if p.dropped:
+        line += f", {p.dropped} dropped"
+    return ProgressOut(total=p.total, done=p.done, dropped=p.dropped, claimable=p.claimable,
+                       in_flight=p.in_flight, blocked=p.blocked, line=line)
 
 
 def plans(runtime: Runtime) -> list[PlanSummaryOut]:
-    runtime.reads.catch_up()
-    found = runtime.reads.plans.copy()
-    return [plan_summary(runtime, p) for p in sorted(found.values(), key=lambda p: p.created_at)]
+    """Every plan with its progress, oldest first."""
+    with runtime.reads.reading() as (view, moment):
+        found = sorted(view.plans.values(), key=lambda p: (p.created_at, p.slug))
+        return [PlanSummaryOut(slug=p.slug, title=p.title, created_at=p.created_at,
+                               progress=progress_out(queries.progress(view, p.slug, moment)))
+                for p in found]
 
 
 def plan(runtime: Runtime, slug: str) -> PlanOut:
-    state = plan_state(runtime, slug)
-    steps = step_views(runtime, state)
+    with runtime.reads.reading() as (view, moment):
+        state = _plan(view, slug)
+        steps, progress = _plan_view(view, state, moment)
     return PlanOut(slug=state.slug, title=state.title, created_at=state.created_at,
-                   progress=progress(steps), constraints=dict(state.constraints), steps=steps)
+                   progress=progress, constraints=dict(state.constraints), steps=steps)
 
 
 def ready(runtime: Runtime, slug: str, listed: Sequence[StepId] | None = None) -> ReadyOut:
     """The plan's ready steps (or the `listed` ones a session was shown), held and blocked."""
-    steps = step_views(runtime, plan_state(runtime, slug))
+    steps = plan(runtime, slug).steps
     by_id = {s.step_id: s for s in steps}
     ready_steps = ([by_id[s] for s in listed if s in by_id] if listed is not None
                    else [s for s in steps if s.claimable])
@@ -143,19 +136,12 @@ def nothing_ready(runtime: Runtime, slug: str) -> tuple[NothingReady, str]:
 
 
 def step_detail(runtime: Runtime, step_id: str) -> StepDetailOut:
+    """A step as the plan view shows it, with every event about it (refused claims too)."""
     state, _, _ = runtime.ledger.step(step_id)
-    state_plan = plan_state(runtime, state.plan)
-    view = next(s for s in step_views(runtime, state_plan) if s.step_id == state.id)
-    return StepDetailOut(**dict(view), history=history(runtime, state.id, state.plan))
-
-
-def history(runtime: Runtime, step_id: StepId, slug: PlanSlug) -> list[EventOut]:
-    """The step's own events and the plan's events about it, oldest first."""
-    own = list(runtime.store.stream(step_id))
-    about = [e for e in runtime.store.stream(plan_stream(slug))
-             if getattr(e, "step_id", None) == step_id]
-    merged = sorted([*about, *own], key=lambda e: e.timestamp)
-    return [event_out(e) for e in merged]
+    shown = next(s for s in plan(runtime, state.plan).steps if s.step_id == state.id)
+    entries = runtime.reads.history(state.id)
+    return StepDetailOut(**dict(shown),
+                         history=[event_out(e.event, e.position) for e in entries])
 
 
 # --- claims and sessions ---------------------------------------------------------------
@@ -191,16 +177,11 @@ def grant_of(event: LedgerEvent) -> Grant | None:
 
 
 def session(runtime: Runtime, session_id: str) -> SessionOut:
+    """A session and its live claims, soonest expiry first."""
     state = runtime.store.session(SessionId(session_id))
-    moment = now(runtime)
-    holds = []
-    for step_id in runtime.reads.held_by(state.id):
-        if runtime.reads.holder(step_id, moment) != state.id:
-            continue  # lapsed: it no longer holds
-        step, definition, _ = runtime.ledger.step(step_id)
-        left = (step.expires_at - moment).total_seconds() if step.expires_at else None
-        holds.append(HeldOut(step_id=step_id, plan=step.plan, title=definition.title,
-                             fence=step.fence, expires_at=step.expires_at, seconds_left=left))
+    holds = [HeldOut(step_id=h.step_id, plan=h.plan, title=h.title, fence=h.fence,
+                     expires_at=h.expires_at, seconds_left=h.seconds_left)
+             for h in runtime.reads.holdings_of(state.id)]
     return SessionOut(session_id=state.id, name=state.name, started_at=state.started_at,
                       ended=state.ended, holds=holds)
 
