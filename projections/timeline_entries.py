@@ -1,0 +1,157 @@
+"""One timeline entry per event a person would want to read, with its one-line text.
+
+Refusals reuse the ledger's own error messages, so a bounce reads exactly as the agent
+was told: `task already claimed: held by "<session>"`.
+"""
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from ledger.domain import errors
+from ledger.domain import events as ev
+from ledger.domain.state import StepState
+
+EntryKind = Literal[
+    "plan_created", "step_added", "step_revised", "dependencies_declared",
+    "session_started", "ready_listed", "claimed", "renewed", "bounced", "refused",
+    "stale_fence", "released", "completed", "dropped", "reopened", "session_ended",
+]
+
+
+# Builds an entry of the event being described; gives a step's `step 5 "title"`.
+EntryFn = Callable[..., "Entry"]
+RefFn = Callable[[str], str]
+
+
+@dataclass(frozen=True)
+class StepInfo:
+    plan: str
+    number: int  # 1-based place in its plan
+    title: str
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One thing that happened, in the lane of `session_id`. `holder` is, for a bounce, the
+    session bounced off; for a release, the session whose claim ended; for a stale fence,
+    the current holder; for a claim after a lapse, the lapsed holder."""
+
+    position: int
+    at: datetime
+    session_id: str | None
+    kind: EntryKind
+    text: str
+    plan: str | None = None
+    step_id: str | None = None
+    step_number: int | None = None
+    step_title: str | None = None
+    holder: str | None = None
+    fence: int | None = None
+    step_ids: tuple[str, ...] = ()
+
+
+def describe(
+    position: int, event: ev.LedgerEvent, info: Mapping[str, StepInfo],
+    before: StepState | None,
+) -> Entry | None:
+    """The entry for `event` (None for bookkeeping such as StepOpened); `before` is the
+    step's state before a step event."""
+    def entry(kind: EntryKind, text: str, step_id: str | None = None, **extra: Any) -> Entry:
+        step = info.get(step_id) if step_id else None
+        plan = extra.pop("plan", None)
+        plan = step.plan if step else plan
+        return Entry(position, event.timestamp, event.session_id, kind, text, plan=plan,
+                     step_id=step_id, step_number=step.number if step else None,
+                     step_title=step.title if step else None, **extra)
+
+    def ref(step_id: str) -> str:
+        step = info.get(step_id)
+        return f'step {step.number} "{step.title}"' if step else f"step {step_id}"
+
+    if isinstance(event, ev.PlanCreated | ev.StepAdded | ev.StepRevised
+                  | ev.DependenciesDeclared):
+        return _plan_entry(event, entry, ref)
+    if isinstance(event, ev.SessionStarted | ev.SessionEnded | ev.ReadyListed
+                  | ev.ClaimBounced | ev.ClaimRefused | ev.StaleFenceRejected):
+        return _session_entry(event, entry, ref, info)
+    return _step_entry(event, before, entry, ref)
+
+
+def _plan_entry(event: ev.LedgerEvent, entry: EntryFn, ref: RefFn) -> Entry | None:
+    plan = event.originator_id.removeprefix("plan:")
+    if isinstance(event, ev.PlanCreated):
+        count = len(event.constraints)
+        return entry("plan_created", f'created plan {plan} "{event.title}" '
+                     f"({count} constraint{'s' * (count != 1)})", plan=plan)
+    if isinstance(event, ev.StepAdded):
+        after = f" (waits on {', '.join(_short(ref(d)) for d in event.depends_on)})" \
+            if event.depends_on else ""
+        return entry("step_added", f"added {ref(event.step_id)}{after}", event.step_id)
+    if isinstance(event, ev.StepRevised):
+        return entry("step_revised", f"revised {ref(event.step_id)}", event.step_id)
+    if isinstance(event, ev.DependenciesDeclared):
+        waits = ", ".join(_short(ref(d)) for d in event.depends_on) or "nothing new"
+        return entry("dependencies_declared", f"{_short(ref(event.step_id))} now waits on "
+                     f"{waits}", event.step_id)
+    return None
+
+
+def _session_entry(
+    event: ev.LedgerEvent, entry: EntryFn, ref: RefFn, info: Mapping[str, StepInfo]
+) -> Entry | None:
+    if isinstance(event, ev.SessionStarted):
+        named = f' "{event.name}"' if event.name else ""
+        return entry("session_started", f"session {event.originator_id}{named} started")
+    if isinstance(event, ev.SessionEnded):
+        released = f", releasing {len(event.released)} claim(s)" if event.released else ""
+        return entry("session_ended", f"session ended{released}")
+    if isinstance(event, ev.ReadyListed):
+        listed = ", ".join(_short(ref(s)) for s in event.step_ids) or "none"
+        count = len(event.step_ids)
+        return entry("ready_listed", f"tasks_ready: {count} step{'s' * (count != 1)} ready "
+                     f"({listed})", plan=event.plan, step_ids=tuple(event.step_ids))
+    if isinstance(event, ev.ClaimBounced):
+        title = info[event.step_id].title if event.step_id in info else ""
+        bounce = errors.AlreadyClaimed(event.step_id, title, event.holder, event.holder_fence)
+        return entry("bounced", f"claim bounced: {bounce}", event.step_id,
+                     holder=event.holder, fence=event.holder_fence)
+    if isinstance(event, ev.ClaimRefused):
+        return entry("refused", f"claim refused: {event.detail}", event.step_id)
+    if isinstance(event, ev.StaleFenceRejected):
+        stale = errors.StaleFence(event.step_id, event.fence, event.current_fence, event.holder)
+        return entry("stale_fence", f"{event.action} refused: {stale}", event.step_id,
+                     holder=event.holder, fence=event.fence)
+    return None
+
+
+def _step_entry(
+    event: ev.LedgerEvent, before: StepState | None, entry: EntryFn, ref: RefFn
+) -> Entry | None:
+    step = event.originator_id
+    if isinstance(event, ev.StepClaimed):
+        lapsed = before.holder if before and before.status == "in_progress" else None
+        after = f'; the claim of "{lapsed}" had lapsed' if lapsed else ""
+        return entry("claimed", f"claimed {ref(step)} (fence {event.fence}, lease "
+                     f"{event.lease_seconds} s{after})", step, holder=lapsed, fence=event.fence)
+    if isinstance(event, ev.LeaseRenewed):
+        return entry("renewed", f"heartbeat on {_short(ref(step))}: lease until "
+                     f"{event.expires_at:%H:%M:%S}", step, fence=event.fence)
+    if isinstance(event, ev.StepReleased):
+        why = {"released": "released", "session_ended": "released (session ended)",
+               "forced": f'force-released (held by "{event.holder}")'}[event.reason]
+        return entry("released", f"{_short(ref(step))} {why}", step, holder=event.holder,
+                     fence=event.fence)
+    if isinstance(event, ev.StepCompleted):
+        return entry("completed", f"completed {ref(step)}", step, fence=event.fence)
+    if isinstance(event, ev.StepDropped):
+        return entry("dropped", f"dropped {ref(step)}", step, fence=event.fence)
+    if isinstance(event, ev.StepReopened):
+        return entry("reopened", f"reopened {ref(step)}", step)
+    return None
+
+
+def _short(reference: str) -> str:
+    """`step 5 "title"` -> `step 5`: lists stay short, the title is shown once elsewhere."""
+    return reference.split(' "', 1)[0]

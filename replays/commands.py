@@ -1,0 +1,182 @@
+"""Which ledger command caused each event, and running a command again.
+
+The log keeps events, not calls; but each event type comes from one `Ledger` command and
+carries that command's arguments (a bounce is a claim that was refused). The events of one
+call share its time and session and sit together in the log (one transaction), so a plan
+created with its steps, or a session's end with the releases it caused, is one command.
+
+A command rebuilt this way re-executes to the same events: where the original call left
+an argument out (a fence, a heartbeat's holder check), the recorded value decides alike.
+"""
+
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from typing import Any
+
+from ledger.application import Ledger, NewStep
+from ledger.domain import events as ev
+from replays.format import COMMAND_NAMES, CommandRecord, RecordingError
+
+Args = dict[str, Any]
+Start = tuple[str, str | None, Args, list[str]]  # name, acting session, args, new ids
+
+
+def derive(events: Iterable[tuple[int, object]]) -> tuple[list[CommandRecord], dict[int, int]]:
+    """The commands behind (position, event) pairs in log order, and each ledger event's
+    command. Events of other layers (the API's riders) belong to no command."""
+    commands: list[CommandRecord] = []
+    of: dict[int, int] = {}
+    prev: ev.LedgerEvent | None = None
+    for position, event in events:
+        if not isinstance(event, ev.LedgerEvent):
+            continue
+        if commands and prev is not None and _continues(commands[-1], prev, event):
+            commands[-1] = _extend(commands[-1], event)
+        else:
+            name, session, args, ids = _start(event)
+            commands.append(CommandRecord(len(commands) + 1, event.timestamp, session, name,
+                                          args, tuple(ids)))
+        of[position] = commands[-1].seq
+        prev = event
+    return commands, of
+
+
+def _continues(last: CommandRecord, prev: ev.LedgerEvent, event: ev.LedgerEvent) -> bool:
+    """Whether `event` is another event of the call that appended `prev`."""
+    if (prev.timestamp, prev.session_id) != (event.timestamp, event.session_id):
+        return False
+    if isinstance(event, ev.StepOpened):
+        return isinstance(prev, ev.StepAdded) and prev.step_id == event.originator_id
+    if isinstance(event, ev.StepAdded):
+        return (last.name == "create_plan" and isinstance(prev, ev.StepOpened | ev.PlanCreated)
+                and event.originator_id == f"plan:{last.args['slug']}")
+    ending = (last.name == "end_session" and isinstance(prev, ev.StepReleased)
+              and prev.reason == "session_ended")
+    if isinstance(event, ev.StepReleased) and event.reason == "session_ended":
+        return ending
+    return isinstance(event, ev.SessionEnded) and ending
+
+
+def _extend(command: CommandRecord, event: ev.LedgerEvent) -> CommandRecord:
+    if isinstance(event, ev.StepAdded):
+        step = {"title": event.title, "body": event.body, "depends_on": list(event.depends_on)}
+        return replace(command, args={**command.args, "steps": [*command.args["steps"], step]},
+                       ids=(*command.ids, event.step_id))
+    return command
+
+
+def _start(event: ev.LedgerEvent) -> Start:
+    for starter in (_structure, _claiming, _closing, _session):
+        start = starter(event)
+        if start is not None:
+            return start
+    if isinstance(event, ev.StepOpened):
+        raise RecordingError(f"StepOpened of {event.originator_id} without its StepAdded")
+    raise RecordingError(f"no command is known to cause {type(event).__name__}; "
+                         f"teach replays/commands.py")
+
+
+def _structure(event: ev.LedgerEvent) -> Start | None:
+    who = event.session_id
+    if isinstance(event, ev.PlanCreated):
+        return "create_plan", who, {"slug": event.slug, "title": event.title, "constraints":
+                                    dict(event.constraints), "steps": [], "actor": who}, []
+    if isinstance(event, ev.StepAdded):
+        return "add_step", who, {"plan": event.originator_id.removeprefix("plan:"),
+                                 "title": event.title, "body": event.body,
+                                 "depends_on": list(event.depends_on), "actor": who}, \
+            [event.step_id]
+    if isinstance(event, ev.StepRevised):
+        return "revise_step", who, {"step_id": event.step_id, "title": event.title,
+                                    "body": event.body, "actor": who}, []
+    if isinstance(event, ev.DependenciesDeclared):
+        return "declare_dependencies", who, {"step_id": event.step_id, "depends_on":
+                                             list(event.depends_on), "actor": who}, []
+    return None
+
+
+def _claiming(event: ev.LedgerEvent) -> Start | None:
+    who = event.session_id
+    if isinstance(event, ev.StepClaimed | ev.LeaseRenewed):
+        return "claim", who, {"step_id": event.originator_id, "session_id": who,
+                              "lease_seconds": event.lease_seconds}, []
+    if isinstance(event, ev.ClaimBounced | ev.ClaimRefused):
+        return "claim", who, {"step_id": event.step_id, "session_id": who,
+                              "lease_seconds": event.lease_seconds}, []
+    if isinstance(event, ev.ReadyListed):
+        return "list_ready", who, {"plan": event.plan, "session_id": who}, []
+    return None
+
+
+def _closing(event: ev.LedgerEvent) -> Start | None:
+    who, step = event.session_id, event.originator_id
+    if isinstance(event, ev.StepCompleted | ev.StepDropped):
+        name = "complete" if isinstance(event, ev.StepCompleted) else "drop"
+        return name, who, {"step_id": step, "session_id": who, "fence": event.fence}, []
+    if isinstance(event, ev.StaleFenceRejected):
+        return event.action, who, {"step_id": event.step_id, "session_id": who,
+                                   "fence": event.fence}, []
+    if isinstance(event, ev.StepReleased) and event.reason == "released":
+        return "release", who, {"step_id": step, "session_id": who, "fence": event.fence}, []
+    if isinstance(event, ev.StepReleased) and event.reason == "forced":
+        return "force_release", who, {"step_id": step, "actor": who}, []
+    if isinstance(event, ev.StepReopened):
+        return "reopen", who, {"step_id": step, "actor": who}, []
+    return None
+
+
+def _session(event: ev.LedgerEvent) -> Start | None:
+    if isinstance(event, ev.SessionStarted):
+        sid = event.originator_id
+        return "start_session", sid, {"name": event.name}, [sid]
+    if isinstance(event, ev.SessionEnded | ev.StepReleased):  # a release: the end's first
+        who = event.session_id
+        return "end_session", who, {"session_id": who}, []
+    return None
+
+
+# --- running a command again ------------------------------------------------------
+
+
+def _create_plan(ledger: Ledger, a: Args) -> object:
+    steps = [NewStep(s["title"], s["body"], s["depends_on"]) for s in a["steps"]]
+    return ledger.create_plan(a["slug"], a["title"], a["constraints"], steps, a["actor"])
+
+
+Runner = Callable[[Ledger, Args], object]
+RUNNERS: dict[str, tuple[tuple[str, ...], Runner]] = {
+    "start_session": (("name",), lambda led, a: led.start_session(a["name"])),
+    "end_session": (("session_id",), lambda led, a: led.end_session(a["session_id"])),
+    "create_plan": (("slug", "title", "constraints", "steps", "actor"), _create_plan),
+    "add_step": (("plan", "title", "body", "depends_on", "actor"), lambda led, a: led.add_step(
+        a["plan"], a["title"], a["body"], a["depends_on"], a["actor"])),
+    "revise_step": (("step_id", "title", "body", "actor"), lambda led, a: led.revise_step(
+        a["step_id"], a["title"], a["body"], a["actor"])),
+    "declare_dependencies": (("step_id", "depends_on", "actor"),
+                             lambda led, a: led.declare_dependencies(
+                                 a["step_id"], a["depends_on"], a["actor"])),
+    "list_ready": (("plan", "session_id"),
+                   lambda led, a: led.list_ready(a["plan"], a["session_id"])),
+    "claim": (("step_id", "session_id", "lease_seconds"), lambda led, a: led.claim(
+        a["step_id"], a["session_id"], a["lease_seconds"])),
+    "complete": (("step_id", "session_id", "fence"), lambda led, a: led.complete(
+        a["step_id"], a["session_id"], a["fence"])),
+    "release": (("step_id", "session_id", "fence"), lambda led, a: led.release(
+        a["step_id"], a["session_id"], a["fence"])),
+    "drop": (("step_id", "session_id", "fence"), lambda led, a: led.drop(
+        a["step_id"], a["session_id"], a["fence"])),
+    "force_release": (("step_id", "actor"),
+                      lambda led, a: led.force_release(a["step_id"], a["actor"])),
+    "reopen": (("step_id", "actor"), lambda led, a: led.reopen(a["step_id"], a["actor"])),
+}
+assert frozenset(RUNNERS) == COMMAND_NAMES, "the format's command names and the runners"
+
+
+def execute(ledger: Ledger, command: CommandRecord) -> None:
+    """Call the ledger as the recorded command did; a refusal raises its LedgerError."""
+    needed, run = RUNNERS[command.name]
+    missing = [k for k in needed if k not in command.args]
+    if missing:
+        raise RecordingError(f"command {command.seq} ({command.name}) lacks "
+                             f"{', '.join(missing)}")
+    run(ledger, command.args)
