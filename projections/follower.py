@@ -1,48 +1,74 @@
-"""Tailing: keep a read model caught up with appends made by other processes.
+"""Tailing: feed a read model the events other processes append, within a bounded delay.
 
-A `LogFollower` runs one background thread that alternates two things: catch the model
-up (`Followable.catch_up`, which reads and applies every new page), then wait until new
-events may have been appended. Only the waiting differs between backends, so a backend
-adds one small subclass that implements `wait_for_news`:
+A log follower reads the store's notification log after the position it has reached and
+hands each page to the model's `apply` (`ReadModel.apply_notifications`), which applies
+what lies above the model's own position, skips the rest, and returns the position
+reached. The contract every follower keeps (the PostgreSQL one in
+`projections.pg_follower.PgFollower` included):
 
-- `PollingFollower` (any backend; the one SQLite has) waits a fixed interval, so an
-  append is seen within about `interval` plus the time to apply it;
-- a PostgreSQL follower would wait on LISTEN/NOTIFY, waking as soon as an append commits
-  (the library's subscriptions exist only there); it belongs in its own module.
+- `Follower(store, apply, position=0, ...)`, then `start()` (returns the follower);
+- `position`: the highest position `apply` has reported;
+- `wait_for(position, timeout) -> bool`: block until that position is applied;
+- `stop()`: end the background thread(s) and wait for them.
 
-The follower never applies events itself: the model's position decides what is new, and
-the model applies each position exactly once, so a follower can stop, restart, or run
-beside callers that pull on their own.
+`LogFollower` is the base for followers that wake up and pull: a subclass only says how
+to wait for news (`wait_for_news`). `PollingFollower` waits a fixed interval (SQLite has
+no notifications, so an append is applied within about `interval`); a wake-up from the
+database (PostgreSQL's LISTEN/NOTIFY) makes the delay one round trip instead.
+`follow(model)` picks the follower for the model's store.
 """
 
 import threading
 from abc import ABC, abstractmethod
-from types import TracebackType
-from typing import Protocol, Self
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Protocol, Self
 
+from eventsourcing.persistence import Notification
+
+from ledger.store import EventStore
+from projections.log import PAGE, page_after
+
+if TYPE_CHECKING:
+    from projections.readmodel import ReadModel
+
+ApplyNotes = Callable[[Sequence[Notification]], int]
 DEFAULT_INTERVAL = 0.05
 
 
-class Followable(Protocol):
-    """What a follower drives: anything that can pull the log's new events in."""
+class Follower(Protocol):
+    """What every follower offers once started (see the module doc)."""
 
-    def catch_up(self) -> int: ...
+    @property
+    def position(self) -> int: ...
+
+    def wait_for(self, position: int, timeout: float) -> bool: ...
+
+    def stop(self) -> None: ...
 
 
 class LogFollower(ABC):
-    """Keeps `model` caught up from a background thread until stopped."""
+    """Pulls new pages into `apply` from a background thread until stopped."""
 
-    def __init__(self, model: Followable, name: str = "log-follower") -> None:
-        self.model = model
-        self.name = name
-        self.errors = 0
-        self.last_error: BaseException | None = None
+    name = "log-follower"
+
+    def __init__(self, store: EventStore, apply: ApplyNotes, position: int = 0) -> None:
+        self.store = store
+        self._apply = apply
+        self._position = position
+        self._moved = threading.Condition()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
+        self.errors = 0
+        self.last_error: Exception | None = None
 
     @abstractmethod
     def wait_for_news(self, stopping: threading.Event) -> None:
         """Return when new events may be in the log, or soon after `stopping` is set."""
+
+    @property
+    def position(self) -> int:
+        with self._moved:
+            return self._position
 
     def start(self) -> Self:
         if self._thread is not None:
@@ -52,44 +78,68 @@ class LogFollower(ABC):
         self._thread.start()
         return self
 
-    def stop(self, timeout: float = 10.0) -> None:
+    def stop(self) -> None:
         """Stop and wait for the thread (it finishes the page it is applying)."""
         self._stopping.set()
+        with self._moved:
+            self._moved.notify_all()
         if self._thread is not None:
-            self._thread.join(timeout)
+            self._thread.join(10)
             self._thread = None
 
-    @property
-    def running(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+    def wait_for(self, position: int, timeout: float) -> bool:
+        """Wait until `position` is applied; False if `timeout` passed (or stop) first."""
+        with self._moved:
+            return self._moved.wait_for(
+                lambda: self._position >= position or self._stopping.is_set(), timeout
+            ) and self._position >= position
 
     def _run(self) -> None:
         while not self._stopping.is_set():
             try:
-                self.model.catch_up()
+                self._pull()
             except Exception as error:  # a locked or restarting database: try again
                 self.errors += 1
                 self.last_error = error
             self.wait_for_news(self._stopping)
 
+    def _pull(self) -> None:
+        while not self._stopping.is_set():
+            notes = page_after(self.store, self.position, PAGE)
+            if notes:
+                reached = self._apply(notes)
+                with self._moved:
+                    self._position = max(self._position, reached)
+                    self._moved.notify_all()
+            if len(notes) < PAGE:
+                return
+
     def __enter__(self) -> Self:
         return self.start()
 
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
 
 class PollingFollower(LogFollower):
     """Looks for new events every `interval` seconds."""
 
-    def __init__(
-        self, model: Followable, interval: float = DEFAULT_INTERVAL, name: str = "log-poller"
-    ) -> None:
-        super().__init__(model, name)
+    name = "log-poller"
+
+    def __init__(self, store: EventStore, apply: ApplyNotes, position: int = 0,
+                 interval: float = DEFAULT_INTERVAL) -> None:
+        super().__init__(store, apply, position)
         self.interval = interval
 
     def wait_for_news(self, stopping: threading.Event) -> None:
         stopping.wait(self.interval)
+
+
+def follow(model: "ReadModel", interval: float = DEFAULT_INTERVAL) -> Follower:
+    """A started follower feeding `model`: LISTEN/NOTIFY on PostgreSQL, polling elsewhere."""
+    if type(model.store.recorder).__module__.startswith("eventsourcing.postgres"):
+        from projections.pg_follower import PgFollower
+
+        return PgFollower(model.store, model.apply_notifications, model.position).start()
+    return PollingFollower(model.store, model.apply_notifications, model.position,
+                           interval).start()

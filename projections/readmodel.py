@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 
-from eventsourcing.persistence import Tracking
+from eventsourcing.persistence import Notification, Tracking
 
 from ledger.domain.ids import PlanSlug, SessionId, StepId
 from ledger.domain.state import PlanState, SessionState, StepState
@@ -92,14 +92,23 @@ class ReadModel(Queryable, CandidateView):
         while True:
             with self._lock:
                 notes = page_after(self.store, self._view.position, self.page)
-                if notes:
-                    self._view.apply_all(decode(self.store, notes))
-                    self._advanced.notify_all()
+                self.apply_notifications(notes)
             if len(notes) < self.page:
                 break
         if self._view.position - self._checkpointed >= self.checkpoint_every:
             self.checkpoint()
         return self._view.position
+
+    def apply_notifications(self, notes: Sequence[Notification]) -> int:
+        """Apply the notifications above the model's position, in order, skipping those at
+        or below it (each position exactly once); returns the position reached. This is
+        what a log follower feeds (see projections.follower)."""
+        with self._lock:
+            fresh = [note for note in notes if note.id > self._view.position]
+            if fresh:
+                self._view.apply_all(decode(self.store, fresh))
+                self._advanced.notify_all()
+            return self._view.position
 
     def wait_for(self, position: int | None, timeout: float = 5.0) -> int:
         """Block until the event at `position` is applied (pulling it in if need be);
