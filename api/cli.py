@@ -1,21 +1,17 @@
-"""The `planledger` command line."""
+"""The `planledger` command line: one typer app; each command group lives in its module.
 
-from typing import Annotated
+Every command works on the embedded store (`--db`, default ./.planledger/ledger.sqlite)
+or, with `--url`, on a running server. `--json` prints for scripts. Exit codes: 0 done,
+1 error, 3 refused by the ledger (bounced), 4 nothing ready (see api.commands.common).
+"""
 
 import typer
 
+from api.commands import plans, serve, work
 from api.db_cli import db_app
-from api.runtime import open_runtime
-from ledger.domain.errors import AlreadyClaimed, LedgerError
 
 app = typer.Typer(help="planledger: one dependency-aware queue of plan steps for many agents.",
                   no_args_is_help=True)
-
-DbOption = Annotated[str | None, typer.Option("--db", envvar="PLANLEDGER_DB",
-                                              help="SQLite path, 'memory' or postgresql:// URL")]
-
-EXIT_BOUNCED = 3
-EXIT_ERROR = 1
 
 
 @app.callback()
@@ -23,25 +19,22 @@ def _root() -> None:
     """planledger: one dependency-aware queue of plan steps for many agents."""
 
 
-def _fail(error: LedgerError) -> None:
-    typer.echo(str(error), err=True)
-    raise typer.Exit(EXIT_BOUNCED if isinstance(error, AlreadyClaimed) else EXIT_ERROR)
+app.command("serve")(serve.serve)
+app.add_typer(plans.plan_app, name="plan")
+app.add_typer(work.session_app, name="session")
+app.command("ready")(plans.ready)
+app.command("step")(plans.step)
+app.command("claim")(work.claim)
+app.command("claim-next")(work.claim_next)
+app.command("heartbeat")(work.heartbeat)
+app.command("complete")(work.complete)
+app.command("release")(work.release)
+app.command("drop")(work.drop)
+app.command("log")(plans.log)
 
-
-@app.command()
-def ready(plan: str, db: DbOption = None) -> None:
-    """List the steps of PLAN a claim would accept now."""
-    runtime = open_runtime(db)
-    try:
-        for step_id in runtime.reads.ready(plan):
-            _, definition, _ = runtime.ledger.step(step_id)
-            typer.echo(f"{step_id}  {definition.title}")
-    except (LedgerError, KeyError) as error:
-        _fail(error if isinstance(error, LedgerError) else LedgerError(f"unknown plan {plan}"))
-    finally:
-        runtime.close()
-
-
+# Commands from other packages register here, ONE line each, e.g.
+#   app.add_typer(replays_cli.app, name="replay")     (a group: planledger replay …)
+#   app.command("demo")(replays_cli.demo)            (a single command: planledger demo)
 app.add_typer(db_app, name="db")  # planledger db init / status (api/db_cli.py)
 
 

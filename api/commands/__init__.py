@@ -1,0 +1,1 @@
+"""The `planledger` commands for people and scripts (registered in `api.cli`)."""

@@ -1,0 +1,199 @@
+"""One interface over two ways in: the embedded store (the service, in this process) or a
+running server (its HTTP API). Commands call a `Client` and never care which."""
+
+from types import TracebackType
+from typing import Any, Protocol
+
+import httpx
+from pydantic import BaseModel, TypeAdapter
+
+from api import views
+from api.errors import Replayed, Unauthorized
+from api.schemas import (
+    ClaimIn,
+    ClaimNextOut,
+    ClaimOut,
+    FenceIn,
+    LogPageOut,
+    PlanCreatedOut,
+    PlanIn,
+    PlanOut,
+    PlanSummaryOut,
+    ReadyOut,
+    SessionEndOut,
+    SessionOut,
+    SessionStartIn,
+    SessionStartOut,
+    StepChangeOut,
+    StepDetailOut,
+)
+from api.service import Service
+
+
+class RemoteError(Replayed):
+    """An error answer from a server: its status and body, as `api.errors.problem` reads."""
+
+
+class Client(Protocol):
+    def start_session(self, name: str | None) -> SessionStartOut: ...
+    def end_session(self) -> SessionEndOut: ...
+    def session(self, session_id: str) -> SessionOut: ...
+    def create_plan(self, plan: PlanIn) -> PlanCreatedOut: ...
+    def plans(self) -> list[PlanSummaryOut]: ...
+    def plan(self, slug: str) -> PlanOut: ...
+    def ready(self, slug: str) -> ReadyOut: ...
+    def step(self, step_id: str) -> StepDetailOut: ...
+    def claim(self, step_id: str, lease: int | None) -> ClaimOut: ...
+    def claim_next(self, slug: str, lease: int | None) -> ClaimNextOut: ...
+    def heartbeat(self, step_id: str, lease: int | None) -> ClaimOut: ...
+    def complete(self, step_id: str, fence: int | None) -> StepChangeOut: ...
+    def release(self, step_id: str, fence: int | None) -> StepChangeOut: ...
+    def drop(self, step_id: str, fence: int | None) -> StepChangeOut: ...
+    def log(self, after: int, limit: int) -> LogPageOut: ...
+    def close(self) -> None: ...
+
+
+class LocalClient:
+    """The embedded store: calls the service directly, acting for `actor` (if any)."""
+
+    def __init__(self, service: Service, actor: str | None) -> None:
+        self.service = service
+        self.actor = actor
+
+    def _actor(self) -> str:
+        if self.actor is None:
+            raise Unauthorized("this command acts for a session: pass --session ID (or "
+                               "--token), or set PLANLEDGER_SESSION")
+        return self.actor
+
+    def start_session(self, name: str | None) -> SessionStartOut:
+        return self.service.start_session(name)
+
+    def end_session(self) -> SessionEndOut:
+        return self.service.end_session(self._actor())
+
+    def session(self, session_id: str) -> SessionOut:
+        return views.session(self.service.runtime, session_id)
+
+    def create_plan(self, plan: PlanIn) -> PlanCreatedOut:
+        return self.service.create_plan(plan, self.actor)
+
+    def plans(self) -> list[PlanSummaryOut]:
+        return views.plans(self.service.runtime)
+
+    def plan(self, slug: str) -> PlanOut:
+        return views.plan(self.service.runtime, slug)
+
+    def ready(self, slug: str) -> ReadyOut:
+        return self.service.ready(slug, self.actor)
+
+    def step(self, step_id: str) -> StepDetailOut:
+        return views.step_detail(self.service.runtime, step_id)
+
+    def claim(self, step_id: str, lease: int | None) -> ClaimOut:
+        return self.service.claim(step_id, self._actor(), lease)
+
+    def claim_next(self, slug: str, lease: int | None) -> ClaimNextOut:
+        return self.service.claim_next(slug, self._actor(), lease)
+
+    def heartbeat(self, step_id: str, lease: int | None) -> ClaimOut:
+        return self.service.heartbeat(step_id, self._actor(), lease)
+
+    def complete(self, step_id: str, fence: int | None) -> StepChangeOut:
+        return self.service.complete(step_id, self._actor(), fence)
+
+    def release(self, step_id: str, fence: int | None) -> StepChangeOut:
+        return self.service.release(step_id, self._actor(), fence)
+
+    def drop(self, step_id: str, fence: int | None) -> StepChangeOut:
+        return self.service.drop(step_id, self.actor, fence)
+
+    def log(self, after: int, limit: int) -> LogPageOut:
+        return views.log_page(self.service.runtime, after, limit)
+
+    def close(self) -> None:
+        self.service.runtime.close()
+
+
+class RemoteClient:
+    """A running server, over its HTTP API, with the session token (if any)."""
+
+    def __init__(self, url: str, token: str | None, timeout: float = 30.0) -> None:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.http = httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=timeout)
+
+    def _call(self, out: Any, method: str, path: str, body: BaseModel | None = None,
+              **params: Any) -> Any:
+        response = self.http.request(method, path, params=params or None,
+                                     json=body.model_dump(exclude_none=True) if body else None)
+        if response.status_code >= 400:
+            try:
+                error = response.json()
+            except ValueError:
+                error = {"reason": "http", "message": response.text[:500]}
+            raise RemoteError(response.status_code, error)
+        return TypeAdapter(out).validate_python(response.json())
+
+    def start_session(self, name: str | None) -> SessionStartOut:
+        return self._call(SessionStartOut, "POST", "/api/sessions", SessionStartIn(name=name))
+
+    def end_session(self) -> SessionEndOut:
+        token = self.http.headers.get("Authorization", "").removeprefix("Bearer ")
+        sid = token.rpartition(".")[0] or "-"  # a token names its session: <id>.<signature>
+        return self._call(SessionEndOut, "POST", f"/api/sessions/{sid}/end")
+
+    def session(self, session_id: str) -> SessionOut:
+        return self._call(SessionOut, "GET", f"/api/sessions/{session_id}")
+
+    def create_plan(self, plan: PlanIn) -> PlanCreatedOut:
+        return self._call(PlanCreatedOut, "POST", "/api/plans", plan)
+
+    def plans(self) -> list[PlanSummaryOut]:
+        return self._call(list[PlanSummaryOut], "GET", "/api/plans")
+
+    def plan(self, slug: str) -> PlanOut:
+        return self._call(PlanOut, "GET", f"/api/plans/{slug}")
+
+    def ready(self, slug: str) -> ReadyOut:
+        return self._call(ReadyOut, "GET", f"/api/plans/{slug}/ready")
+
+    def step(self, step_id: str) -> StepDetailOut:
+        return self._call(StepDetailOut, "GET", f"/api/steps/{step_id}")
+
+    def claim(self, step_id: str, lease: int | None) -> ClaimOut:
+        return self._call(ClaimOut, "POST", f"/api/steps/{step_id}/claim",
+                          ClaimIn(lease_seconds=lease))
+
+    def claim_next(self, slug: str, lease: int | None) -> ClaimNextOut:
+        return self._call(ClaimNextOut, "POST", f"/api/plans/{slug}/claim-next",
+                          ClaimIn(lease_seconds=lease))
+
+    def heartbeat(self, step_id: str, lease: int | None) -> ClaimOut:
+        return self._call(ClaimOut, "POST", f"/api/steps/{step_id}/heartbeat",
+                          ClaimIn(lease_seconds=lease))
+
+    def complete(self, step_id: str, fence: int | None) -> StepChangeOut:
+        return self._close("complete", step_id, fence)
+
+    def release(self, step_id: str, fence: int | None) -> StepChangeOut:
+        return self._close("release", step_id, fence)
+
+    def drop(self, step_id: str, fence: int | None) -> StepChangeOut:
+        return self._close("drop", step_id, fence)
+
+    def _close(self, action: str, step_id: str, fence: int | None) -> StepChangeOut:
+        return self._call(StepChangeOut, "POST", f"/api/steps/{step_id}/{action}",
+                          FenceIn(fence=fence))
+
+    def log(self, after: int, limit: int) -> LogPageOut:
+        return self._call(LogPageOut, "GET", "/api/log", after=after, limit=limit)
+
+    def close(self) -> None:
+        self.http.close()
+
+    def __enter__(self) -> "RemoteClient":
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()

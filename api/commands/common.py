@@ -1,0 +1,107 @@
+"""What every command shares: the options, the client they open, output and exit codes.
+
+Exit codes: 0 done; 1 error (bad input, unknown id, no server, ...); 3 refused by the
+ledger (a claim bounced off a holder, a blocked or closed step, a stale fence, not the
+holder); 4 nothing ready (claim-next found no step to claim).
+"""
+
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any, TypeVar
+
+import httpx
+import typer
+from rich.console import Console
+
+from api.commands.client import Client, LocalClient, RemoteClient
+from api.errors import BOUNCE_REASONS, ConfigError, problem
+from api.identity import Identity, load_secret
+from api.runtime import open_runtime
+from api.service import Service
+from api.settings import load_settings
+from ledger.domain.errors import InvalidInput
+
+EXIT_ERROR = 1
+EXIT_BOUNCED = 3
+EXIT_NOTHING_READY = 4
+
+T = TypeVar("T")
+
+DbOption = Annotated[str | None, typer.Option(
+    "--db", envvar="PLANLEDGER_DB", help="The embedded store: an SQLite path (default "
+    "./.planledger/ledger.sqlite), 'memory', or a postgresql:// URL.")]
+UrlOption = Annotated[str | None, typer.Option(
+    "--url", envvar="PLANLEDGER_URL", help="A running server (e.g. http://127.0.0.1:8765); "
+    "without it the command works on the embedded store directly.")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+SessionOption = Annotated[str | None, typer.Option(
+    "--session", envvar="PLANLEDGER_SESSION", help="The session to act for (embedded store).")]
+TokenOption = Annotated[str | None, typer.Option(
+    "--token", envvar="PLANLEDGER_TOKEN", help="The session's token (from `session start`); "
+    "needed with --url.", show_default=False)]
+LeaseOption = Annotated[int | None, typer.Option(
+    "--lease", help="Lease in seconds (the server's default when omitted).")]
+FenceOption = Annotated[int | None, typer.Option(
+    "--fence", help="The fence your claim was granted: refused if it is stale.")]
+
+console = Console()
+errors = Console(stderr=True)
+
+
+@contextmanager
+def open_client(db: str | None, url: str | None, session: str | None = None,
+                token: str | None = None) -> Iterator[Client]:
+    """A client on the server at `url`, else on the embedded store `db`; errors inside the
+    block become a message on stderr and the exit code for their kind."""
+    with answering_errors():
+        client: Client
+        if url:
+            client = RemoteClient(url, token)
+        else:
+            settings = load_settings(db=db)
+            runtime = open_runtime(settings.db)
+            identity = Identity(load_secret(runtime.db, settings.secret), settings.admin_token)
+            actor = identity.session_of(token) if token and not session else session
+            client = LocalClient(Service(runtime, settings, identity), actor)
+        try:
+            yield client
+        finally:
+            client.close()
+
+
+@contextmanager
+def answering_errors() -> Iterator[None]:
+    try:
+        yield
+    except typer.Exit:
+        raise
+    except httpx.HTTPError as error:
+        errors.print(f"cannot reach the server: {error}", markup=False)
+        raise typer.Exit(EXIT_ERROR) from None
+    except (ConfigError, ValueError) as error:
+        errors.print(str(error), markup=False)
+        raise typer.Exit(EXIT_ERROR) from None
+    except Exception as error:  # every refusal, local or remote, reads the same
+        status, body = problem(error)
+        if status == 500:
+            raise
+        errors.print(body.message, markup=False)
+        refused = status == 409 and body.reason in BOUNCE_REASONS
+        raise typer.Exit(EXIT_BOUNCED if refused else EXIT_ERROR) from None
+
+
+def emit(result: Any, as_json: bool, show: Callable[[Any], None]) -> None:
+    """Print JSON for scripts, or call `show` for people."""
+    if as_json:
+        data = ([r.model_dump(mode="json") for r in result] if isinstance(result, list)
+                else result.model_dump(mode="json"))
+        typer.echo(json.dumps(data, indent=2))
+    else:
+        show(result)
+
+
+def require(value: T | None, what: str) -> T:
+    if value is None:
+        raise InvalidInput(what, "is required")
+    return value

@@ -1,0 +1,37 @@
+"""`planledger serve`: the HTTP API on the embedded SQLite store, no set-up."""
+
+from typing import Annotated
+
+import typer
+import uvicorn
+
+from api.commands.common import DbOption, answering_errors
+from api.http.app import create_app
+from api.runtime import open_runtime
+from api.settings import load_settings
+
+
+def serve(
+    db: DbOption = None,
+    host: Annotated[str | None, typer.Option(
+        envvar="PLANLEDGER_HOST", help="Address to bind (default 127.0.0.1: this machine "
+        "only).")] = None,
+    port: Annotated[int | None, typer.Option(
+        envvar="PLANLEDGER_PORT", help="Port (default 8765).")] = None,
+    lease_default: Annotated[int | None, typer.Option(
+        "--lease-default", envvar="PLANLEDGER_LEASE_DEFAULT",
+        help="Lease of a claim that names none, in seconds (default 900).")] = None,
+) -> None:
+    """Serve the HTTP API (OpenAPI docs at /docs, health at /healthz, metrics at /metrics)."""
+    with answering_errors():
+        settings = load_settings(db=db, host=host, port=port, lease_default=lease_default)
+        runtime = open_runtime(settings.db)
+        try:
+            app = create_app(runtime, settings)
+            base = f"http://{settings.host}:{settings.port}"
+            typer.echo(f"planledger: store {settings.db}\n"
+                       f"planledger: serving {base} — open {base}/docs "
+                       f"(API reference), agents call {base}/api/…")
+            uvicorn.run(app, host=settings.host, port=settings.port, log_level="info")
+        finally:
+            runtime.close()

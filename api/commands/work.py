@@ -1,0 +1,101 @@
+"""Doing the work: `session start/end/show`, `claim`, `claim-next`, `heartbeat`,
+`complete`, `release`, `drop`."""
+
+from typing import Annotated
+
+import typer
+
+from api.commands import render
+from api.commands.common import (
+    EXIT_NOTHING_READY,
+    DbOption,
+    FenceOption,
+    JsonOption,
+    LeaseOption,
+    SessionOption,
+    TokenOption,
+    UrlOption,
+    emit,
+    open_client,
+)
+
+session_app = typer.Typer(help="Start, show and end sessions.", no_args_is_help=True)
+StepArg = Annotated[str, typer.Argument(metavar="STEP", help="The step id.")]
+
+
+@session_app.command("start")
+def session_start(name: Annotated[str | None, typer.Option(help="A label for people.")] = None,
+                  db: DbOption = None, url: UrlOption = None,
+                  json_out: JsonOption = False) -> None:
+    """Start a session; prints its id and token (keep the token: it proves the session)."""
+    with open_client(db, url) as client:
+        emit(client.start_session(name), json_out, render.session_started)
+
+
+@session_app.command("end")
+def session_end(db: DbOption = None, url: UrlOption = None, session: SessionOption = None,
+                token: TokenOption = None, json_out: JsonOption = False) -> None:
+    """End the session; releases every step it holds."""
+    with open_client(db, url, session, token) as client:
+        ended = client.end_session()
+        emit(ended, json_out, lambda e: render.console.print(
+            f"session {e.session_id} ended; released {len(e.released)} step(s)"))
+
+
+@session_app.command("show")
+def session_show(session_id: str, db: DbOption = None, url: UrlOption = None,
+                 json_out: JsonOption = False) -> None:
+    """A session and what it holds."""
+    with open_client(db, url) as client:
+        emit(client.session(session_id), json_out, render.session)
+
+
+def claim(step_id: StepArg, lease: LeaseOption = None, db: DbOption = None,
+          url: UrlOption = None, session: SessionOption = None, token: TokenOption = None,
+          json_out: JsonOption = False) -> None:
+    """Claim STEP; exits 3 if it bounced (held by another session, blocked or closed)."""
+    with open_client(db, url, session, token) as client:
+        emit(client.claim(step_id, lease), json_out, render.claim)
+
+
+def claim_next(plan: Annotated[str, typer.Argument(metavar="PLAN")], lease: LeaseOption = None,
+               db: DbOption = None, url: UrlOption = None, session: SessionOption = None,
+               token: TokenOption = None, json_out: JsonOption = False) -> None:
+    """Claim the first ready step of PLAN; exits 4 (saying why) when nothing is ready."""
+    with open_client(db, url, session, token) as client:
+        answer = client.claim_next(plan, lease)
+        emit(answer, json_out, render.claim_next)
+    if answer.claimed is None:
+        raise typer.Exit(EXIT_NOTHING_READY)
+
+
+def heartbeat(step_id: StepArg, lease: LeaseOption = None, db: DbOption = None,
+              url: UrlOption = None, session: SessionOption = None, token: TokenOption = None,
+              json_out: JsonOption = False) -> None:
+    """Extend your lease on STEP; exits 3 if you no longer hold it."""
+    with open_client(db, url, session, token) as client:
+        emit(client.heartbeat(step_id, lease), json_out, render.claim)
+
+
+def complete(step_id: StepArg, fence: FenceOption = None, db: DbOption = None,
+             url: UrlOption = None, session: SessionOption = None, token: TokenOption = None,
+             json_out: JsonOption = False) -> None:
+    """Mark STEP done (you must hold it)."""
+    with open_client(db, url, session, token) as client:
+        emit(client.complete(step_id, fence), json_out, render.change)
+
+
+def release(step_id: StepArg, fence: FenceOption = None, db: DbOption = None,
+            url: UrlOption = None, session: SessionOption = None, token: TokenOption = None,
+            json_out: JsonOption = False) -> None:
+    """Give STEP back; it is claimable again at once."""
+    with open_client(db, url, session, token) as client:
+        emit(client.release(step_id, fence), json_out, render.change)
+
+
+def drop(step_id: StepArg, fence: FenceOption = None, db: DbOption = None,
+         url: UrlOption = None, session: SessionOption = None, token: TokenOption = None,
+         json_out: JsonOption = False) -> None:
+    """Drop STEP (by its holder, or by anyone when nobody holds it)."""
+    with open_client(db, url, session, token) as client:
+        emit(client.drop(step_id, fence), json_out, render.change)
