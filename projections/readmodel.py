@@ -78,6 +78,11 @@ class ReadModel(Queryable, CandidateView):
     def sessions(self) -> Mapping[SessionId, SessionState]:
         return self._view.sessions
 
+    def facts(self) -> dict[str, object]:
+        """Everything the model holds (see LedgerView.facts), without pulling."""
+        with self._lock:
+            return self._view.facts()
+
     @contextmanager
     def reading(self, now: datetime | None = None) -> Iterator[tuple[LedgerView, datetime]]:
         with self._lock:

@@ -76,6 +76,16 @@ class LedgerView:
         self.__dict__.update(state)
         self._handlers = self._dispatch()
 
+    def facts(self) -> dict[str, object]:
+        """Everything the view holds, for comparing two views (a rebuild with the view
+        kept incrementally); empty holdings count as none."""
+        return {
+            "position": self.position, "last_time": self.last_time, "plans": self.plans,
+            "steps": self.steps, "sessions": self.sessions, "indexes": self.indexes,
+            "dependents": self.dependents, "history": self.history,
+            "held": {session: steps for session, steps in self.held.items() if steps},
+        }
+
     # --- folding ------------------------------------------------------------------
 
     def apply(self, event: object, position: int) -> bool:
