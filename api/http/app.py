@@ -9,18 +9,20 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
+from eventsourcing.persistence import PersistenceError
 from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from api.errors import problem
+from api.errors import ApiError, Replayed, problem
 from api.http import routes_log, routes_plans, routes_sessions, routes_steps
 from api.identity import Identity, load_secret
 from api.runtime import Runtime
 from api.schemas import ErrorOut
 from api.service import Service
 from api.settings import Settings
+from ledger.domain.errors import LedgerError
 
 log = logging.getLogger("planledger.http")
 
@@ -70,7 +72,10 @@ def _install_errors(app: FastAPI) -> None:
 
     app.add_exception_handler(RequestValidationError, invalid)
     app.add_exception_handler(HTTPException, http_error)
-    app.add_exception_handler(Exception, answer)
+    # Expected refusals are answered by the exception middleware; the catch-all
+    # (Exception) runs in the outermost middleware, which logs the traceback as well.
+    for expected in (LedgerError, ApiError, Replayed, PersistenceError, Exception):
+        app.add_exception_handler(expected, answer)
 
 
 def _readable(error: RequestValidationError) -> str:

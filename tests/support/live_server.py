@@ -1,0 +1,62 @@
+"""The HTTP API on a real socket: uvicorn serving `create_app` in a thread of the test.
+
+The app runs in-process so tests keep their injected FakeClock and predictable ids, yet
+every request crosses a real TCP connection on a free port of 127.0.0.1.
+"""
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import httpx
+import uvicorn
+
+from api.http.app import create_app
+from api.runtime import Runtime
+from api.settings import Settings
+
+START_TIMEOUT = 15.0
+
+
+@dataclass(frozen=True)
+class LiveServer:
+    url: str
+    runtime: Runtime
+
+    def client(self, token: str | None = None) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=30)
+
+
+@contextmanager
+def live_server(runtime: Runtime, settings: Settings | None = None) -> Iterator[LiveServer]:
+    """Serve `runtime` until the block ends."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    app = create_app(runtime, settings or Settings(db=runtime.db, port=port))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + START_TIMEOUT
+    while not server.started:  # poll with a deadline: only for the server to come up
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("the test server did not start")
+        time.sleep(0.01)
+    try:
+        yield LiveServer(f"http://127.0.0.1:{port}", runtime)
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()
+
+
+def session(client: httpx.Client, name: str) -> tuple[str, dict[str, str]]:
+    """Start a session through `client`: its id and the headers that act for it."""
+    started = client.post("/api/sessions", json={"name": name})
+    assert started.status_code == 201, started.text
+    body = started.json()
+    return body["session_id"], {"Authorization": f"Bearer {body['token']}"}
