@@ -95,6 +95,6 @@ def test_claim_next_skips_the_held_step_and_says_why_when_nothing_is_left(
         first = agent_b.post("/api/plans/auth-refresh/claim-next").json()
         second = agent_a.post("/api/plans/auth-refresh/claim-next").json()
         third = agent_a.post("/api/plans/auth-refresh/claim-next").json()
-    assert first["claimed"]["title"] == RATE_LIMIT
+    assert first["claimed"]["title"] == RATE_LIMIT and first["claimed"]["claimed_by"] == b_id
     assert second["claimed"]["title"] == METRICS
     assert third["claimed"] is None and third["reason"] == "all_held"
