@@ -9,6 +9,7 @@ import typer
 
 from api.commands import plans, serve, work
 from api.db_cli import db_app
+from replays import cli as replays_cli
 
 app = typer.Typer(help="planledger: one dependency-aware queue of plan steps for many agents.",
                   no_args_is_help=True)
@@ -36,6 +37,8 @@ app.command("log")(plans.log)
 #   app.add_typer(replays_cli.app, name="replay")     (a group: planledger replay …)
 #   app.command("demo")(replays_cli.demo)            (a single command: planledger demo)
 app.add_typer(db_app, name="db")  # planledger db init / status (api/db_cli.py)
+app.add_typer(replays_cli.app, name="replay")  # planledger replay … (replays/cli.py)
+app.command("demo")(replays_cli.demo)  # planledger demo [--race] (replays/cli.py)
 
 
 def main() -> None:

@@ -14,14 +14,16 @@ from datetime import datetime
 from typing import Any
 
 from ledger.domain import events as ev
-from ledger.domain.ids import StepId
-from ledger.domain.state import StepState, evolve_step
+from ledger.domain.ids import PLAN_STREAM_PREFIX, PlanSlug, SessionId, StepId
 from ledger.store import EventStore
+from projections import queries
+from projections.log import PAGE, decode, page_after
+from projections.results import Progress
 from projections.timeline_entries import Entry, EntryKind, StepInfo, describe
+from projections.view import LedgerView
 
 __all__ = ["Entry", "EntryKind", "Lane", "Progress", "Timeline", "TimelineModel"]
 
-PAGE = 1000
 LEDGER_LANE = "ledger"
 
 
@@ -35,22 +37,10 @@ class Lane:
 
 
 @dataclass(frozen=True)
-class Progress:
-    plan: str
-    title: str
-    total: int
-    done: int
-    dropped: int
-    in_progress: int
-
-    @property
-    def text(self) -> str:
-        dropped = f", {self.dropped} dropped" if self.dropped else ""
-        return f"{self.plan}: {self.done}/{self.total} done{dropped}, {self.in_progress} in flight"
-
-
-@dataclass(frozen=True)
 class Timeline:
+    """Lanes in order of first appearance, entries in log order, and each plan's progress
+    as of the last event the model applied."""
+
     lanes: tuple[Lane, ...]
     entries: tuple[Entry, ...]
     progress: tuple[Progress, ...]
@@ -61,8 +51,8 @@ class Timeline:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: datetimes as ISO 8601 strings, tuples as lists."""
         result: dict[str, Any] = _plain(self)
-        result["progress"] = [{**p, "text": q.text} for p, q in
-                              zip(result["progress"], self.progress, strict=True)]
+        for plain, progress in zip(result["progress"], self.progress, strict=True):
+            plain["rollup"] = progress.rollup
         return result
 
 
@@ -77,59 +67,52 @@ def _plain(value: Any) -> Any:
 
 
 class TimelineModel:
+    """Entries folded from the log beside a `LedgerView` of the same events (which names
+    steps and sessions, and knows each step before the event that changes it)."""
+
     def __init__(self, store: EventStore | None = None) -> None:
         self.store = store
-        self.position = 0
+        self._view = LedgerView()
         self._entries: list[Entry] = []
-        self._info: dict[str, StepInfo] = {}
-        self._steps: dict[StepId, StepState] = {}
-        self._plans: dict[str, tuple[str, list[StepId]]] = {}
-        self._names: dict[str, str | None] = {}
+        self._plan_of: dict[str, str] = {}
         self._lock = threading.RLock()
+
+    @property
+    def position(self) -> int:
+        return self._view.position
 
     def catch_up(self) -> int:
         """Apply every event the store appended since the last call; returns the position."""
         assert self.store is not None, "a model fed by hand has no store to follow"
         with self._lock:
             while True:
-                notes = self.store.recorder.select_notifications(
-                    start=self.position, limit=PAGE, inclusive_of_start=False)
-                for note in notes:
-                    self.apply(note.id, self.store.mapper.to_domain_event(note))
+                notes = page_after(self.store, self._view.position)
+                for position, event in decode(self.store, notes):
+                    self.apply(position, event)
                 if len(notes) < PAGE:
-                    return self.position
+                    return self._view.position
 
     def apply(self, position: int, event: object) -> None:
-        """Fold one event at its log position; events of other layers are skipped."""
+        """Fold one event at its log position (each position once); events of other layers
+        only move the position."""
         with self._lock:
-            self.position = max(self.position, position)
-            if not isinstance(event, ev.LedgerEvent):
+            before = self._view.steps.get(StepId(getattr(event, "originator_id", "")))
+            if not self._view.apply(event, position) or not isinstance(event, ev.LedgerEvent):
                 return
-            self._learn(event)
-            entry = describe(position, event, self._info, self._steps.get(
-                StepId(event.originator_id)))
-            if isinstance(event, ev.StepOpened | ev.StepClaimed | ev.LeaseRenewed
-                          | ev.StepReleased | ev.StepCompleted | ev.StepDropped
-                          | ev.StepReopened):
-                step_id = StepId(event.originator_id)
-                self._steps[step_id] = evolve_step(self._steps.get(step_id), event)
+            if isinstance(event, ev.StepAdded):  # known before its own stream opens
+                self._plan_of[event.step_id] = event.originator_id.removeprefix(
+                    PLAN_STREAM_PREFIX)
+            entry = describe(position, event, self._info, before)
             if entry is not None:
                 self._entries.append(entry)
 
-    def _learn(self, event: ev.LedgerEvent) -> None:
-        """What later entries need to be readable: step numbers, titles, plans, names."""
-        if isinstance(event, ev.PlanCreated):
-            self._plans[event.slug] = (event.title, [])
-        elif isinstance(event, ev.StepAdded):
-            slug = event.originator_id.removeprefix("plan:")
-            steps = self._plans[slug][1]
-            steps.append(StepId(event.step_id))
-            self._info[event.step_id] = StepInfo(slug, len(steps), event.title)
-        elif isinstance(event, ev.StepRevised) and event.title is not None:
-            old = self._info[event.step_id]
-            self._info[event.step_id] = StepInfo(old.plan, old.number, event.title)
-        elif isinstance(event, ev.SessionStarted):
-            self._names[event.originator_id] = event.name
+    def _info(self, step_id: str) -> StepInfo | None:
+        plan = self._plan_of.get(step_id)
+        state = self._view.plans.get(PlanSlug(plan)) if plan else None
+        definition = state.steps.get(StepId(step_id)) if state else None
+        if plan is None or definition is None:
+            return None
+        return StepInfo(plan, definition.position + 1, definition.title)
 
     # --- queries ------------------------------------------------------------------
 
@@ -149,15 +132,16 @@ class TimelineModel:
                     e.kind in ("session_started", "session_ended") and e.session_id in actors)]
             plans = [plan] if plan is not None else list(dict.fromkeys(
                 e.plan for e in chosen if e.plan is not None))
-            return Timeline(self._lanes(chosen), tuple(chosen),
-                            tuple(self._progress(p) for p in plans if p in self._plans))
+            return Timeline(self._lanes(chosen), tuple(chosen), self._progress(plans))
 
     def _lanes(self, entries: list[Entry]) -> tuple[Lane, ...]:
         order = list(dict.fromkeys(e.session_id for e in entries))
-        names = [self._names.get(s) for s in order if s is not None]
+        named = {s: state.name for s in order if s is not None
+                 and (state := self._view.sessions.get(SessionId(s))) is not None}
+        names = list(named.values())
         lanes = []
         for session in order:
-            name = self._names.get(session) if session is not None else None
+            name = named.get(session) if session is not None else None
             if session is None:
                 label = LEDGER_LANE
             elif name is None:
@@ -167,11 +151,14 @@ class TimelineModel:
             lanes.append(Lane(session, name, label))
         return tuple(lanes)
 
-    def _progress(self, plan: str) -> Progress:
-        title, step_ids = self._plans[plan]
-        statuses = [self._steps[s].status for s in step_ids if s in self._steps]
-        return Progress(plan, title, len(step_ids), statuses.count("done"),
-                        statuses.count("dropped"), statuses.count("in_progress"))
+    def _progress(self, plans: list[str]) -> tuple[Progress, ...]:
+        """Progress as of the last event applied: the read side's own counting."""
+        self._view.settle()
+        now = self._view.last_time
+        if now is None:
+            return ()
+        return tuple(queries.progress(self._view, PlanSlug(p), now)
+                     for p in plans if p in self._view.plans)
 
 
 def _chosen(

@@ -1,10 +1,11 @@
 """One timeline entry per event a person would want to read, with its one-line text.
 
 Refusals reuse the ledger's own error messages, so a bounce reads exactly as the agent
-was told: `task already claimed: held by "<session>"`.
+was told: `task already claimed: held by "<session>"`. Other texts name a step by its
+number in its plan (`step 5`); entries carry the title beside the text.
 """
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -20,7 +21,7 @@ EntryKind = Literal[
 ]
 
 
-# Builds an entry of the event being described; gives a step's `step 5 "title"`.
+# Builds an entry of the event being described; names a step (`step 5`).
 EntryFn = Callable[..., "Entry"]
 RefFn = Callable[[str], str]
 
@@ -53,13 +54,13 @@ class Entry:
 
 
 def describe(
-    position: int, event: ev.LedgerEvent, info: Mapping[str, StepInfo],
+    position: int, event: ev.LedgerEvent, info: Callable[[str], StepInfo | None],
     before: StepState | None,
 ) -> Entry | None:
-    """The entry for `event` (None for bookkeeping such as StepOpened); `before` is the
-    step's state before a step event."""
+    """The entry for `event` (None for bookkeeping such as StepOpened); `info` knows the
+    steps as of this event, `before` is the step's state before a step event."""
     def entry(kind: EntryKind, text: str, step_id: str | None = None, **extra: Any) -> Entry:
-        step = info.get(step_id) if step_id else None
+        step = info(step_id) if step_id else None
         plan = extra.pop("plan", None)
         plan = step.plan if step else plan
         return Entry(position, event.timestamp, event.session_id, kind, text, plan=plan,
@@ -67,8 +68,8 @@ def describe(
                      step_title=step.title if step else None, **extra)
 
     def ref(step_id: str) -> str:
-        step = info.get(step_id)
-        return f'step {step.number} "{step.title}"' if step else f"step {step_id}"
+        step = info(step_id)
+        return f"step {step.number}" if step else f"step {step_id}"
 
     if isinstance(event, ev.PlanCreated | ev.StepAdded | ev.StepRevised
                   | ev.DependenciesDeclared):
@@ -86,34 +87,36 @@ def _plan_entry(event: ev.LedgerEvent, entry: EntryFn, ref: RefFn) -> Entry | No
         return entry("plan_created", f'created plan {plan} "{event.title}" '
                      f"({count} constraint{'s' * (count != 1)})", plan=plan)
     if isinstance(event, ev.StepAdded):
-        after = f" (waits on {', '.join(_short(ref(d)) for d in event.depends_on)})" \
+        after = f" (waits on {', '.join(ref(d) for d in event.depends_on)})" \
             if event.depends_on else ""
-        return entry("step_added", f"added {ref(event.step_id)}{after}", event.step_id)
+        return entry("step_added", f'added {ref(event.step_id)} "{event.title}"{after}',
+                     event.step_id)
     if isinstance(event, ev.StepRevised):
         return entry("step_revised", f"revised {ref(event.step_id)}", event.step_id)
     if isinstance(event, ev.DependenciesDeclared):
-        waits = ", ".join(_short(ref(d)) for d in event.depends_on) or "nothing new"
-        return entry("dependencies_declared", f"{_short(ref(event.step_id))} now waits on "
+        waits = ", ".join(ref(d) for d in event.depends_on) or "nothing new"
+        return entry("dependencies_declared", f"{ref(event.step_id)} now waits on "
                      f"{waits}", event.step_id)
     return None
 
 
 def _session_entry(
-    event: ev.LedgerEvent, entry: EntryFn, ref: RefFn, info: Mapping[str, StepInfo]
+    event: ev.LedgerEvent, entry: EntryFn, ref: RefFn, info: Callable[[str], StepInfo | None]
 ) -> Entry | None:
     if isinstance(event, ev.SessionStarted):
-        named = f' "{event.name}"' if event.name else ""
-        return entry("session_started", f"session {event.originator_id}{named} started")
+        named = f' as "{event.name}"' if event.name else ""
+        return entry("session_started", f"session {event.originator_id} started{named}")
     if isinstance(event, ev.SessionEnded):
         released = f", releasing {len(event.released)} claim(s)" if event.released else ""
         return entry("session_ended", f"session ended{released}")
     if isinstance(event, ev.ReadyListed):
-        listed = ", ".join(_short(ref(s)) for s in event.step_ids) or "none"
+        listed = ", ".join(ref(s) for s in event.step_ids) or "none"
         count = len(event.step_ids)
         return entry("ready_listed", f"tasks_ready: {count} step{'s' * (count != 1)} ready "
                      f"({listed})", plan=event.plan, step_ids=tuple(event.step_ids))
     if isinstance(event, ev.ClaimBounced):
-        title = info[event.step_id].title if event.step_id in info else ""
+        step = info(event.step_id)
+        title = step.title if step else ""
         bounce = errors.AlreadyClaimed(event.step_id, title, event.holder, event.holder_fence)
         return entry("bounced", f"claim bounced: {bounce}", event.step_id,
                      holder=event.holder, fence=event.holder_fence)
@@ -136,12 +139,12 @@ def _step_entry(
         return entry("claimed", f"claimed {ref(step)} (fence {event.fence}, lease "
                      f"{event.lease_seconds} s{after})", step, holder=lapsed, fence=event.fence)
     if isinstance(event, ev.LeaseRenewed):
-        return entry("renewed", f"heartbeat on {_short(ref(step))}: lease until "
+        return entry("renewed", f"heartbeat on {ref(step)}: lease until "
                      f"{event.expires_at:%H:%M:%S}", step, fence=event.fence)
     if isinstance(event, ev.StepReleased):
         why = {"released": "released", "session_ended": "released (session ended)",
                "forced": f'force-released (held by "{event.holder}")'}[event.reason]
-        return entry("released", f"{_short(ref(step))} {why}", step, holder=event.holder,
+        return entry("released", f"{ref(step)} {why}", step, holder=event.holder,
                      fence=event.fence)
     if isinstance(event, ev.StepCompleted):
         return entry("completed", f"completed {ref(step)}", step, fence=event.fence)
@@ -150,8 +153,3 @@ def _step_entry(
     if isinstance(event, ev.StepReopened):
         return entry("reopened", f"reopened {ref(step)}", step)
     return None
-
-
-def _short(reference: str) -> str:
-    """`step 5 "title"` -> `step 5`: lists stay short, the title is shown once elsewhere."""
-    return reference.split(' "', 1)[0]

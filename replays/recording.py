@@ -12,6 +12,7 @@ from datetime import datetime
 from eventsourcing.persistence import Notification, StoredEvent
 
 from ledger.domain import events as ev
+from ledger.storage import MEMORY, store_settings
 from ledger.store import EventStore
 from replays.commands import derive
 from replays.format import (
@@ -175,3 +176,16 @@ def commands_of(recording: Recording) -> Iterable[tuple[CommandRecord, list[Even
         if e.command is not None:
             grouped.setdefault(e.command, []).append(e)
     return [(c, grouped.get(c.seq, [])) for c in recording.commands]
+
+
+def decode(recording: Recording) -> list[tuple[int, object]]:
+    """The recording's events as (position, domain event), decoded as the store would."""
+    store = EventStore(store_settings(MEMORY))
+    try:
+        return [(e.position, store.mapper.to_domain_event(
+            StoredEvent(e.stream, e.version, e.topic, e.state_bytes()))) for e in recording.events]
+    except Exception as error:  # an unknown topic or a state the event cannot take
+        raise RecordingError(f"the recording holds an event this planledger cannot read: "
+                             f"{error}") from None
+    finally:
+        store.close()

@@ -10,6 +10,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
+from eventsourcing.persistence import StoredEvent
+
 from api.runtime import Runtime, open_runtime
 from ledger.domain.errors import LedgerError
 from ledger.ports import Clock, IdGenerator
@@ -82,6 +84,10 @@ class Replayer:
             self.position = notes[-1].id
         return [Produced(str(n.originator_id), n.originator_version, n.topic, n.state)
                 for n in notes], refusal
+
+    def decode(self, event: Produced) -> object:
+        return self.runtime.store.mapper.to_domain_event(
+            StoredEvent(event.stream, event.version, event.topic, event.state))
 
     def close(self) -> None:
         self.runtime.close()

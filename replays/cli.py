@@ -1,0 +1,188 @@
+"""`planledger replay …` (export, import, timeline, run, explore) and `planledger demo`.
+
+Exit codes: 0 done; 1 a refused or unreadable recording, a determinism failure, or a
+ledger refusal (e.g. the demo's plan already exists in `--db`).
+"""
+
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from api.commands.common import DbOption, JsonOption
+from api.runtime import open_runtime
+from ledger.domain.errors import LedgerError
+from projections.timeline import Timeline, TimelineModel
+from replays import demo as demo_run
+from replays import render
+from replays.explore import explore
+from replays.fixture import PLAN, seed_auth_refresh
+from replays.format import Recording, RecordingError, Selection, write, write_file
+from replays.reading import read_file
+from replays.recording import decode, export, import_into
+from replays.rerun import rerun
+
+app = typer.Typer(help="Recordings of the log: export, import, timeline, re-execute, explore.",
+                  no_args_is_help=True)
+console = Console()
+EXIT_ERROR = 1
+
+FileArg = Annotated[Path, typer.Argument(help="A recording (JSON Lines, see replays/README.md).",
+                                         show_default=False)]
+PlanOption = Annotated[str | None, typer.Option("--plan", help="Only this plan.")]
+SessionsOption = Annotated[list[str] | None, typer.Option(
+    "--session", help="Only this session (repeat for several).", show_default=False)]
+SinceOption = Annotated[str | None, typer.Option(
+    "--since", help="From this time (ISO 8601; UTC unless it says otherwise).")]
+UntilOption = Annotated[str | None, typer.Option("--until", help="Up to this time (ISO 8601).")]
+
+
+@contextmanager
+def _refusing() -> Iterator[None]:
+    """A refused recording or ledger call becomes its message on stderr and exit 1."""
+    try:
+        yield
+    except (RecordingError, LedgerError, ValueError) as error:
+        typer.echo(str(error), err=True)
+        raise typer.Exit(EXIT_ERROR) from None
+
+
+def _when(text: str | None) -> datetime | None:
+    if text is None:
+        return None
+    moment = datetime.fromisoformat(text)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+@app.command("export")
+def export_command(
+    file: Annotated[str, typer.Argument(help="Where to write the recording ('-': stdout).")],
+    db: DbOption = None, plan: PlanOption = None, session: SessionsOption = None,
+    since: SinceOption = None, until: UntilOption = None,
+) -> None:
+    """Export the log (all of it, a plan, some sessions, a time window) to a recording."""
+    with _refusing():
+        selection = Selection(plan, tuple(session or ()), _when(since), _when(until))
+        runtime = open_runtime(db)
+        try:
+            recording = export(runtime.store, selection, exported_at=datetime.now(UTC))
+        finally:
+            runtime.close()
+        if file == "-":
+            write(recording, sys.stdout)
+        else:
+            write_file(recording, Path(file))
+        typer.echo(f"recorded {recording.header.events} events ({recording.header.commands} "
+                   f"commands){' (part of the log)' * recording.header.partial} to {file}",
+                   err=True)
+
+
+@app.command("import")
+def import_command(file: FileArg, db: DbOption = None) -> None:
+    """Import a recording into a fresh (empty) store: all of it, or nothing."""
+    with _refusing():
+        recording = read_file(file)
+        runtime = open_runtime(db)
+        try:
+            count = import_into(runtime.store, recording)
+        finally:
+            runtime.close()
+        typer.echo(f"imported {count} events into {runtime.db}")
+
+
+def _timeline(recording: Recording, plan: str | None, sessions: tuple[str, ...]) -> Timeline:
+    """The recording's timeline; by default, of the part of the log it was exported for."""
+    model = TimelineModel()
+    for position, event in decode(recording):
+        model.apply(position, event)
+    chosen = recording.header.selection
+    return model.timeline(plan or chosen.plan, sessions or chosen.sessions,
+                          chosen.since, chosen.until)
+
+
+@app.command("timeline")
+def timeline_command(
+    file: FileArg, plan: PlanOption = None, session: SessionsOption = None,
+    as_json: JsonOption = False,
+    as_html: Annotated[bool, typer.Option("--html", help="Print a self-contained HTML page.")]
+    = False,
+) -> None:
+    """The merged timeline: one clock, a lane per session, bounces naming the holder."""
+    with _refusing():
+        timeline = _timeline(read_file(file), plan, tuple(session or ()))
+    if as_json:
+        typer.echo(json.dumps(timeline.to_dict(), indent=2, ensure_ascii=False))
+    elif as_html:
+        typer.echo(render.html(timeline, f"planledger timeline: {file.name}"), nl=False)
+    else:
+        render.terminal(timeline, console, title=file.name)
+
+
+@app.command("run")
+def run_command(file: FileArg) -> None:
+    """Re-execute the recorded commands (virtual clock, recorded ids) and check the events
+    come out byte for byte the same; exit 1 naming the first event that differs."""
+    with _refusing():
+        report = rerun(read_file(file))
+    typer.echo(report.describe())
+    if not report.identical:
+        raise typer.Exit(EXIT_ERROR)
+
+
+@app.command("explore")
+def explore_command(
+    file: FileArg, as_json: JsonOption = False,
+    limit: Annotated[int, typer.Option(help="Try every interleaving up to this many.")] = 1000,
+    samples: Annotated[int, typer.Option(help="Otherwise, draw this many.")] = 200,
+    seed: Annotated[int, typer.Option(help="Seed of the draw.")] = 0,
+) -> None:
+    """What if the sessions had interleaved otherwise? Each session keeps its own order;
+    prints the distinct outcomes and how many interleavings lead to each."""
+    with _refusing():
+        report = explore(read_file(file), limit=limit, samples=samples, seed=seed)
+    if as_json:
+        typer.echo(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
+    else:
+        typer.echo(report.describe())
+
+
+def demo(
+    race: Annotated[bool, typer.Option(
+        "--race", help="Step 6 waits on 4, so 5 and 6 are both claimable: two agents race.")]
+    = False,
+    db: Annotated[str, typer.Option(
+        "--db", help="Where to seed (an SQLite path, 'memory' or a postgresql:// URL).")]
+    = "memory",
+    record: Annotated[Path | None, typer.Option(
+        "--record", help="Write the log to this recording file.", show_default=False)] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Seed the seed's plan auth-refresh (steps 1-4 done); with --race, two agents on real
+    threads race for step 5: one wins, the other bounces naming it and takes step 6."""
+    with _refusing():
+        runtime = open_runtime(db)
+        try:
+            if race:
+                agents = tuple(a.session_id for a in demo_run.race(runtime).agents)
+                timeline = TimelineModel(runtime.store).timeline(sessions=agents)
+            else:
+                seed_auth_refresh(runtime.ledger, race=False)
+                timeline = TimelineModel(runtime.store).timeline(plan=PLAN)
+            if record is not None:
+                write_file(export(runtime.store, exported_at=datetime.now(UTC)), record)
+        finally:
+            runtime.close()
+    if as_json:
+        typer.echo(json.dumps(timeline.to_dict(), indent=2, ensure_ascii=False))
+        return
+    render.terminal(timeline, console, title="two agents, one step" if race else PLAN)
+    if record is not None:
+        console.print(f"recorded to {record}: `planledger replay run {record}` re-executes it")
+    if not race:
+        console.print("`planledger demo --race`: two agents race for step 5", highlight=False)
