@@ -9,6 +9,7 @@ size of the plan or of the log.
 import heapq
 from datetime import datetime
 
+from ledger.domain import errors
 from ledger.domain.claims import Verdict, live_holder
 from ledger.domain.ids import PlanSlug, SessionId, StepId
 from projections.index import PlanIndex
@@ -19,7 +20,7 @@ from projections.view import LedgerView
 def _index(view: LedgerView, plan: PlanSlug) -> PlanIndex:
     index = view.indexes.get(plan)
     if index is None:
-        raise KeyError(f"unknown plan: {plan}")
+        raise errors.UnknownPlan(plan)
     return index
 
 

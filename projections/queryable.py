@@ -58,7 +58,7 @@ class Queryable(ABC):
     def holder(self, step_id: StepId, now: datetime | None = None) -> SessionId | None:
         """The session holding the step now, None when nobody does (or its claim lapsed)."""
         with self.reading(now) as (view, moment):
-            step = view.steps[step_id]
+            step = view.step(step_id)
             return live_holder(step, moment, view.holder_ended(step))
 
     def progress(self, plan: PlanSlug, now: datetime | None = None) -> Progress:

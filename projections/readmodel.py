@@ -197,6 +197,7 @@ class ReadModel(Queryable, CandidateView):
     def history(self, step_id: StepId, upto: int | None = None) -> list[HistoryEntry]:
         """Every event about the step, in log order (up to position `upto`)."""
         with self.reading() as (view, _):
+            view.step(step_id)  # unknown steps are refused, not answered with nothing
             positions = list(view.history.get(step_id, ()))
         return step_history(self.store, positions, upto)
 

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
+from ledger.domain import errors
 from ledger.domain import events as ev
 from ledger.domain.claims import Verdict, assess
 from ledger.domain.ids import PLAN_STREAM_PREFIX, PlanSlug, SessionId, StepId
@@ -174,6 +175,12 @@ class LedgerView:
 
     # --- lookups the queries share ------------------------------------------------
 
+    def step(self, step_id: StepId) -> StepState:
+        step = self.steps.get(step_id)
+        if step is None:
+            raise errors.UnknownStep(step_id)
+        return step
+
     def definition(self, step_id: StepId) -> StepDef | None:
         step = self.steps.get(step_id)
         plan = self.plans.get(step.plan) if step is not None else None
@@ -191,7 +198,7 @@ class LedgerView:
 
     def verdict(self, step_id: StepId, now: datetime) -> Verdict:
         """What a claim on the step would meet at `now`: the claim rule itself."""
-        step = self.steps[step_id]
+        step = self.step(step_id)
         definition = self.definition(step_id)
         assert definition is not None, f"step {step_id} has no definition"
         return assess(step, definition, self.status_of, self.holder_ended(step), now)
