@@ -40,7 +40,7 @@ def plan_create(service: ServiceDep, plan: PlanIn, actor: MaybeActorDep,
     return service.create_plan(plan, actor, key)
 
 
-@router.get("", response_model=list[PlanSummaryOut])
+@router.get("", response_model=list[PlanSummaryOut], responses=errors())
 def plan_list(service: ServiceDep) -> list[PlanSummaryOut]:
     """Every plan with its progress line, oldest first."""
     return views.plans(service.runtime)
