@@ -1,8 +1,7 @@
 """Export a log, or part of it, to a recording; import a recording into a fresh store.
 
-A part is chosen by plan, sessions and time window; it is then widened so that every
-stream it touches starts whole (the earlier events are kept, marked `context`) and every
-command it touches is complete, because read models fold streams from their first event.
+A part of the log (see `replays.selection`) comes with the earlier events it depends on,
+marked `context`, so every recording imports, folds and re-executes on its own.
 """
 
 import json
@@ -14,6 +13,7 @@ from eventsourcing.persistence import Notification, StoredEvent
 from ledger.domain import events as ev
 from ledger.storage import MEMORY, store_settings
 from ledger.store import EventStore
+from projections.log import PAGE, page_after
 from replays.commands import derive
 from replays.format import (
     CommandRecord,
@@ -24,17 +24,15 @@ from replays.format import (
     Selection,
     canonical,
 )
+from replays.selection import Decoded, choose
 
-PAGE = 1000
 EPOCH = "1970-01-01T00:00:00+00:00"
-Decoded = list[tuple[Notification, object]]
 
 
 def read_log(store: EventStore) -> Iterator[Notification]:
     position = 0
     while True:
-        notes = store.recorder.select_notifications(start=position, limit=PAGE,
-                                                    inclusive_of_start=False)
+        notes = page_after(store, position)
         yield from notes
         if len(notes) < PAGE:
             return
@@ -49,9 +47,9 @@ def export(store: EventStore, selection: Selection = EVERYTHING,
     """The recording of `selection` (everything by default) of the store's log."""
     log: Decoded = [(n, store.mapper.to_domain_event(n)) for n in read_log(store)]
     commands, of = derive((n.id, e) for n, e in log)
-    chosen = _widen(log, _matches(log, selection), of)
-    events = tuple(_record(n, e, of.get(n.id), n.id not in chosen.matched)
-                   for n, e in log if n.id in chosen.kept)
+    matched, kept = choose(log, selection, of)
+    events = tuple(_record(n, e, of.get(n.id), n.id not in matched)
+                   for n, e in log if n.id in kept)
     used = {e.command for e in events}
     kept_commands = tuple(c for c in commands if c.seq in used)
     header = Header(selection, partial=not selection.everything, commands=len(kept_commands),
@@ -72,67 +70,6 @@ def _record(note: Notification, event: object, command: int | None, context: boo
         session = state.get("session_id") if isinstance(state.get("session_id"), str) else None
     return EventRecord(note.id, time, session, str(note.originator_id),
                        note.originator_version, note.topic, state, command, context)
-
-
-def _matches(log: Decoded, selection: Selection) -> set[int]:
-    """Positions of the events the selection asks for."""
-    steps = _plan_steps(log, selection.plan) if selection.plan else set()
-    matched = set()
-    for note, event in log:
-        if not isinstance(event, ev.LedgerEvent):
-            if selection.everything:
-                matched.add(note.id)
-            continue
-        if selection.sessions and not {event.session_id, event.originator_id} & set(
-                selection.sessions):
-            continue
-        if selection.since and event.timestamp < selection.since:
-            continue
-        if selection.until and event.timestamp > selection.until:
-            continue
-        if selection.plan is None or _about(event, selection.plan, steps):
-            matched.add(note.id)
-    if selection.plan:  # the start and end of every session that acted on the plan
-        actors = {e.session_id for n, e in log if n.id in matched
-                  and isinstance(e, ev.LedgerEvent)}
-        matched |= {n.id for n, e in log if isinstance(e, ev.SessionStarted | ev.SessionEnded)
-                    and e.originator_id in actors}
-    return matched
-
-
-def _plan_steps(log: Decoded, plan: str) -> set[str]:
-    return {e.step_id for _, e in log
-            if isinstance(e, ev.StepAdded) and e.originator_id == f"plan:{plan}"}
-
-
-def _about(event: ev.LedgerEvent, plan: str, steps: set[str]) -> bool:
-    if event.originator_id == f"plan:{plan}" or event.originator_id in steps:
-        return True
-    if isinstance(event, ev.ReadyListed):
-        return event.plan == plan
-    return getattr(event, "step_id", None) in steps
-
-
-class _Chosen:
-    def __init__(self, matched: set[int], kept: set[int]) -> None:
-        self.matched, self.kept = matched, kept
-
-
-def _widen(log: Decoded, matched: set[int], of: dict[int, int]) -> _Chosen:
-    """Add earlier events of every touched stream, and the rest of every touched command,
-    until nothing more is added."""
-    kept = set(matched)
-    while True:
-        last: dict[str, int] = {}
-        for note, _ in log:
-            if note.id in kept:
-                last[str(note.originator_id)] = note.originator_version
-        commands = {of[p] for p in kept if p in of}
-        more = {n.id for n, _ in log if n.originator_version <= last.get(str(n.originator_id), 0)
-                or of.get(n.id) in commands}
-        if more <= kept:
-            return _Chosen(matched, kept)
-        kept |= more
 
 
 # --- import ---------------------------------------------------------------------

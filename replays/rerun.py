@@ -15,9 +15,12 @@ from eventsourcing.persistence import StoredEvent
 from api.runtime import Runtime, open_runtime
 from ledger.domain.errors import LedgerError
 from ledger.ports import Clock, IdGenerator
+from projections.log import page_after
 from replays.commands import execute
 from replays.format import CommandRecord, EventRecord, Recording, RecordingError
 from replays.recording import commands_of
+
+MAX_EVENTS_PER_COMMAND = 1_000_000  # a plan created with all its steps is one command
 
 
 class VirtualClock(Clock):
@@ -78,8 +81,7 @@ class Replayer:
             refusal = str(error)
         except Exception as error:  # a crash is a difference too: report it, do not die
             refusal = f"{type(error).__name__}: {error}"
-        notes = self.runtime.store.recorder.select_notifications(
-            start=self.position, limit=1_000_000, inclusive_of_start=False)
+        notes = page_after(self.runtime.store, self.position, limit=MAX_EVENTS_PER_COMMAND)
         if notes:
             self.position = notes[-1].id
         return [Produced(str(n.originator_id), n.originator_version, n.topic, n.state)
