@@ -3,10 +3,8 @@
 from typing import Annotated
 
 import typer
-import uvicorn
 
 from api.commands.common import DbOption, answering_errors
-from api.http.app import create_app
 from api.runtime import open_runtime
 from api.settings import load_settings
 
@@ -23,6 +21,10 @@ def serve(
         help="Lease of a claim that names none, in seconds (default 900).")] = None,
 ) -> None:
     """Serve the HTTP API (OpenAPI docs at /docs, health at /healthz, metrics at /metrics)."""
+    import uvicorn  # the web stack loads only here: other commands start faster without it
+
+    from api.http.app import create_app
+
     with answering_errors():
         settings = load_settings(db=db, host=host, port=port, lease_default=lease_default)
         runtime = open_runtime(settings.db)

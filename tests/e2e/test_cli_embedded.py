@@ -1,0 +1,134 @@
+"""The `planledger` command line on the embedded store: a plan from a file, two sessions,
+a bounce with its own exit code, claim-next, completion, and JSON for scripts."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from api.cli import app
+from api.commands.common import EXIT_BOUNCED, EXIT_NOTHING_READY
+
+PLANLEDGER = str(Path(sys.executable).parent / "planledger")
+
+PLAN_YAML = """\
+slug: auth-refresh
+title: Refresh-token rotation
+constraints:
+  rate-limit-not-in-memory: use shared storage for the refresh rate limit
+steps:
+  - key: s4
+    title: Set HttpOnly, Secure, SameSite cookies on the auth responses
+  - key: s5
+    title: Rate-limit POST /auth/refresh (per-IP and per-family)
+    depends_on: [s4]
+  - key: s6
+    title: Emit metrics and an alert for refresh-reuse revocations
+    depends_on: [s4]
+"""
+
+PLAN_MARKDOWN = """\
+# Docs refresh
+slug: docs
+
+## Constraints
+- plain-words: say it plainly
+
+## Steps
+1. [intro] Write the introduction
+2. Write the tutorial (after: intro)
+   Start from git clone.
+"""
+
+
+class Cli:
+    def __init__(self, db: str) -> None:
+        self.runner = CliRunner()
+        self.env = {"PLANLEDGER_DB": db, "COLUMNS": "200"}
+
+    def run(self, *args: str, code: int = 0, **env: str) -> str:
+        result = self.runner.invoke(app, list(args), env={**self.env, **env})
+        assert result.exit_code == code, (args, result.output, result.stderr)
+        return result.output
+
+    def json(self, *args: str, **env: str) -> Any:
+        return json.loads(self.run(*args, "--json", **env))
+
+
+@pytest.fixture
+def cli(tmp_path: Path) -> Cli:
+    return Cli(str(tmp_path / "ledger.sqlite"))
+
+
+def test_two_sessions_one_step_the_second_bounces_with_exit_3(cli: Cli, tmp_path: Path) -> None:
+    plan_file = tmp_path / "plan.yaml"
+    plan_file.write_text(PLAN_YAML)
+    made = cli.json("plan", "create", str(plan_file))
+    s4, s5, s6 = (s["step_id"] for s in made["steps"])
+    a = cli.json("session", "start", "--name", "agent A")["session_id"]
+    b = cli.json("session", "start", "--name", "agent B")["token"]
+    cli.run("claim", s4, "--session", a)
+    cli.run("complete", s4, "--session", a)
+    assert [s["step_id"] for s in cli.json("ready", "auth-refresh")["ready"]] == [s5, s6]
+
+    claimed = cli.json("claim", s5, "--token", b)
+    assert claimed["fence"] == 1
+    bounced = cli.runner.invoke(app, ["claim", s5, "--session", a], env=cli.env)
+    assert bounced.exit_code == EXIT_BOUNCED
+    assert f'task already claimed: held by "{claimed["claimed_by"]}"' in bounced.stderr
+
+    pivot = cli.json("claim-next", "auth-refresh", "--session", a)
+    assert pivot["claimed"]["step_id"] == s6
+    nothing = cli.runner.invoke(app, ["claim-next", "auth-refresh", "--session", a],
+                                env=cli.env)
+    assert nothing.exit_code == EXIT_NOTHING_READY and "2 held" in nothing.output
+
+    cli.run("complete", s5, "--token", b)
+    cli.run("complete", s6, "--session", a)
+    shown = cli.json("plan", "show", "auth-refresh")
+    assert shown["progress"]["line"] == "3/3 done, 0 claimable, 0 in flight"
+    assert "3/3 done" in cli.run("plan", "list")
+
+
+def test_a_markdown_plan_file_and_the_readable_tables(cli: Cli, tmp_path: Path) -> None:
+    plan_file = tmp_path / "docs.md"
+    plan_file.write_text(PLAN_MARKDOWN)
+    made = cli.json("plan", "create", str(plan_file))
+    assert made["constraints"] == {"plain-words": "say it plainly"}
+    intro, tutorial = made["steps"]
+    assert tutorial["depends_on"] == [intro["step_id"]]
+    table = cli.run("ready", "docs")
+    assert "Write the introduction" in table and "waits on" in table
+    step = cli.json("step", tutorial["step_id"])
+    assert step["body"] == "Start from git clone."
+    log = cli.json("log", "--limit", "2")
+    assert [e["type"] for e in log["events"]] == ["PlanCreated", "StepAdded"]
+
+
+def test_errors_exit_1_with_the_message(cli: Cli, tmp_path: Path) -> None:
+    missing = cli.runner.invoke(app, ["plan", "show", "nope"], env=cli.env)
+    assert missing.exit_code == 1 and 'unknown plan "nope"' in missing.stderr
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("slug: Bad Slug\ntitle: t\n")
+    refused = cli.runner.invoke(app, ["plan", "create", str(bad)], env=cli.env)
+    assert refused.exit_code == 1 and "invalid slug" in refused.stderr
+    anonymous = cli.runner.invoke(app, ["claim", "01ZZ"], env=cli.env)
+    assert anonymous.exit_code == 1 and "--session" in anonymous.stderr
+
+
+def test_the_installed_command_reports_a_bounce_by_exit_code(cli: Cli, tmp_path: Path) -> None:
+    plan_file = tmp_path / "plan.yaml"
+    plan_file.write_text(PLAN_YAML)
+    s4 = cli.json("plan", "create", str(plan_file))["steps"][0]["step_id"]
+    a = cli.json("session", "start")["session_id"]
+    b = cli.json("session", "start")["session_id"]
+    cli.run("claim", s4, "--session", a)
+    done = subprocess.run([PLANLEDGER, "claim", s4, "--session", b], env={
+        "PLANLEDGER_DB": cli.env["PLANLEDGER_DB"], "PATH": ""}, capture_output=True,
+        text=True, timeout=60, check=False)
+    assert done.returncode == EXIT_BOUNCED
+    assert f'held by "{a}"' in done.stderr
