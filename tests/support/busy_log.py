@@ -1,0 +1,58 @@
+"""A log with every kind of command in it, refused attempts included, for replay tests."""
+
+from dataclasses import dataclass
+
+from ledger.application import Ledger, NewStep
+from ledger.domain import errors
+from ledger.domain.ids import StepId
+from replays.fixture import PLAN, seed_auth_refresh
+from tests.support.fakes import FakeClock
+
+
+@dataclass(frozen=True)
+class BusyLog:
+    steps: list[StepId]
+    extra: StepId
+    agents: tuple[str, str, str]
+
+
+def write_busy_log(ledger: Ledger, clock: FakeClock) -> BusyLog:
+    """The seed, then three sessions doing everything a ledger allows and is refused."""
+    steps = seed_auth_refresh(ledger, race=True)
+    a, b, c = (ledger.start_session(n).id for n in ("agent A", "agent B", None))
+    ledger.list_ready(PLAN, a)
+    clock.advance(1)
+    first = ledger.claim(steps[4], b, lease_seconds=60)
+    _refused(errors.AlreadyClaimed, lambda: ledger.claim(steps[4], a))
+    ledger.heartbeat(steps[4], b, lease_seconds=60)
+    extra = ledger.add_step(PLAN, "Document the refresh flow", "why & how", [steps[5]], actor=a)
+    _refused(errors.Blocked, lambda: ledger.claim(extra, a))
+    ledger.revise_step(extra, title="Document <refresh> & reuse", actor=a)
+    ledger.declare_dependencies(extra, [steps[4]], actor=a)
+    _, (lone,) = ledger.create_plan("second", "A second plan", steps=[NewStep("lone step")],
+                                    actor=c)
+    clock.advance(61)  # B's lease lapses: A takes the step over under a new fence
+    ledger.claim(steps[4], a)
+    _refused(errors.StaleFence, lambda: ledger.complete(steps[4], b, fence=first.fence))
+    ledger.release(steps[4], a)
+    ledger.claim(steps[4], c)
+    ledger.force_release(steps[4])
+    ledger.claim(steps[5], a)
+    ledger.drop(steps[5], a)
+    _refused(errors.Closed, lambda: ledger.claim(steps[5], c))
+    ledger.drop(lone)
+    ledger.reopen(lone)
+    clock.advance(2)
+    ledger.claim_next(PLAN, b)
+    ledger.end_session(b)  # releases what B holds, each as its own event
+    ledger.claim(steps[4], c)
+    ledger.complete(steps[4], c)
+    return BusyLog(steps, extra, (a, b, c))
+
+
+def _refused(kind: type[errors.LedgerError], call: object) -> None:
+    try:
+        call()  # type: ignore[operator]
+    except kind:
+        return
+    raise AssertionError(f"expected {kind.__name__}")
