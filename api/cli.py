@@ -32,6 +32,7 @@ app.command("complete")(work.complete)
 app.command("release")(work.release)
 app.command("drop")(work.drop)
 app.command("log")(plans.log)
+app.command("timeline")(plans.timeline)
 
 # Commands from other packages register here, ONE line each, e.g.
 #   app.add_typer(replays_cli.app, name="replay")     (a group: planledger replay …)

@@ -222,6 +222,47 @@ class LogPageOut(Schema):
     events: list[EventOut]
 
 
+class LaneOut(Schema):
+    session_id: str | None
+    name: str | None
+    label: str
+
+
+class EntryOut(Schema):
+    position: int
+    at: datetime
+    session_id: str | None
+    kind: str = Field(examples=["bounced"])
+    text: str = Field(examples=[f'task already claimed: held by "{SID}"'])
+    plan: str | None = None
+    step_id: str | None = None
+    step_number: int | None = None
+    step_title: str | None = None
+    holder: str | None = None
+    fence: int | None = None
+    step_ids: list[str] = Field(default_factory=list)
+
+
+class PlanProgressOut(Schema):
+    plan: str
+    title: str
+    total: int
+    done: int
+    dropped: int
+    in_flight: int
+    claimable: int
+    blocked: int
+    rollup: str
+
+
+class TimelineOut(Schema):
+    """One clock, a lane per session, entries in log order (the order races were won)."""
+
+    lanes: list[LaneOut]
+    entries: list[EntryOut]
+    progress: list[PlanProgressOut]
+
+
 class HealthOut(Schema):
     status: Literal["ok"]
     store: str

@@ -38,6 +38,7 @@ from ledger.domain.claims import Decision
 from ledger.domain.errors import LedgerError
 from ledger.domain.ids import StepId
 from ledger.domain.state import PlanState, fold_plan, fold_session
+from projections.timeline import TimelineModel
 
 R = TypeVar("R")
 M = TypeVar("M", bound=BaseModel)
@@ -53,6 +54,7 @@ class Service:
         self.identity = identity
         self.metrics = metrics or Metrics()
         self.idempotency = Idempotency(runtime)
+        self.timelines = TimelineModel(runtime.store)  # follows the log on each query
 
     def _run(self, operation: str, args: dict[str, Any], write: Write[R, M], key: Key,
              scope: str | None) -> M:

@@ -25,6 +25,7 @@ from api.schemas import (
     SessionOut,
     StepDetailOut,
     StepOut,
+    TimelineOut,
 )
 from ledger.application import Grant
 from ledger.domain import errors
@@ -35,6 +36,7 @@ from ledger.domain.ids import PlanSlug, SessionId, StepId
 from ledger.domain.state import PlanState, StepDef, StepState, evolve_step
 from projections import queries
 from projections.results import Progress
+from projections.timeline import TimelineModel
 from projections.view import LedgerView
 
 MAX_PAGE = 1000
@@ -208,6 +210,15 @@ def log_page(runtime: Runtime, after: int = 0, limit: int = 100) -> LogPageOut:
     events = [event_out(runtime.store.mapper.to_domain_event(n), n.id) for n in notes]
     return LogPageOut(after=after, next_after=notes[-1].id if notes else after,
                       more=len(notes) == limit, events=events)
+
+
+def timeline(model: TimelineModel, plan: str | None = None, sessions: Sequence[str] = (),
+             since: datetime | None = None, until: datetime | None = None) -> TimelineOut:
+    """The merged timeline of a plan, some sessions, or everything (projections.timeline)."""
+    found = model.timeline(plan, tuple(sessions), since, until)
+    if plan is not None and not found.progress:  # a plan the log has never seen
+        raise errors.UnknownPlan(plan[:100])
+    return TimelineOut.model_validate(found.to_dict())
 
 
 def events_out(events: Iterable[Any]) -> list[EventOut]:

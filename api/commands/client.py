@@ -26,6 +26,7 @@ from api.schemas import (
     SessionStartOut,
     StepChangeOut,
     StepDetailOut,
+    TimelineOut,
 )
 from api.service import Service
 
@@ -50,6 +51,7 @@ class Client(Protocol):
     def release(self, step_id: str, fence: int | None) -> StepChangeOut: ...
     def drop(self, step_id: str, fence: int | None) -> StepChangeOut: ...
     def log(self, after: int, limit: int) -> LogPageOut: ...
+    def timeline(self, plan: str | None, sessions: list[str]) -> TimelineOut: ...
     def close(self) -> None: ...
 
 
@@ -110,6 +112,9 @@ class LocalClient:
 
     def log(self, after: int, limit: int) -> LogPageOut:
         return views.log_page(self.service.runtime, after, limit)
+
+    def timeline(self, plan: str | None, sessions: list[str]) -> TimelineOut:
+        return views.timeline(self.service.timelines, plan, sessions)
 
     def close(self) -> None:
         self.service.runtime.close()
@@ -187,6 +192,10 @@ class RemoteClient:
 
     def log(self, after: int, limit: int) -> LogPageOut:
         return self._call(LogPageOut, "GET", "/api/log", after=after, limit=limit)
+
+    def timeline(self, plan: str | None, sessions: list[str]) -> TimelineOut:
+        params = {k: v for k, v in (("plan", plan), ("session", sessions)) if v}
+        return self._call(TimelineOut, "GET", "/api/timeline", **params)
 
     def close(self) -> None:
         self.http.close()

@@ -67,3 +67,14 @@ def log(after: Annotated[int, typer.Option(help="Events after this log position.
     """The event log, in the order events were appended."""
     with open_client(db, url) as client:
         emit(client.log(after, limit), json_out, render.log)
+
+
+def timeline(
+    plan: Annotated[str | None, typer.Option(help="One plan's entries.")] = None,
+    session: Annotated[list[str] | None, typer.Option(help="Only this session's lane "
+                                                      "(repeat for more).")] = None,
+    db: DbOption = None, url: UrlOption = None, json_out: JsonOption = False,
+) -> None:
+    """The merged timeline of the live log: one clock, a lane per session."""
+    with open_client(db, url) as client:
+        emit(client.timeline(plan, session or []), json_out, render.timeline)

@@ -18,7 +18,12 @@ from api.schemas import (
     StepChangeOut,
     StepDetailOut,
     StepOut,
+    TimelineOut,
 )
+from projections.results import Progress
+from projections.timeline import Lane, Timeline
+from projections.timeline_entries import Entry
+from replays import render as replay_render
 
 
 def _when(moment: datetime | None) -> str:
@@ -142,3 +147,12 @@ def log(page: LogPageOut) -> None:
     console.print(table)
     if page.more:
         console.print(f"more: --after {page.next_after}")
+
+
+def timeline(shown: TimelineOut) -> None:
+    """The replays' own terminal rendering, fed from the API's schema."""
+    lanes = tuple(Lane(**lane.model_dump()) for lane in shown.lanes)
+    entries = tuple(Entry(**{**e.model_dump(), "step_ids": tuple(e.step_ids)})  # type: ignore[arg-type]
+                    for e in shown.entries)
+    progress = tuple(Progress(**p.model_dump(exclude={"rollup"})) for p in shown.progress)
+    replay_render.terminal(Timeline(lanes, entries, progress), console)

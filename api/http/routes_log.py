@@ -1,14 +1,15 @@
-"""The event log (paged by position) and health and metrics for operators."""
+"""The event log (paged by position), the merged timeline, and health and metrics."""
 
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
+from pydantic import AwareDatetime
 
 from api import views
 from api.http.deps import ServiceDep
 from api.http.docs import errors
 from api.metrics import CONTENT_TYPE
-from api.schemas import HealthOut, LogPageOut
+from api.schemas import HealthOut, LogPageOut, TimelineOut
 from ledger.storage import MEMORY, is_postgres
 
 router = APIRouter(tags=["log"])
@@ -45,3 +46,17 @@ def metrics(service: ServiceDep) -> Response:
     planledger_lapses_total, planledger_releases_total{reason},
     planledger_completions_total, planledger_request_seconds."""
     return Response(service.metrics.exposition(), media_type=CONTENT_TYPE)
+
+
+@router.get("/api/timeline", response_model=TimelineOut, responses=errors(404))
+def timeline(
+    service: ServiceDep,
+    plan: Annotated[str | None, Query(pattern=r"^[a-z0-9-]{1,64}$",
+                                      description="One plan's entries.")] = None,
+    session: Annotated[list[str] | None, Query(description="Only these sessions' lanes.",
+                                               max_length=100)] = None,
+    since: AwareDatetime | None = None, until: AwareDatetime | None = None,
+) -> TimelineOut:
+    """The merged timeline: one clock, a lane per session, entries in log order (the order
+    that decided every race); a bounce reads `task already claimed: held by "<session>"`."""
+    return views.timeline(service.timelines, plan, session or (), since, until)

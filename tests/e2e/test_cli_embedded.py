@@ -92,6 +92,8 @@ def test_two_sessions_one_step_the_second_bounces_with_exit_3(cli: Cli, tmp_path
     shown = cli.json("plan", "show", "auth-refresh")
     assert shown["progress"]["line"] == "3/3 done, 0 claimable, 0 in flight"
     assert "3/3 done" in cli.run("plan", "list")
+    story = cli.run("timeline", "--plan", "auth-refresh")
+    assert f'task already claimed: held by "{claimed["claimed_by"]}"' in story
 
 
 def test_a_markdown_plan_file_and_the_readable_tables(cli: Cli, tmp_path: Path) -> None:

@@ -148,3 +148,6 @@ def test_odd_bodies_never_make_a_500(client: TestClient, steps: list[str]) -> No
     assert raw.status_code == 422
     huge = client.get("/api/log", params={"after": 10**30})
     assert huge.status_code == 422
+    naive = client.get("/api/timeline", params={"since": "2026-11-29T10:00:00"})
+    assert naive.status_code == 422
+    assert client.get("/api/timeline", params={"plan": "no-such-plan"}).status_code == 404

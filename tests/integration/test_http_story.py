@@ -79,11 +79,16 @@ def test_the_bounce_is_in_the_log_and_the_steps_history(server: LiveServer) -> N
         agent_a.post(f"/api/steps/{step5}/claim")
         history = agent_a.get(f"/api/steps/{step5}").json()["history"]
         log = agent_a.get("/api/log", params={"after": 0, "limit": 1000}).json()
+        timeline = agent_a.get("/api/timeline", params={"plan": "auth-refresh"}).json()
     bounces = [e for e in history if e["type"] == "ClaimBounced"]
     assert [(e["session_id"], e["data"]["holder"]) for e in bounces] == [(a_id, b_id)]
     assert "ClaimBounced" in [e["type"] for e in log["events"]]
     listed = [e for e in log["events"] if e["type"] == "ReadyListed"]
     assert [e["session_id"] for e in listed] == [a_id]
+    bounced = [e for e in timeline["entries"] if e["kind"] == "bounced"]
+    assert [(e["session_id"], e["holder"]) for e in bounced] == [(a_id, b_id)]
+    assert f'task already claimed: held by "{b_id}"' in bounced[0]["text"]
+    assert {lane["label"] for lane in timeline["lanes"]} >= {"agent A", "agent B"}
 
 
 def test_claim_next_skips_the_held_step_and_says_why_when_nothing_is_left(
