@@ -30,7 +30,14 @@ from ledger.domain.events import (
     StepClaimed,
 )
 from ledger.domain.ids import PlanSlug, SessionId, StepId
-from ledger.domain.state import PlanState, SessionState, StepDef, StepState, evolve_plan
+from ledger.domain.state import (
+    SATISFYING,
+    PlanState,
+    SessionState,
+    StepDef,
+    StepState,
+    evolve_plan,
+)
 from ledger.ports import CandidateView, Clock, IdGenerator
 from ledger.riders import with_riders
 from ledger.store import ConflictError, EventStore
@@ -244,11 +251,21 @@ class Ledger:
         check_lease(lease_seconds)
         self.live_session(session_id)
         for candidate in self.view.ready(self.store.plan(PlanSlug(plan)).slug):
+            if not self._still_free(candidate):
+                continue  # the view lagged behind another claim: a read, not an attempt
             try:
                 return self.claim(candidate, session_id, lease_seconds)
             except (errors.AlreadyClaimed, errors.Blocked, errors.Closed):
                 continue
         return None
+
+    def _still_free(self, step_id: StepId) -> bool:
+        """Whether the step, read fresh, is neither closed nor held by a live claim. Racing
+        agents all start from the same ready list; this read lets the ones that arrive after
+        a winner move on without appending a bounce (a durable write) for a step they never
+        asked for. A true race (both read it free) still bounces, and is recorded."""
+        step = self.store.step(step_id)
+        return step.status not in SATISFYING and self.current_holder(step, self.clock.now()) is None
 
     def list_ready(self, plan: str, session_id: str) -> list[StepId]:
         """The plan's ready steps as `session_id` is shown them, recorded (`ReadyListed`) so
