@@ -2,6 +2,7 @@
 
 from datetime import datetime
 
+import typer
 from rich.table import Table
 
 from api.commands.common import console
@@ -124,9 +125,10 @@ def change(changed: StepChangeOut) -> None:
 def session_started(started: SessionStartOut) -> None:
     console.print(f"session {started.session_id} started"
                   + (f" ({started.name})" if started.name else ""), markup=False)
-    console.print("act for it with:", markup=False)
-    console.print(f"  export PLANLEDGER_SESSION={started.session_id}", markup=False)
-    console.print(f"  export PLANLEDGER_TOKEN={started.token}", markup=False)
+    # Plain lines, never wrapped, so `eval "$(… | grep export)"` works in any terminal.
+    typer.echo("act for it with:")
+    typer.echo(f"  export PLANLEDGER_SESSION={started.session_id}")
+    typer.echo(f"  export PLANLEDGER_TOKEN={started.token}")
 
 
 def session(shown: SessionOut) -> None:
