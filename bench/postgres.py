@@ -1,0 +1,155 @@
+"""8. PostgreSQL scale-out: claims/s through 1, 2 and 3 `planledger serve` replicas.
+
+Baseline, same run and same database: the `eventsourcing` library's bare insert, one
+stored event per transaction (what a claim appends: a StepClaimed encoded by the store's
+own mapper), from as many writer threads as there are HTTP clients. Each claim is one HTTP
+request on a step nobody else claims, so the figure is throughput, not contention.
+
+Beside each figure, where the CPU went (replica processes, this process's HTTP clients, the
+whole machine), read from /proc: it tells whether the ceiling is the database's serialized
+appends or the cores.
+
+    python -m bench postgres            # or: python -m bench.postgres
+"""
+
+import os
+import statistics
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from eventsourcing.persistence import StoredEvent
+
+from bench.timing import Figure
+from ledger.domain.events import StepClaimed
+from ledger.storage import store_settings
+from ledger.store import EventStore
+from tests.support.postgres import fresh_schema, postgres_reachable
+from tests.support.replicas import Agent, Replica, create_plan, replicas
+
+CLIENTS = 8
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True)
+class Run:
+    """One measured stretch: operations per second and the CPU seconds spent meanwhile."""
+
+    rate: float
+    cpu: dict[str, float]
+
+
+def _process_cpu(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS  # utime + stime
+
+
+def _machine_busy() -> tuple[float, float]:
+    with open("/proc/stat") as stat:
+        values = [int(v) for v in stat.readline().split()[1:]]
+    idle = values[3] + values[4]
+    return (sum(values) - idle) / TICKS, sum(values) / TICKS
+
+
+def measured(count: int, work: Callable[[], object], pids: dict[str, list[int]]) -> Run:
+    """Run `work` (doing `count` operations); its rate and the CPU each group used."""
+    before = {name: sum(_process_cpu(p) for p in group) for name, group in pids.items()}
+    busy0, total0 = _machine_busy()
+    started = time.perf_counter()
+    work()
+    elapsed = time.perf_counter() - started
+    busy1, total1 = _machine_busy()
+    cpu = {name: (sum(_process_cpu(p) for p in group) - before[name]) / elapsed
+           for name, group in pids.items()}
+    cpu["machine busy"] = (busy1 - busy0) / (total1 - total0) * (os.cpu_count() or 1)
+    return Run(count / elapsed, cpu)
+
+
+def bare_inserts(url: str, count: int, writers: int) -> Run:
+    """The library's insert, one event per transaction, from `writers` threads."""
+    store = EventStore(store_settings(url))
+    try:
+        now, run_id = datetime.now(UTC), uuid.uuid4().hex[:8]
+        batches = [[store.mapper.to_stored_event(StepClaimed(
+            f"bare-{run_id}-{w}-{i}", 2, timestamp=now, session_id="01KXP8FEJQ6R5Z5NMVZ7082X5A",
+            fence=1, lease_seconds=900, expires_at=now)) for i in range(count // writers)]
+            for w in range(writers)]
+
+        def insert(batch: list[StoredEvent]) -> None:
+            for stored in batch:
+                store.recorder.insert_events([stored])
+
+        def work() -> None:
+            with ThreadPoolExecutor(writers) as pool:
+                list(pool.map(insert, batches))
+
+        return measured(count // writers * writers, work, {"bench process": [os.getpid()]})
+    finally:
+        store.close()
+
+
+def http_claims(cluster: Sequence[Replica], count: int, slug: str) -> Run:
+    """`count` claims, each on its own step, by CLIENTS clients spread over `cluster`."""
+    steps = create_plan(cluster[0], slug, [{"title": f"step {i}"} for i in range(count)])
+    agents = [Agent(cluster[i % len(cluster)], f"bench-{i}") for i in range(CLIENTS)]
+    shares = [steps[i::CLIENTS] for i in range(CLIENTS)]
+    barrier = threading.Barrier(CLIENTS)
+
+    def claim_all(agent: Agent, share: list[str]) -> None:
+        barrier.wait()
+        for step_id in share:
+            response = agent.claim(step_id)
+            assert response.status_code == 200, response.text
+
+    def work() -> None:
+        with ThreadPoolExecutor(CLIENTS) as pool:
+            list(pool.map(claim_all, agents, shares))
+
+    pids = {"replicas": [r.process.pid for r in cluster], "bench process": [os.getpid()]}
+    try:
+        return measured(count, work, pids)
+    finally:
+        for agent in agents:
+            agent.close()
+
+
+def _cpu_note(runs: list[Run]) -> str:
+    keys = runs[0].cpu
+    return ", ".join(f"{k} {statistics.median(r.cpu[k] for r in runs):.2f} cores"
+                     for k in keys)
+
+
+def run(smoke: bool = False) -> list[Figure]:
+    if not postgres_reachable():
+        print("bench postgres: PostgreSQL is not reachable; skipped")
+        return []
+    count, rounds, sizes = (40, 1, (1,)) if smoke else (600, 3, (1, 2, 3))
+    claims: dict[int, list[Run]] = {n: [] for n in sizes}
+    bare: list[Run] = []
+    with fresh_schema() as url, replicas(url, max(sizes)) as cluster:
+        for r in range(rounds):
+            bare.append(bare_inserts(url, count, CLIENTS))
+            for n in sizes:
+                claims[n].append(http_claims(cluster[:n], count, f"bench-{r}-{n}"))
+    base = statistics.median(b.rate for b in bare)
+    print(f"bench postgres: bare inserts ({CLIENTS} threads): {base:,.0f}/s; "
+          f"CPU {_cpu_note(bare)}")
+    figures = []
+    for n in sizes:
+        print(f"bench postgres: {n} replica(s): CPU {_cpu_note(claims[n])}")
+        figures.append(Figure(
+            f"claims/s, {n} replica(s), {CLIENTS} HTTP clients", statistics.median(
+                c.rate for c in claims[n]), "claims/s",
+            f"library bare insert, 1 event/txn, {CLIENTS} threads", base, rounds=rounds))
+    return figures
+
+
+if __name__ == "__main__":
+    from bench.__main__ import rows, table
+
+    print(table(rows("postgres", run())))
