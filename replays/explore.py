@@ -20,10 +20,12 @@ from itertools import product
 from math import factorial, prod
 from typing import Any
 
+from eventsourcing.persistence import StoredEvent
+
 from ledger.domain import events as ev
 from projections.timeline import TimelineModel
 from replays.format import CommandRecord, Recording
-from replays.recording import decode
+from replays.recording import decode, read_log
 from replays.rerun import Replayer
 
 Schedule = tuple[tuple[int, ...], ...]  # per explored stretch, the lane of each turn
@@ -99,9 +101,9 @@ def explore(recording: Recording, *, limit: int = 1000, samples: int = 200,
         else _sample(counts, samples, seed, recorded)
     tally: Counter[Outcome] = Counter()
     ways: dict[Outcome, Counter[str]] = {}
-    mine = None
+    mine, base = None, _Base(stretches)
     for schedule in schedules:
-        outcome, how = _run(stretches, schedule, known)
+        outcome, how = _run(base, schedule, known)
         tally[outcome] += 1
         ways.setdefault(outcome, Counter())[how] += 1
         mine = outcome if schedule == recorded else mine
@@ -170,13 +172,37 @@ def _sample(counts: list[list[int]], samples: int, seed: int,
     return list(drawn)
 
 
-def _run(stretches: list[list[CommandRecord]], schedule: Schedule, known: "_Known"
-         ) -> tuple[Outcome, str]:
-    replayer = Replayer()
+class _Base:
+    """The log as it stood before the first stretch of overlapping sessions: run once,
+    then copied into each interleaving's fresh store (a copy costs far less than a run)."""
+
+    def __init__(self, stretches: list[list[CommandRecord]]) -> None:
+        first = next((i for i, s in enumerate(stretches) if len(_lanes(s)) > 1),
+                     len(stretches))
+        self.rest = stretches[first:]
+        replayer = Replayer()
+        try:
+            for command in (c for stretch in stretches[:first] for c in stretch):
+                replayer.run(command)
+            self.events = [StoredEvent(n.originator_id, n.originator_version, n.topic, n.state)
+                           for n in read_log(replayer.runtime.store)]
+        finally:
+            replayer.close()
+
+    def replayer(self) -> Replayer:
+        replayer = Replayer()
+        if self.events:
+            replayer.runtime.store.recorder.insert_events(self.events)
+            replayer.position = replayer.runtime.store.recorder.max_notification_id() or 0
+        return replayer
+
+
+def _run(base: _Base, schedule: Schedule, known: "_Known") -> tuple[Outcome, str]:
+    replayer = base.replayer()
     turns = iter(schedule)
     produced: list[object] = []
     try:
-        for stretch in stretches:
+        for stretch in base.rest:
             lanes = _lanes(stretch)
             order = stretch
             if len(lanes) > 1:
