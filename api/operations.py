@@ -1,0 +1,46 @@
+"""What every operation shares: the runtime, identity, metrics, idempotent running."""
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from api.idempotency import Idempotency, Write, fingerprint
+from api.identity import Identity
+from api.metrics import Metrics
+from api.runtime import Runtime
+from api.settings import Settings
+from ledger.domain.errors import LedgerError
+from projections.timeline import TimelineModel
+
+R = TypeVar("R")
+M = TypeVar("M", bound=BaseModel)
+Key = str | None
+
+
+class Operations:
+    def __init__(self, runtime: Runtime, settings: Settings, identity: Identity,
+                 metrics: Metrics | None = None) -> None:
+        self.runtime = runtime
+        self.ledger = runtime.ledger
+        self.settings = settings
+        self.identity = identity
+        self.metrics = metrics or Metrics()
+        self.idempotency = Idempotency(runtime)
+        self.timelines = TimelineModel(runtime.store)  # follows the log on each query
+
+    def _run(self, operation: str, args: dict[str, Any], write: Write[R, M], key: Key,
+             scope: str | None) -> M:
+        if key is None:
+            return write.render(write.command())
+        return self.idempotency.run(write, key, scope, fingerprint(operation, args))
+
+    def _counted(self, command: Callable[[], R]) -> Callable[[], R]:
+        def run() -> R:
+            try:
+                return command()
+            except LedgerError as error:
+                self.metrics.refused(error)
+                raise
+        return run
+
