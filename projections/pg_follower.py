@@ -50,6 +50,8 @@ class PgFollower:
         self._stopping = threading.Event()
         self._subscription: Subscription[Any] | None = None
         self._threads: list[threading.Thread] = []
+        self.errors = 0
+        self.last_error: Exception | None = None
 
     @property
     def position(self) -> int:
@@ -71,6 +73,12 @@ class PgFollower:
         for thread in self._threads:
             thread.join(5)
 
+    def __enter__(self) -> "PgFollower":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
     def wait_for(self, position: int, timeout: float) -> bool:
         """Wait until the model has applied `position`; False if `timeout` passed first."""
         with self._moved:
@@ -84,9 +92,10 @@ class PgFollower:
         while not self._stopping.is_set():
             try:
                 self._follow_subscription()
-            except Exception:
-                log.exception("PostgreSQL subscription failed; restarting from %s",
-                              self.position)
+            except Exception as error:  # a dropped connection, a restarting server
+                self._failed(error)
+                log.warning("PostgreSQL subscription failed (%s); restarting from %s",
+                            error, self.position)
             self._stopping.wait(RESTART_BACKOFF_SECONDS)
 
     def _follow_subscription(self) -> None:
@@ -103,8 +112,8 @@ class PgFollower:
         while not self._stopping.wait(self._resync_seconds):
             try:
                 self._catch_up()
-            except Exception:
-                log.exception("direct pull of the log failed; retrying")
+            except Exception as error:
+                self._failed(error)
 
     def _catch_up(self) -> None:
         while True:
@@ -121,6 +130,10 @@ class PgFollower:
             if reached > self._position:
                 self._position = reached
                 self._moved.notify_all()
+
+    def _failed(self, error: Exception) -> None:
+        self.errors += 1
+        self.last_error = error
 
     def _stop_subscription(self) -> None:
         if self._subscription is not None:

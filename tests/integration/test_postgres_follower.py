@@ -125,3 +125,27 @@ def test_an_append_whose_notify_reached_nobody_arrives_within_the_resync_interva
 
 def _session_started(name: str) -> SessionStarted:
     return SessionStarted(SessionId(name), 1, timestamp=EPOCH, session_id=None, name=name)
+
+
+def test_a_follower_whose_listening_connection_is_killed_resubscribes_and_misses_nothing(
+    pg: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app_name = f"follower-{postgres_options(pg)['schema']}"
+    monkeypatch.setenv("PGAPPNAME", app_name)  # libpq labels this store's connections
+    store = EventStore(store_settings(pg))
+    seen = Collected()
+    follower = PgFollower(store, seen, resync_seconds=NEVER).start()
+    try:
+        store.append([_session_started("before")])
+        assert follower.wait_for(1, timeout=10)
+        with psycopg.connect(BASE_URL, autocommit=True) as conn:
+            killed = conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE application_name = %s AND query LIKE 'LISTEN%%'", (app_name,)).fetchall()
+        assert killed == [(True,)]
+        store.append([_session_started("after")])
+        assert follower.wait_for(2, timeout=10)
+    finally:
+        follower.stop()
+        store.close()
+    assert seen.ids == [1, 2] and follower.errors >= 1
