@@ -1,0 +1,127 @@
+"""The merged timeline: one clock, a lane per session; bounces name the holder bounced
+off; the same timeline whether read from the store or from a recording of it."""
+
+import json
+import re
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from api.cli import app
+from api.runtime import Runtime
+from ledger.application import NewStep
+from projections.timeline import TimelineModel
+from replays.format import write_file
+from replays.reading import read_file
+from replays.recording import decode, export
+from replays.render import html
+from tests.support.busy_log import write_busy_log
+from tests.support.fakes import FakeClock
+
+RACE = Path("replays/two-agents-race.jsonl")
+
+
+def test_a_recording_shows_the_same_timeline_as_the_store_it_came_from(
+    runtime: Runtime, clock: FakeClock, tmp_path: Path,
+) -> None:
+    write_busy_log(runtime.ledger, clock)
+    path = tmp_path / "busy.jsonl"
+    write_file(export(runtime.store), path)
+    from_file = TimelineModel()
+    for position, event in decode(read_file(path)):
+        from_file.apply(position, event)
+
+    assert from_file.timeline() == TimelineModel(runtime.store).timeline()
+
+
+def test_entries_name_the_holders_behind_bounces_lapses_and_stale_fences(
+    runtime: Runtime, clock: FakeClock,
+) -> None:
+    log = write_busy_log(runtime.ledger, clock)
+    a, b, _ = log.agents
+    entries = TimelineModel(runtime.store).timeline(plan="auth-refresh").entries
+
+    bounced = next(e for e in entries if e.kind == "bounced")
+    taken_over = next(e for e in entries if e.kind == "claimed" and e.fence == 2)
+    stale = next(e for e in entries if e.kind == "stale_fence")
+    ended = next(e for e in entries if e.kind == "released" and "session ended" in e.text)
+
+    assert (bounced.session_id, bounced.holder, bounced.step_number) == (a, b, 5)
+    assert (taken_over.session_id, taken_over.holder) == (a, b)  # B's lease had lapsed
+    assert f'the claim of "{b}" had lapsed' in taken_over.text
+    assert (stale.session_id, stale.holder) == (b, a)
+    assert "at fence 2, the call carried fence 1" in stale.text
+    assert ended.holder == ended.session_id == b
+
+
+def test_a_plan_timeline_holds_that_plan_and_its_sessions_comings_and_goings(
+    runtime: Runtime, clock: FakeClock,
+) -> None:
+    write_busy_log(runtime.ledger, clock)
+    timeline = TimelineModel(runtime.store).timeline(plan="second")
+
+    assert {e.plan for e in timeline.entries} <= {"second", None}
+    assert {e.kind for e in timeline.entries if e.plan is None} <= {"session_started",
+                                                                  "session_ended"}
+    assert [p.plan for p in timeline.progress] == ["second"]
+
+
+def test_lanes_come_one_per_session_in_order_of_first_appearance() -> None:
+    timeline = TimelineModel()
+    for position, event in decode(read_file(RACE)):
+        timeline.apply(position, event)
+
+    lanes = timeline.timeline().lanes
+
+    assert [lane.label for lane in lanes] == ["ledger", "seeder", "agent A", "agent B"]
+    assert lanes[0].session_id is None
+
+
+def test_the_html_page_is_self_contained_and_escapes_what_it_shows(
+    runtime: Runtime, clock: FakeClock,
+) -> None:
+    write_busy_log(runtime.ledger, clock)
+    runtime.ledger.create_plan("x", "<script>alert(1)</script>", steps=[NewStep("a <b> & c")])
+    page = html(TimelineModel(runtime.store).timeline())
+
+    assert page.startswith("<!doctype html>") and "<style>" in page
+    assert not re.search(r"""(src|href)\s*=|@import|url\(|<script""", page)
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "a &lt;b&gt; &amp; c" in page
+    assert "task already claimed: held by &quot;" in page
+
+
+def test_planledger_replay_timeline_prints_json_html_and_lanes() -> None:
+    runner = CliRunner()
+
+    as_json = runner.invoke(app, ["replay", "timeline", str(RACE), "--json"])
+    as_html = runner.invoke(app, ["replay", "timeline", str(RACE), "--html"])
+    for_people = runner.invoke(app, ["replay", "timeline", str(RACE)], env={"COLUMNS": "200"})
+
+    assert as_json.exit_code == as_html.exit_code == for_people.exit_code == 0
+    data = json.loads(as_json.output)
+    bounce = next(e for e in data["entries"] if e["kind"] == "bounced")
+    assert bounce["holder"] in {lane["session_id"] for lane in data["lanes"]}
+    assert as_html.output.startswith("<!doctype html>")
+    assert f'held by "{bounce["holder"]}"' in for_people.output
+    header = next(line for line in for_people.output.splitlines() if "agent A" in line)
+    assert "agent B" in header and "seeder" in header  # one column per session
+
+
+def test_a_timeline_can_be_narrowed_to_one_session() -> None:
+    data = json.loads(CliRunner().invoke(
+        app, ["replay", "timeline", str(RACE), "--json", "--session",
+              _session_named("agent A")]).output)
+
+    assert [lane["label"] for lane in data["lanes"]] == ["agent A"]
+    assert [e["kind"] for e in data["entries"]] == [
+        "session_started", "ready_listed", "bounced", "ready_listed", "claimed", "completed"]
+
+
+def _session_named(name: str) -> str:
+    for line in RACE.read_text().splitlines():
+        event = json.loads(line)
+        if event.get("topic", "").endswith(":SessionStarted") and \
+                event["state"]["name"] == name:
+            return str(event["stream"])
+    raise AssertionError(name)
