@@ -10,7 +10,8 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from eventsourcing.application import AggregateNotFoundError, Application
-from eventsourcing.persistence import IntegrityError, Recording
+from eventsourcing.persistence import EventStore as LibraryEventStore
+from eventsourcing.persistence import IntegrityError, Mapper, Recording
 
 from ledger.domain import errors
 from ledger.domain import events as ev
@@ -25,6 +26,7 @@ from ledger.domain.state import (
     fold_session,
     fold_step,
 )
+from ledger.sealing import Heads, SealingEventStore, UnsealingMapper
 
 __all__ = ["ConflictError", "EventStore"]
 
@@ -49,6 +51,26 @@ class EventStore(Application[str]):
     def __init__(self, settings: dict[str, str]) -> None:
         super().__init__(env=settings)
         self._appended = threading.local()
+
+    # Tamper evidence (ledger.chain): every event is sealed to its stream's hash chain as it
+    # is appended; the chain keys come off again when events are read.
+    def construct_mapper(self) -> Mapper[str]:
+        return self.factory.mapper(transcoder=self.construct_transcoder(),
+                                   mapper_class=UnsealingMapper)
+
+    def construct_event_store(self) -> LibraryEventStore[str]:
+        return SealingEventStore(self.mapper, self.recorder, Heads())
+
+    @property
+    def sealing(self) -> bool:
+        """Whether appends are sealed (off only to re-execute a recording made before)."""
+        events = self.events
+        return isinstance(events, SealingEventStore) and events.sealing
+
+    @sealing.setter
+    def sealing(self, on: bool) -> None:
+        assert isinstance(self.events, SealingEventStore)
+        self.events.sealing = on
 
     def append(self, events: Sequence[LedgerEvent]) -> list[Recording[str]]:
         """Append all events in one transaction; raises ConflictError if any stream moved."""

@@ -13,6 +13,7 @@ from datetime import datetime
 from eventsourcing.persistence import StoredEvent
 
 from api.runtime import Runtime, open_runtime
+from ledger.chain import HASH_KEY
 from ledger.domain.errors import LedgerError
 from ledger.ports import Clock, IdGenerator
 from projections.log import page_after
@@ -66,9 +67,11 @@ class Replayer:
     """A fresh ledger that runs recorded commands one by one and returns what each
     appended, with the refusal (or failure) it met, if any."""
 
-    def __init__(self) -> None:
+    def __init__(self, sealed: bool = True) -> None:
         self.clock, self.ids = VirtualClock(), RecordedIds()
         self.runtime: Runtime = open_runtime("memory", clock=self.clock, ids=self.ids)
+        # A recording made before tamper evidence (ledger.chain) holds unsealed events.
+        self.runtime.store.sealing = sealed
         self.position = 0
 
     def run(self, command: CommandRecord) -> tuple[list[Produced], str | None]:
@@ -156,10 +159,15 @@ class RunReport:
                 f"equal byte for byte ({self.refused} refusals, as recorded)")
 
 
+def is_sealed(recording: Recording) -> bool:
+    """Whether the recording's events carry the hash chain (see ledger.chain)."""
+    return any(HASH_KEY in e.state for e in recording.events[:1])
+
+
 def rerun(recording: Recording) -> RunReport:
     """Re-execute every command of the recording and compare; stops at the first
     difference, since everything after it follows from it."""
-    replayer = Replayer()
+    replayer = Replayer(sealed=is_sealed(recording))
     numbers = {e.position: i for i, e in enumerate(recording.events, 1)}
     total, compared, refused = len(recording.events), 0, 0
     try:

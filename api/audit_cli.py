@@ -1,0 +1,124 @@
+"""`planledger audit verify`: check the hash chain of a store or a recording (ledger.chain)
+and name the first event that was changed, removed or reordered.
+
+Exit codes: 0 every link holds; 1 a broken link, or a file or store that cannot be read.
+"""
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from api.commands.common import DbOption, JsonOption, answering_errors
+from api.runtime import open_runtime
+from ledger.chain import Broken, Entry, Verified, verify
+from ledger.storage import MEMORY, is_postgres, resolve_db
+from ledger.store import EventStore
+from replays.format import canonical
+
+audit_app = typer.Typer(help="Tamper evidence: check the log's hash chain.",
+                        no_args_is_help=True)
+EXIT_BROKEN = 1
+PAGE = 1000
+
+
+class Unreadable(Exception):
+    """A recording line that is not an event anyone could have written."""
+
+
+def store_entries(store: EventStore) -> Iterator[Entry]:
+    """Every event of the store's log, in order, as stored."""
+    position = 0
+    while True:
+        notes = store.recorder.select_notifications(start=position, limit=PAGE,
+                                                    inclusive_of_start=False)
+        for n in notes:
+            yield Entry(n.id, str(n.originator_id), n.originator_version, n.topic, n.state)
+        if len(notes) < PAGE:
+            return
+        position = notes[-1].id
+
+
+def recording_entries(path: Path) -> Iterator[Entry]:
+    """Every event line of a recording, in file order. Read leniently (unlike an import):
+    a line that is gone or moved must reach the chain check, which names the event."""
+    try:
+        with path.open(encoding="utf-8") as lines:
+            for number, text in enumerate(lines, 1):
+                if text.strip():
+                    entry = _entry(number, text)
+                    if entry is not None:
+                        yield entry
+    except OSError as error:
+        raise Unreadable(f"cannot read {path}: {error.strerror}") from None
+    except UnicodeDecodeError:
+        raise Unreadable(f"{path} is not UTF-8 text: the file was changed") from None
+
+
+def _entry(number: int, text: str) -> Entry | None:
+    try:
+        line = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise Unreadable(f"line {number} is not JSON ({error.msg}): the file was changed"
+                         ) from None
+    if not isinstance(line, dict) or line.get("type") != "event":
+        return None
+    fields = (line.get("position"), line.get("stream"), line.get("version"),
+              line.get("topic"), line.get("state"))
+    kinds = (int, str, int, str, dict)
+    if not all(isinstance(v, k) and not isinstance(v, bool) for v, k in zip(fields, kinds,
+                                                                              strict=True)):
+        raise Unreadable(f"line {number} is not a whole event line: the file was changed")
+    position, stream, version, topic, state = fields
+    return Entry(position, stream, version, topic, canonical(state))  # type: ignore[arg-type]
+
+
+def _report(result: Verified | Broken, what: str, as_json: bool) -> None:
+    if as_json:
+        intact = isinstance(result, Verified)
+        typer.echo(json.dumps({"intact": intact, "source": what, **vars(result)}, indent=2))
+    elif isinstance(result, Verified):
+        typer.echo(f"intact: {result.events} events in {result.streams} streams of {what}, "
+                   f"every hash chained to the one before\nheads digest: {result.digest}")
+    else:
+        typer.echo(f"TAMPERED: {what}: {result.message}", err=True)
+    if isinstance(result, Broken):
+        raise typer.Exit(EXIT_BROKEN)
+
+
+def _require_store(db: str) -> None:
+    """Verifying a store that is not there must not create an empty one and call it intact."""
+    if db != MEMORY and not is_postgres(db) and not Path(db).expanduser().is_file():
+        raise ValueError(f"no store at {db}")
+
+
+@audit_app.command("verify")
+def verify_command(
+    recording: Annotated[Path | None, typer.Argument(
+        help="A recording (JSON Lines) to check; without it, the store (--db).",
+        show_default=False)] = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Check that every event carries a hash chained to the event before it in its stream;
+    name the first event changed, removed or reordered. Prints a digest of every stream's
+    head: note it, and a later run that prints another shows any change since, even the
+    newest events cut off."""
+    if recording is not None:
+        try:
+            result = verify(recording_entries(recording))
+        except Unreadable as error:
+            typer.echo(f"TAMPERED or unreadable: {error}", err=True)
+            raise typer.Exit(EXIT_BROKEN) from None
+        _report(result, str(recording), as_json)
+        return
+    with answering_errors():
+        _require_store(resolve_db(db))
+        runtime = open_runtime(db)
+        try:
+            result = verify(store_entries(runtime.store))
+        finally:
+            runtime.close()
+    _report(result, f"store {runtime.db}", as_json)
