@@ -109,7 +109,9 @@ class ReadModel(Queryable, CandidateView):
         or below it (each position exactly once); returns the position reached. This is
         what a log follower feeds (see projections.follower)."""
         with self._lock:
-            fresh = [note for note in notes if note.id > self._view.position]
+            position = self._view.position
+            fresh = notes if not notes or notes[0].id > position else [
+                note for note in notes if note.id > position]
             if fresh:
                 self._view.apply_all(decode(self.store, fresh))
                 self._advanced.notify_all()

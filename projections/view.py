@@ -91,20 +91,25 @@ class LedgerView:
 
     def apply(self, event: object, position: int) -> bool:
         """Fold one event found at `position`; False (and nothing changes) when that
-        position is already applied, so a replayed page never counts twice."""
-        if position <= self.position:
-            return False
-        self.position = position
-        handler = self._handlers.get(type(event))
-        if handler is not None:  # other layers' events (e.g. the API's riders) pass by
-            self.last_time = event.timestamp  # type: ignore[attr-defined]
-            handler(event, position)
-        return True
+        position is already applied, so a replayed page never counts twice. Call
+        `settle` before asking the indexes anything."""
+        return self.apply_all(((position, event),), settle=False) == 1
 
-    def apply_all(self, events: Iterable[tuple[int, object]]) -> int:
-        """Fold (position, event) pairs, then settle; returns how many were new."""
-        applied = sum(1 for position, event in events if self.apply(event, position))
-        self.settle()
+    def apply_all(self, events: Iterable[tuple[int, object]], settle: bool = True) -> int:
+        """Fold (position, event) pairs in order, then settle; returns how many were new."""
+        applied = 0
+        handlers = self._handlers
+        for position, event in events:  # the rebuild's inner loop: kept flat on purpose
+            if position <= self.position:
+                continue
+            self.position = position
+            applied += 1
+            handler = handlers.get(type(event))
+            if handler is not None:  # other layers' events (e.g. the API's riders) pass by
+                self.last_time = event.timestamp  # type: ignore[attr-defined]
+                handler(event, position)
+        if settle:
+            self.settle()
         return applied
 
     def settle(self) -> None:
@@ -132,15 +137,20 @@ class LedgerView:
     def _on_step(self, event: ev.LedgerEvent, position: int) -> None:
         step_id = StepId(event.originator_id)
         before = self.steps.get(step_id)
-        after = evolve_step(before, event)
-        self.steps[step_id] = after
-        self._remember(step_id, position)
-        if before is None or before.status != after.status:
+        after = self.steps[step_id] = evolve_step(before, event)
+        positions = self.history.get(step_id)  # _remember, inlined: once per event
+        if positions is None:
+            positions = self.history[step_id] = array("q")
+        positions.append(position)
+        if before is None:
             self._dirty.add(step_id)
-            if before is not None and (before.status in SATISFYING) != (
-                    after.status in SATISFYING):
+        elif before.status != after.status:
+            self._dirty.add(step_id)
+            if (before.status in SATISFYING) != (after.status in SATISFYING):
                 self._dirty.update(self.dependents.get(step_id, ()))
-        if before is not None and before.holder != after.holder and before.holder:
+        if before is not None and before.holder == after.holder:
+            return  # a heartbeat, the usual event: nobody's holdings change
+        if before is not None and before.holder is not None:
             self.held.get(before.holder, set()).discard(step_id)
         if after.holder is not None:
             self.held.setdefault(after.holder, set()).add(step_id)

@@ -1,0 +1,1 @@
+"""planledger's benchmarks: `python -m bench [name ...] [--smoke]` (see bench/README.md)."""

@@ -1,0 +1,106 @@
+"""Run benchmarks and print one table: figures, same-run baselines, ratios, goals.
+
+    python -m bench                 # every benchmark, full size
+    python -m bench --smoke         # every benchmark, tiny sizes (seconds; CI-friendly)
+    python -m bench rebuild ready_latency --json out.json
+    python -m bench --list
+
+A benchmark is any module in this package with `run(smoke: bool = False) -> list[Figure]`
+(see bench/README.md); its name is the module's name.
+"""
+
+import argparse
+import importlib
+import json
+import pkgutil
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import bench
+
+NOT_BENCHMARKS = {"timing", "ledger_log"}  # shared helpers, no `run`
+
+
+def registered() -> dict[str, ModuleType]:
+    """Every module of the package that defines `run`, by name, in name order."""
+    found = {}
+    for info in sorted(pkgutil.iter_modules(bench.__path__), key=lambda i: i.name):
+        if info.name.startswith("_") or info.name in NOT_BENCHMARKS:
+            continue
+        module = importlib.import_module(f"bench.{info.name}")
+        if callable(getattr(module, "run", None)):
+            found[info.name] = module
+    return found
+
+
+def summary(module: ModuleType) -> str:
+    return (module.__doc__ or "").strip().splitlines()[0] if module.__doc__ else ""
+
+
+def _number(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if value >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:.3g}" if value < 10 else f"{value:.1f}"
+
+
+def _verdict(figure: Any) -> str:
+    if figure.goal is None or figure.ratio is None:
+        return ""
+    sign = "<=" if figure.lower_is_better else ">="
+    return f"{'met' if figure.met else 'MISSED'} ({sign} {figure.goal:g}x)"
+
+
+def rows(name: str, figures: list[Any]) -> list[list[str]]:
+    return [[name, f.name, f"{_number(f.value)} {f.unit}", f.baseline_name or "",
+             _number(f.baseline) if f.baseline is not None else "",
+             f"{f.ratio:.2f}x" if f.ratio is not None else "", _verdict(f)]
+            for f in figures]
+
+
+def table(found: list[list[str]]) -> str:
+    head = ["bench", "figure", "value", "baseline (same run)", "baseline", "ratio", "goal"]
+    widths = [max(len(r[i]) for r in [head, *found]) for i in range(len(head))]
+    lines = [" | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+             for r in [head, ["-" * w for w in widths], *found]]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", help="benchmarks to run (default: all)")
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes: checks they run")
+    parser.add_argument("--list", action="store_true", help="list the benchmarks and exit")
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    args = parser.parse_args(argv)
+    benchmarks = registered()
+    if args.list:
+        for name, module in benchmarks.items():
+            print(f"{name:16} {summary(module)}")
+        return 0
+    unknown = sorted(set(args.names) - set(benchmarks))
+    if unknown:
+        parser.error(f"unknown benchmark(s) {', '.join(unknown)}; known: {', '.join(benchmarks)}")
+    found: list[list[str]] = []
+    dumped: dict[str, Any] = {}
+    for name in args.names or list(benchmarks):
+        started = time.perf_counter()
+        print(f"running {name}{' (smoke)' if args.smoke else ''}...", file=sys.stderr, flush=True)
+        figures = benchmarks[name].run(smoke=args.smoke)
+        print(f"  {name} took {time.perf_counter() - started:.1f}s", file=sys.stderr, flush=True)
+        found += rows(name, figures)
+        dumped[name] = [{**asdict(f), "ratio": f.ratio, "met": f.met} for f in figures]
+    print(table(found))
+    if args.json:
+        args.json.write_text(json.dumps(dumped, indent=2))
+    missed = any(row[-1].startswith("MISSED") for row in found)
+    return 1 if missed and not args.smoke else 0  # tiny sizes say nothing about goals
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,129 @@
+"""Ready latency: `ReadModel.ready` on a 10,000-step plan with a deep dependency graph.
+
+The plan: 10,000 steps in 200 layers of 50, each step waiting on 2 steps of the layer
+before (200 deep). The first 100 layers are done; of the next layer 16 steps are held,
+4 were claimed with leases that have lapsed, and 30 are open: ready lists 34 steps, 4 of
+them naming their lapsed holder. Each query is the call the ledger and the APIs make,
+`ReadModel.ready(plan)` on the SQLite store: it pulls the log first (one indexed SELECT)
+and judges the in-flight steps at the clock; one heartbeat is appended before every 10th
+query, so the model keeps applying events between queries.
+
+Figures (same run, same machine):
+- median and p99 against the full scan the minimal read model did (the claim rule on
+  every open or in-progress step of the plan); goal: a median of 1 ms or less;
+- the same plan in a log padded with heartbeats and bounces to 1,000,000 events against
+  the plan's own log (~25,000 events); goal: no slower (median within 1.2x).
+"""
+
+import statistics
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+from bench.ledger_log import LogBuilder, StillClock, layered_graph
+from bench.timing import Figure, scratch_dir
+from ledger.domain.ids import PlanSlug, SessionId, StepId
+from ledger.storage import store_settings
+from ledger.store import EventStore
+from projections.readmodel import ReadModel
+
+PLAN = PlanSlug("deep")
+HELD, LAPSED = 16, 4
+
+
+@dataclass
+class Setup:
+    store: EventStore
+    builder: LogBuilder
+    model: ReadModel
+    held: list[tuple[StepId, SessionId]]
+    catch_up_rate: float
+
+
+def build(db: Path, steps: int, width: int, pad_to: int) -> Setup:
+    """The plan's log (padded with heartbeats and bounces up to `pad_to` events), and a
+    read model caught up with it."""
+    store = EventStore(store_settings(str(db)))
+    builder = LogBuilder(store)
+    ids = builder.plan(PLAN, layered_graph(steps, width, fan_in=2))
+    agents = [builder.session(f"agent {i}") for i in range(HELD + LAPSED + 1)]
+    half = (steps // width // 2) * width
+    for i, step in enumerate(ids[:half]):
+        builder.claim(step, agents[i % HELD])
+        builder.complete(step, agents[i % HELD])
+    frontier = ids[half: half + width]
+    held = list(zip(frontier[:HELD], agents[:HELD], strict=True))
+    for step, agent in held:
+        builder.claim(step, agent, lease=7 * 86400)
+    for step, agent in zip(frontier[HELD: HELD + LAPSED], agents[HELD: HELD + LAPSED], strict=True):
+        builder.claim(step, agent, lease=1)
+    _pad(builder, held, agents[-1], pad_to)
+    builder.flush()
+    model = ReadModel(store, StillClock(builder.now + timedelta(seconds=5)))
+    started = time.perf_counter()
+    model.catch_up()
+    return Setup(store, builder, model, held, builder.count / (time.perf_counter() - started))
+
+
+def _pad(builder: LogBuilder, held: list[tuple[StepId, SessionId]], late: SessionId,
+         pad_to: int) -> None:
+    while builder.count < pad_to:
+        step, agent = held[builder.count % len(held)]
+        if builder.count % 50:
+            builder.heartbeat(step, agent, lease=7 * 86400)
+        else:
+            builder.bounce(step, late, agent)
+
+
+def latencies(setup: Setup, queries: int, full_scan: bool = False) -> list[float]:
+    """Milliseconds per query; a heartbeat is appended (untimed) before every 10th."""
+    found = []
+    for i in range(queries):
+        if i % 10 == 0:
+            step, agent = setup.held[i % len(setup.held)]
+            setup.builder.heartbeat(step, agent, lease=7 * 86400)
+            setup.builder.flush()
+        started = time.perf_counter()
+        if full_scan:
+            [s for s, v in setup.model.verdicts(PLAN) if v.kind == "claimable"]
+        else:
+            setup.model.ready(PLAN)
+        found.append((time.perf_counter() - started) * 1000)
+    expected = 50 - HELD
+    assert len(setup.model.ready(PLAN)) == expected, "the plan is not in the planned state"
+    return found
+
+
+def p99(values: list[float]) -> float:
+    return statistics.quantiles(values, n=100)[98]
+
+
+def run(smoke: bool = False) -> list[Figure]:
+    steps, width, big, queries, rounds = (
+        (200, 50, 5_000, 40, 2) if smoke else (10_000, 50, 1_000_000, 500, 5))
+    with scratch_dir("ready") as directory:
+        small = build(directory / "small.sqlite", steps, width, 0)
+        large = build(directory / "large.sqlite", steps, width, big)
+        own, padded = [], []
+        for _ in range(rounds):  # alternate, so both logs see the same neighbours
+            own += latencies(small, queries)
+            padded += latencies(large, queries)
+        scans = latencies(small, max(10, queries // 20), full_scan=True)
+        for setup in (small, large):
+            setup.store.close()
+    own_log = f"the plan's own log ({small.builder.count:,} events)"
+    return [
+        Figure(f"ready median, {steps:,}-step plan (goal <= 1 ms)", statistics.median(own),
+               "ms", "full scan with the claim rule: median", statistics.median(scans),
+               rounds=rounds),
+        Figure(f"ready p99, {steps:,}-step plan", p99(own), "ms",
+               "full scan with the claim rule: p99", p99(scans), rounds=rounds),
+        Figure(f"ready median, {large.builder.count:,}-event log", statistics.median(padded),
+               "ms", f"ready median, {own_log}", statistics.median(own), goal=1.2,
+               lower_is_better=True, rounds=rounds),
+        Figure(f"ready p99, {large.builder.count:,}-event log", p99(padded), "ms",
+               f"ready p99, {own_log}", p99(own), rounds=rounds),
+        Figure(f"catch-up of the {large.builder.count:,}-event log", large.catch_up_rate,
+               "events/s"),
+    ]
