@@ -22,7 +22,7 @@ import httpx
 
 PLANLEDGER = str(Path(sys.executable).parent / "planledger")
 SECRET = "replicas-share-this-secret-0123456789abcdef"
-START_TIMEOUT = 30.0
+START_TIMEOUT = 90.0  # import-bound; a loaded 2-core machine can take long
 
 
 def free_port() -> int:
