@@ -53,12 +53,16 @@ def _cold_heartbeat(db: str, step: str, session: str, tries: int) -> float:
     return statistics.median(costs)
 
 
+def window(count: int) -> int:
+    return min(WINDOW, count // 2)
+
+
 def _round(directory: Path, count: int, tries: int) -> tuple[float, float, float, float]:
     """(early warm, late warm, cold after one, cold after `count`) medians in seconds."""
     db = str(directory / "heartbeat.sqlite")
     costs, step, session = _timed_heartbeats(db, count)
-    window = min(WINDOW, count // 2)
-    early, late = statistics.median(costs[:window]), statistics.median(costs[-window:])
+    w = window(count)
+    early, late = statistics.median(costs[:w]), statistics.median(costs[-w:])
     _, short_step, short_session = _timed_heartbeats(db, 1)
     cold_short = _cold_heartbeat(db, short_step, short_session, tries)
     cold_long = _cold_heartbeat(db, step, session, tries)
@@ -73,11 +77,10 @@ def run(smoke: bool = False) -> list[Figure]:
             results.append(_round(directory, count, tries))
     early, late, cold_short, cold_long = (statistics.median(col) for col in zip(*results,
                                                                                 strict=True))
-    micro = 1e6
+    micro, w = 1e6, window(count)
     return [
-        Figure(f"heartbeat #{count - WINDOW + 1}-{count} (warm), median", late * micro, "us",
-               f"heartbeat #1-{WINDOW}", early * micro, GOAL, lower_is_better=True,
-               rounds=rounds),
+        Figure(f"heartbeat #{count - w + 1}-{count} (warm), median", late * micro, "us",
+               f"heartbeat #1-{w}", early * micro, GOAL, lower_is_better=True, rounds=rounds),
         Figure(f"fresh process's heartbeat after {count} heartbeats", cold_long * micro, "us",
                "after 1 heartbeat", cold_short * micro, GOAL, lower_is_better=True,
                rounds=rounds),

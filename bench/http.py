@@ -1,0 +1,130 @@
+"""6. HTTP: claim round trips per second through uvicorn, N concurrent clients.
+
+The server is `planledger serve` on an SQLite file in its own process, as deployed; each
+client (a thread with its own keep-alive connection and session) claims steps nobody
+else claims, so the figure is throughput, not contention. Baseline, same run, same
+clients, same uvicorn settings: a bare FastAPI app whose POST route does nothing.
+Goal: at least half the bare rate.
+"""
+
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+from fastapi import FastAPI
+
+from bench.timing import Figure, scratch_dir
+from tests.support.replicas import Agent, Replica, create_plan, free_port, start_replica
+
+GOAL = 0.5
+
+
+def bare_app() -> FastAPI:
+    """The baseline: FastAPI and uvicorn with nothing behind the route."""
+    app = FastAPI()
+
+    @app.post("/nothing")
+    def nothing() -> dict[str, bool]:
+        return {"ok": True}
+
+    @app.get("/healthz")
+    def healthz() -> dict[str, bool]:
+        return {"ok": True}
+
+    return app
+
+
+@contextmanager
+def bare_server(directory: Path) -> Iterator[Replica]:
+    """The bare app under uvicorn, with the log level `planledger serve` uses."""
+    port = free_port()
+    log = (directory / "bare.log").open("wb")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "bench.http:bare_app", "--factory", "--host",
+         "127.0.0.1", "--port", str(port), "--log-level", "info"],
+        stdout=log, stderr=subprocess.STDOUT, cwd=Path(__file__).resolve().parent.parent,
+        env={**os.environ})
+    server = Replica("bare", port, process, log)
+    try:
+        _wait_up(server)
+        yield server
+    finally:
+        server.stop()
+
+
+def _wait_up(server: Replica, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:  # polling with a deadline: the server is booting
+        try:
+            if httpx.get(f"{server.url}/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            time.sleep(0.05)
+    raise RuntimeError(f"bare server did not start: {server.output()}")
+
+
+def _concurrently(clients: int, work: Callable[[int], int]) -> float:
+    """Requests per second of `clients` threads each running `work(i)` (it returns how
+    many requests it made)."""
+    with ThreadPoolExecutor(clients) as pool:
+        started = time.perf_counter()
+        total = sum(pool.map(work, range(clients)))
+        return total / (time.perf_counter() - started)
+
+
+def bare_rate(server: Replica, clients: int, requests: int) -> float:
+    sessions = [httpx.Client(base_url=server.url, timeout=30) for _ in range(clients)]
+
+    def work(i: int) -> int:
+        for _ in range(requests):
+            sessions[i].post("/nothing").raise_for_status()
+        return requests
+
+    try:
+        return _concurrently(clients, work)
+    finally:
+        for client in sessions:
+            client.close()
+
+
+def claim_rate(server: Replica, clients: int, requests: int, plan: str) -> float:
+    steps = create_plan(server, plan, [{"title": f"step {i}"} for i in range(clients * requests)])
+    agents = [Agent(server, f"client {i}") for i in range(clients)]
+
+    def work(i: int) -> int:
+        for step in steps[i * requests:(i + 1) * requests]:
+            agents[i].claim(step).raise_for_status()
+        return requests
+
+    try:
+        return _concurrently(clients, work)
+    finally:
+        for agent in agents:
+            agent.close()
+
+
+def run(smoke: bool = False) -> list[Figure]:
+    client_counts, requests, rounds = ([2], 5, 1) if smoke else ([1, 8], 150, 5)
+    figures = []
+    with scratch_dir("http") as directory, bare_server(directory) as bare:
+        server = start_replica(str(directory / "ledger.sqlite"))
+        try:
+            for clients in client_counts:
+                claims, bases = [], []
+                for r in range(rounds):
+                    bases.append(bare_rate(bare, clients, requests))
+                    claims.append(claim_rate(server, clients, requests, f"c{clients}-r{r}"))
+                figures.append(Figure(
+                    f"HTTP claim round trips/s, {clients} client(s)", statistics.median(claims),
+                    "req/s", "bare FastAPI route doing nothing, same uvicorn",
+                    statistics.median(bases), GOAL, rounds=rounds))
+        finally:
+            server.stop()
+    return figures

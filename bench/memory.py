@@ -1,0 +1,86 @@
+"""9. Memory: resident memory of a server holding 100,000 steps and 1,000,000 events.
+
+The log is written straight to an SQLite file (bench.ledger_log): 100 plans of 1,000 steps,
+every step claimed, half of them completed, the held half heartbeated until the log holds
+1,000,000 events. Then `planledger serve` starts on it, as deployed, and answers one
+query (which folds the whole log into its read model); its resident set size is read
+from /proc. Baseline, same run: the same server on an empty log after the same query.
+The figure informs (no goal); bytes per event put it in proportion.
+"""
+
+import time
+from pathlib import Path
+
+import httpx
+
+from bench.ledger_log import LogBuilder
+from bench.timing import Figure, scratch_dir
+from ledger.storage import store_settings
+from ledger.store import EventStore
+from tests.support.replicas import start_replica
+
+PLANS, STEPS_PER_PLAN, EVENTS = 100, 1000, 1_000_000
+SESSIONS = 100
+LOAD_TIMEOUT = 600.0
+
+
+def build_log(db: Path, plans: int, steps_per_plan: int, events: int) -> int:
+    """Write the log; returns how many events it holds."""
+    store = EventStore(store_settings(str(db)))
+    try:
+        builder = LogBuilder(store)
+        agents = [builder.session(f"agent {i}") for i in range(SESSIONS)]
+        held = []
+        for p in range(plans):
+            for i, step in enumerate(builder.plan(f"plan-{p}", [[]] * steps_per_plan)):
+                agent = agents[i % SESSIONS]
+                builder.claim(step, agent)
+                if i % 2:
+                    builder.complete(step, agent)
+                else:
+                    held.append((step, agent))
+        beat = 0
+        while builder.count < events and held:
+            step, agent = held[beat % len(held)]
+            builder.heartbeat(step, agent)
+            beat += 1
+        builder.flush()
+        return builder.count
+    finally:
+        store.close()
+
+
+def resident_bytes(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no VmRSS for process {pid}")
+
+
+def served_rss(db: Path) -> tuple[int, float]:
+    """RSS of `planledger serve` on `db` after one query, and the seconds that query took
+    (the read model folding the log)."""
+    server = start_replica(str(db))
+    try:
+        started = time.perf_counter()
+        httpx.get(f"{server.url}/api/plans", timeout=LOAD_TIMEOUT).raise_for_status()
+        loaded = time.perf_counter() - started
+        return resident_bytes(server.process.pid), loaded
+    finally:
+        server.stop()
+
+
+def run(smoke: bool = False) -> list[Figure]:
+    plans, per_plan, events = (2, 50, 1000) if smoke else (PLANS, STEPS_PER_PLAN, EVENTS)
+    with scratch_dir("memory") as directory:
+        written = build_log(directory / "full.sqlite", plans, per_plan, events)
+        empty_rss, _ = served_rss(directory / "empty.sqlite")
+        full_rss, loaded = served_rss(directory / "full.sqlite")
+    mib = 1024 * 1024
+    steps = plans * per_plan
+    return [
+        Figure(f"server RSS holding {steps:,} steps and {written:,} events", full_rss / mib,
+               "MiB", "same server, empty log", empty_rss / mib),
+        Figure("resident bytes per event held", (full_rss - empty_rss) / written, "B/event"),
+        Figure(f"first query folding {written:,} events", written / loaded, "events/s"),
+    ]
