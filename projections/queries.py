@@ -60,15 +60,20 @@ def _ready_step(view: LedgerView, step_id: StepId, now: datetime) -> ReadyStep:
                      definition.added_at, lapsed, session.name if session else None)
 
 
-def blocked_steps(view: LedgerView, plan: PlanSlug, now: datetime) -> list[BlockedStep]:
-    """Steps a claim would refuse as blocked, oldest first, each with what blocks it."""
-    index = _index(view, plan)
-    candidates = list(index.blocked) + list(index.in_progress)
+def blocked_steps(
+    view: LedgerView, plan: PlanSlug | None, now: datetime
+) -> list[BlockedStep]:
+    """Steps a claim would refuse as blocked (of one plan, or of all), oldest first, each
+    with what blocks it."""
     found = []
-    for step_id in index.in_order(candidates):
-        verdict = view.verdict(step_id, now)
-        if verdict.kind == "blocked":
-            found.append(_blocked_step(view, step_id, verdict))
+    for slug in [plan] if plan is not None else list(view.indexes):
+        index = _index(view, slug)
+        for step_id in index.in_order([*index.blocked, *index.in_progress]):
+            verdict = view.verdict(step_id, now)
+            if verdict.kind == "blocked":
+                found.append(_blocked_step(view, step_id, verdict))
+    if plan is None:
+        found.sort(key=lambda b: (b.added_at, b.step_id))
     return found
 
 

@@ -33,7 +33,10 @@ class Queryable(ABC):
         with self.reading(now) as (view, moment):
             return queries.ready_steps(view, plan, moment)
 
-    def blocked(self, plan: PlanSlug, now: datetime | None = None) -> list[BlockedStep]:
+    def blocked(
+        self, plan: PlanSlug | None = None, now: datetime | None = None
+    ) -> list[BlockedStep]:
+        """Blocked steps of a plan (all plans when None), each naming its blockers."""
         with self.reading(now) as (view, moment):
             return queries.blocked_steps(view, plan, moment)
 

@@ -15,6 +15,7 @@ from ledger.domain.ids import PlanSlug
 from projections.follower import PollingFollower, follow
 from projections.readmodel import ReadModel
 from tests.support.fakes import FakeClock, SequentialIds
+from tests.support.postgres import fresh_schema
 from tests.support.seed import seed_auth_refresh
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -141,3 +142,21 @@ def test_a_follower_counts_failed_pulls_and_keeps_going() -> None:
     follower.stop()
     assert follower.errors >= 2 and isinstance(follower.last_error, RuntimeError)
     assert follower.position == 0
+
+
+def test_on_postgresql_follow_picks_listen_notify_and_feeds_the_model() -> None:
+    with fresh_schema(pool_size=2, max_overflow=2) as url:
+        reader, writer = open_runtime(url), open_runtime(url)
+        model = ReadModel(reader.store, FakeClock(), pull_on_read=False)
+        follower = follow(model)
+        try:
+            assert type(follower).__name__ == "PgFollower"
+            steps = seed_auth_refresh(writer.ledger)
+            agent = writer.ledger.start_session("agent B")
+            writer.ledger.claim(steps[4], agent.id)
+            assert follower.wait_for(writer.store.last_position() or 0, timeout=10)
+            assert model.ready(PlanSlug("auth-refresh")) == [steps[5]]
+        finally:
+            follower.stop()
+            reader.close()
+            writer.close()
