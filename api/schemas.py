@@ -88,6 +88,8 @@ class HeldOut(Schema):
     fence: int
     expires_at: datetime | None
     seconds_left: float | None
+    lease_seconds: int | None = Field(None, description="The lease's full length (a "
+                                      "countdown's starting point).")
 
 
 class SessionOut(Schema):

@@ -182,7 +182,8 @@ def session(runtime: Runtime, session_id: str) -> SessionOut:
     """A session and its live claims, soonest expiry first."""
     state = runtime.store.session(SessionId(session_id))
     holds = [HeldOut(step_id=h.step_id, plan=h.plan, title=h.title, fence=h.fence,
-                     expires_at=h.expires_at, seconds_left=h.seconds_left)
+                     expires_at=h.expires_at, seconds_left=h.seconds_left,
+                     lease_seconds=h.lease_seconds)
              for h in runtime.reads.holdings_of(state.id)]
     return SessionOut(session_id=state.id, name=state.name, started_at=state.started_at,
                       ended=state.ended, holds=holds)

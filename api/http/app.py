@@ -15,6 +15,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
+from api.console.routes import install_console
 from api.errors import ApiError, Replayed, problem
 from api.http import routes_log, routes_plans, routes_sessions, routes_steps
 from api.identity import Identity, load_secret
@@ -44,6 +45,7 @@ def create_app(runtime: Runtime, settings: Settings, identity: Identity | None =
     for router in (routes_sessions.router, routes_plans.router, routes_steps.router,
                    routes_log.router, routes_log.ops):
         app.include_router(router)
+    install_console(app)
     _install_errors(app)
     _install_latency(app)
     return app

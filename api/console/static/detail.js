@@ -1,0 +1,160 @@
+// The side panel: a step's full history (GET /api/steps/{id}), or one timeline entry with
+// the event it was folded from (GET /api/log). Operators can force-release from here.
+
+import { clock, h, icon, shortId, who } from "./dom.js";
+import { countdown } from "./lease.js";
+import { stepState } from "./plans.js";
+
+const WORDS = {
+  StepAdded: "added to the plan", StepRevised: "revised", DependenciesDeclared: "dependencies declared",
+  StepOpened: "opened", StepClaimed: "claimed", LeaseRenewed: "heartbeat", StepReleased: "released",
+  StepCompleted: "completed", StepDropped: "dropped", StepReopened: "reopened",
+  ClaimBounced: "claim bounced", ClaimRefused: "claim refused", StaleFenceRejected: "stale fence refused",
+};
+const KINDS = {
+  StepClaimed: "claimed", LeaseRenewed: "renewed", StepReleased: "released", StepCompleted: "completed",
+  StepDropped: "dropped", StepReopened: "reopened", ClaimBounced: "bounced", ClaimRefused: "refused",
+  StaleFenceRejected: "stale_fence",
+};
+
+function summary(event, label) {
+  const d = event.data;
+  switch (event.type) {
+    case "StepClaimed": case "LeaseRenewed":
+      return `fence ${d.fence} · lease ${d.lease_seconds} s, until ${clock(d.expires_at)}`;
+    case "StepReleased": return `fence ${d.fence} · ${d.reason.replace("_", " ")}${d.reason === "forced" ? ` (held by ${label(d.holder)})` : ""}`;
+    case "StepCompleted": return `fence ${d.fence}`;
+    case "ClaimBounced": return `task already claimed: held by ${label(d.holder)} (fence ${d.holder_fence})`;
+    case "ClaimRefused": return d.detail;
+    case "StaleFenceRejected": return `${d.action} with fence ${d.fence}; the step is at fence ${d.current_fence}`;
+    case "StepAdded": return d.title;
+    default: return "";
+  }
+}
+
+export class Drawer {
+  constructor(root, ctx) {
+    this.root = root;
+    this.ctx = ctx;
+    this.body = root.querySelector(".drawer-body");
+    this.current = null;
+    this.opener = null;
+    this.armed = false;
+    root.querySelector(".drawer-close").addEventListener("click", () => this.close());
+  }
+
+  get open() { return this.current !== null; }
+
+  async openStep(stepId, opener) {
+    this.show({ type: "step", stepId }, opener);
+    await this.refresh();
+  }
+
+  async openEntry(entry, opener) {
+    this.show({ type: "entry", entry }, opener);
+    await this.refresh();
+  }
+
+  show(current, opener) {
+    this.current = current;
+    this.opener = opener?.dataset?.key || null;
+    this.armed = false;
+    this.root.hidden = false;
+    this.root.querySelector(".drawer-close").focus({ preventScroll: true });
+  }
+
+  close() {
+    if (!this.open) return;
+    this.current = null;
+    this.root.hidden = true;
+    const back = this.opener && document.querySelector(`[data-key="${CSS.escape(this.opener)}"]`);
+    if (back) back.focus({ preventScroll: true });
+  }
+
+  async refresh() {
+    const current = this.current;
+    if (!current) return;
+    const nodes = current.type === "step" ? await this.stepView(current.stepId) : await this.entryView(current.entry);
+    if (this.current === current) this.body.replaceChildren(...nodes.filter(Boolean));
+  }
+
+  async stepView(stepId) {
+    const step = await this.ctx.getJSON(`/api/steps/${encodeURIComponent(stepId)}`);
+    const [kind, words] = stepState(step);
+    const label = this.ctx.label;
+    return [
+      h("p", { class: "hold-ref" }, `${step.plan} · step #${step.position + 1}`),
+      h("h3", { id: "detail-title" }, step.title),
+      step.body ? h("p", { class: "step-body" }, step.body) : null,
+      h("dl", { class: "facts" },
+        h("dt", {}, "status"), h("dd", {}, h("span", { class: `pill ${kind}` }, words)),
+        h("dt", {}, "holder"), h("dd", {}, step.holder
+          ? [who(step.holder, label), " ", countdown(step.expires_at, this.ctx.leaseOf(step.step_id))]
+          : step.lapsed_holder ? [who(step.lapsed_holder, label, "gone"), " (lapsed)"] : "nobody"),
+        h("dt", {}, "fence"), h("dd", {}, String(step.fence)),
+        h("dt", {}, "waits on"), h("dd", {}, this.deps(step)),
+        h("dt", {}, "id"), h("dd", {}, h("code", {}, step.step_id))),
+      this.actions(step),
+      h("h4", {}, "History"),
+      h("ol", { class: "history" }, step.history.map((e) => h("li", { class: `ev ${KINDS[e.type] || "plain"}` },
+        h("time", { datetime: e.at }, clock(e.at, true)),
+        h("span", { class: "ev-what" }, h("strong", {}, WORDS[e.type] || e.type), " ",
+          e.session_id ? who(e.session_id, label) : h("span", { class: "quiet" }, "set-up")),
+        h("span", { class: "ev-detail" }, summary(e, label))))),
+    ];
+  }
+
+  deps(step) {
+    if (!step.depends_on.length) return "nothing";
+    const blocking = new Map(step.blockers.map((b) => [b.step_id, b]));
+    return h("ul", { class: "dep-list" }, step.depends_on.map((id) => {
+      const b = blocking.get(id);
+      return h("li", { class: b ? "open" : "met" }, b ? null : icon("completed"),
+        `#${this.ctx.stepNumber(id) ?? "?"} ${b ? b.title : this.ctx.stepTitle(id) ?? shortId(id)}`,
+        b ? h("span", { class: "quiet" }, ` (${b.status.replace("_", " ")})`) : null);
+    }));
+  }
+
+  actions(step) {
+    if (!this.ctx.operator() || step.status !== "in_progress") return null;
+    const button = h("button", {
+      class: `danger${this.armed ? " armed" : ""}`, type: "button", dataset: { key: "force-release" },
+      onclick: () => this.forceRelease(step),
+    }, this.armed ? "Confirm: force-release this claim" : "Force-release…");
+    return h("div", { class: "actions" }, button, h("p", { class: "quiet", id: "action-note" },
+      "Ends the holder's claim now; its next call with this fence is refused."));
+  }
+
+  async forceRelease(step) {
+    if (!this.armed) {
+      this.armed = true;
+      await this.refresh();
+      document.querySelector('[data-key="force-release"]')?.focus();
+      return;
+    }
+    this.armed = false;
+    const answer = await this.ctx.forceRelease(step.step_id);
+    await this.refresh();
+    const note = document.getElementById("action-note");
+    if (note && answer) note.textContent = answer;
+  }
+
+  async entryView(entry) {
+    const page = await this.ctx.getJSON(`/api/log?after=${entry.position - 1}&limit=1`);
+    const event = page.events[0];
+    const rows = event ? Object.entries({ type: event.type, stream: event.stream, version: event.version,
+      at: event.at, session: event.session_id, ...event.data }) : [];
+    return [
+      h("p", { class: "hold-ref" }, `log #${entry.position} · ${clock(entry.at, true)}`),
+      h("h3", { id: "detail-title" }, entry.session_id ? who(entry.session_id, this.ctx.label) : "ledger"),
+      h("p", { class: `entry-text ${entry.kind}` }, entry.text),
+      entry.step_id ? h("button", {
+        class: "link", type: "button", dataset: { key: `open-${entry.step_id}` },
+        onclick: (e) => this.openStep(entry.step_id, e.currentTarget),
+      }, `Open step #${entry.step_number} “${entry.step_title}” →`) : null,
+      h("h4", {}, "The event"),
+      h("dl", { class: "facts raw" }, rows.flatMap(([k, v]) => [h("dt", {}, k),
+        h("dd", {}, h("code", {}, typeof v === "string" ? v : JSON.stringify(v)))])),
+    ];
+  }
+}
