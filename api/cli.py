@@ -11,6 +11,7 @@ from api.audit_cli import audit_app
 from api.commands import plans, serve, work
 from api.db_cli import db_app
 from api.mcp import stdio as mcp_stdio
+from bench import cli as bench_cli
 from replays import cli as replays_cli
 
 app = typer.Typer(help="planledger: one dependency-aware queue of plan steps for many agents.",
@@ -42,6 +43,7 @@ app.command("timeline")(plans.timeline)
 app.add_typer(db_app, name="db")  # planledger db init / status (api/db_cli.py)
 app.add_typer(replays_cli.app, name="replay")  # planledger replay … (replays/cli.py)
 app.command("demo")(replays_cli.demo)  # planledger demo [--race] (replays/cli.py)
+app.command("bench", context_settings=bench_cli.SETTINGS)(bench_cli.bench)  # bench/cli.py
 app.add_typer(audit_app, name="audit")  # planledger audit verify (api/audit_cli.py)
 app.command("mcp")(mcp_stdio.mcp)  # planledger mcp [--db | --url]: MCP over stdio (api/mcp)
 
