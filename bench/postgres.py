@@ -12,6 +12,7 @@ appends or the cores.
     python -m bench postgres            # or: python -m bench.postgres
 """
 
+import contextlib
 import os
 import statistics
 import threading
@@ -22,14 +23,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+import psycopg
 from eventsourcing.persistence import StoredEvent
 
 from bench.timing import Figure
 from ledger.domain.events import StepClaimed
 from ledger.storage import store_settings
 from ledger.store import EventStore
-from tests.support.postgres import fresh_schema, postgres_reachable
-from tests.support.replicas import Agent, Replica, create_plan, replicas
+from tests.support.postgres import BASE_URL, fresh_schema, postgres_reachable
+from tests.support.replicas import Agent, Replica, app_name, create_plan, replicas
 
 CLIENTS = 8
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -56,22 +58,47 @@ def _machine_busy() -> tuple[float, float]:
     return (sum(values) - idle) / TICKS, sum(values) / TICKS
 
 
-def measured(count: int, work: Callable[[], object], pids: dict[str, list[int]]) -> Run:
-    """Run `work` (doing `count` operations); its rate and the CPU each group used."""
-    before = {name: sum(_process_cpu(p) for p in group) for name, group in pids.items()}
+Pids = Callable[[], dict[str, list[int]]]
+
+
+def _cpu(pids: dict[str, list[int]]) -> dict[str, dict[int, float]]:
+    found: dict[str, dict[int, float]] = {}
+    for name, group in pids.items():
+        found[name] = {}
+        for pid in group:
+            with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+                found[name][pid] = _process_cpu(pid)
+    return found
+
+
+def measured(count: int, work: Callable[[], object], pids: Pids) -> Run:
+    """Run `work` (doing `count` operations); its rate and the CPU each group of processes
+    used, in cores (CPU seconds per second of the run)."""
+    before = _cpu(pids())
     busy0, total0 = _machine_busy()
     started = time.perf_counter()
     work()
     elapsed = time.perf_counter() - started
     busy1, total1 = _machine_busy()
-    cpu = {name: (sum(_process_cpu(p) for p in group) - before[name]) / elapsed
-           for name, group in pids.items()}
+    after = _cpu(pids())
+    cpu = {name: sum(t - before[name].get(pid, 0.0) for pid, t in group.items()) / elapsed
+           for name, group in after.items()}
     cpu["machine busy"] = (busy1 - busy0) / (total1 - total0) * (os.cpu_count() or 1)
     return Run(count / elapsed, cpu)
 
 
+def backends(url: str, names: Sequence[str]) -> list[int]:
+    """PostgreSQL server processes serving connections labelled with one of `names`."""
+    with psycopg.connect(BASE_URL, autocommit=True) as conn:
+        rows = conn.execute("SELECT pid FROM pg_stat_activity WHERE application_name = ANY(%s)",
+                            (list(names),)).fetchall()
+    return [int(row[0]) for row in rows]
+
+
 def bare_inserts(url: str, count: int, writers: int) -> Run:
     """The library's insert, one event per transaction, from `writers` threads."""
+    label = f"planledger-bench-{os.getpid()}"
+    os.environ["PGAPPNAME"] = label  # labels this store's connections in pg_stat_activity
     store = EventStore(store_settings(url))
     try:
         now, run_id = datetime.now(UTC), uuid.uuid4().hex[:8]
@@ -88,9 +115,12 @@ def bare_inserts(url: str, count: int, writers: int) -> Run:
             with ThreadPoolExecutor(writers) as pool:
                 list(pool.map(insert, batches))
 
-        return measured(count // writers * writers, work, {"bench process": [os.getpid()]})
+        insert([])  # open the pool before measuring
+        return measured(count // writers * writers, work, lambda: {
+            "bench process": [os.getpid()], "postgres": backends(url, [label])})
     finally:
         store.close()
+        del os.environ["PGAPPNAME"]
 
 
 def http_claims(cluster: Sequence[Replica], count: int, slug: str) -> Run:
@@ -110,7 +140,10 @@ def http_claims(cluster: Sequence[Replica], count: int, slug: str) -> Run:
         with ThreadPoolExecutor(CLIENTS) as pool:
             list(pool.map(claim_all, agents, shares))
 
-    pids = {"replicas": [r.process.pid for r in cluster], "bench process": [os.getpid()]}
+    def pids() -> dict[str, list[int]]:
+        return {"replicas": [r.process.pid for r in cluster], "bench process": [os.getpid()],
+                "postgres": backends(cluster[0].db, [app_name(r.port) for r in cluster])}
+
     try:
         return measured(count, work, pids)
     finally:
@@ -118,10 +151,20 @@ def http_claims(cluster: Sequence[Replica], count: int, slug: str) -> Run:
             agent.close()
 
 
-def _cpu_note(runs: list[Run]) -> str:
-    keys = runs[0].cpu
-    return ", ".join(f"{k} {statistics.median(r.cpu[k] for r in runs):.2f} cores"
-                     for k in keys)
+def _per_op(runs: list[Run]) -> dict[str, float]:
+    """Median CPU milliseconds per operation for each group of processes."""
+    return {k: statistics.median(r.cpu[k] / r.rate * 1000 for r in runs) for k in runs[0].cpu}
+
+
+def _explain(label: str, runs: list[Run]) -> str:
+    """Where the CPU went per operation, and the rate 2 cores would allow at that cost."""
+    per_op = _per_op(runs)
+    ours = sum(v for k, v in per_op.items() if k != "machine busy")
+    cores = os.cpu_count() or 1
+    parts = ", ".join(f"{k} {v:.2f}" for k, v in per_op.items() if k != "machine busy")
+    return (f"{label}: {statistics.median(r.rate for r in runs):,.0f}/s; CPU ms per op: "
+            f"{parts} (sum {ours:.2f}: {cores} cores allow {cores * 1000 / ours:,.0f}/s); "
+            f"machine busy {statistics.median(r.cpu['machine busy'] for r in runs):.2f} cores")
 
 
 def run(smoke: bool = False) -> list[Figure]:
@@ -137,11 +180,10 @@ def run(smoke: bool = False) -> list[Figure]:
             for n in sizes:
                 claims[n].append(http_claims(cluster[:n], count, f"bench-{r}-{n}"))
     base = statistics.median(b.rate for b in bare)
-    print(f"bench postgres: bare inserts ({CLIENTS} threads): {base:,.0f}/s; "
-          f"CPU {_cpu_note(bare)}")
+    print(_explain(f"bench postgres: bare inserts, {CLIENTS} threads", bare))
     figures = []
     for n in sizes:
-        print(f"bench postgres: {n} replica(s): CPU {_cpu_note(claims[n])}")
+        print(_explain(f"bench postgres: claims, {n} replica(s)", claims[n]))
         figures.append(Figure(
             f"claims/s, {n} replica(s), {CLIENTS} HTTP clients", statistics.median(
                 c.rate for c in claims[n]), "claims/s",

@@ -65,10 +65,17 @@ class Replica:
         self.log.close()
 
 
+def app_name(port: int) -> str:
+    return f"planledger-replica-{port}"
+
+
 def launch_replica(db: str, extra_env: dict[str, str] | None = None) -> Replica:
     """Start `planledger serve` on a free port, without waiting for it."""
     port = free_port()
-    env = {**os.environ, "PLANLEDGER_SECRET": SECRET, **(extra_env or {})}
+    # PGAPPNAME labels the replica's database connections (pg_stat_activity), so a test or
+    # a benchmark can find the server processes working for it.
+    env = {**os.environ, "PLANLEDGER_SECRET": SECRET, "PGAPPNAME": app_name(port),
+           **(extra_env or {})}
     # Output goes to a file, not a pipe: a pipe nobody reads fills up and stalls the server.
     output = tempfile.NamedTemporaryFile(prefix=f"planledger-{port}-", suffix=".log")  # noqa: SIM115 (closed by stop)
     process = subprocess.Popen(
