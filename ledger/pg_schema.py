@@ -83,12 +83,15 @@ def init_schema(db: str) -> SchemaReport:
         if missing:
             conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(
                 sql.Identifier(schema)))
-            EventStore({**store_settings(db), "CREATE_TABLE": "yes"}).close()
+            # Both spellings: the library reads PLANLEDGER_CREATE_TABLE before CREATE_TABLE.
+            EventStore({**store_settings(db), "CREATE_TABLE": "yes",
+                        "PLANLEDGER_CREATE_TABLE": "yes"}).close()
         return SchemaReport(schema, missing)
 
 
 def ensure_schema(db: str) -> SchemaReport:
-    """Init the schema only when part of it is missing: one query when all is there."""
+    """Init the schema only when part of it is missing; when all is there, that costs one
+    short connection and two catalog lookups, and no lock."""
     schema = postgres_options(db)["schema"]
     if not missing_objects(db):
         return SchemaReport(schema, ())

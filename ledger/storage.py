@@ -121,6 +121,7 @@ def _postgres_settings(url: str) -> dict[str, str]:
         # The library's CREATE TABLE is not safe from several processes at once: replicas
         # never create tables; `planledger db init` (ledger.pg_schema) does, under a lock.
         "CREATE_TABLE": "no",
+        "PLANLEDGER_CREATE_TABLE": "no",  # the library reads this spelling first
         # Kept off on purpose: its insert function skips the table lock, so a reader
         # tailing the log could pass over an event that commits late.
         "POSTGRES_ENABLE_DB_FUNCTIONS": "no",
