@@ -99,6 +99,9 @@ class PgFollower:
             self._stopping.wait(RESTART_BACKOFF_SECONDS)
 
     def _follow_subscription(self) -> None:
+        # What is already in the log comes in pages (a new replica folds the whole log);
+        # the subscription then hands over each new notification as it is committed.
+        self._catch_up()
         with self.store.recorder.subscribe(gt=self.position) as subscription:
             self._subscription = subscription
             if self._stopping.is_set():  # stop() came before the subscription existed
@@ -107,8 +110,8 @@ class PgFollower:
                 self._advance([note])
 
     def _resync(self) -> None:
-        """Pull directly whenever nothing has moved for a while: bounds the delay of an
-        append whose NOTIFY found no listener."""
+        """Pull directly every `resync_seconds`: bounds the delay of an append whose NOTIFY
+        found no listener (one indexed query, which usually finds nothing)."""
         while not self._stopping.wait(self._resync_seconds):
             try:
                 self._catch_up()

@@ -13,12 +13,16 @@ from eventsourcing.persistence import Notification
 from psycopg import sql
 
 from api.runtime import open_runtime
+from ledger.application import NewStep
 from ledger.domain.events import SessionStarted
-from ledger.domain.ids import SessionId
+from ledger.domain.ids import PlanSlug, SessionId
 from ledger.pg_schema import EVENTS_TABLE
+from ledger.runtime import SystemClock
 from ledger.storage import postgres_options, store_settings
 from ledger.store import EventStore
+from projections.follower import follow
 from projections.pg_follower import PgFollower
+from projections.readmodel import ReadModel
 from tests.support.fakes import EPOCH
 from tests.support.postgres import BASE_URL, fresh_schema
 
@@ -149,3 +153,26 @@ def test_a_follower_whose_listening_connection_is_killed_resubscribes_and_misses
         follower.stop()
         store.close()
     assert seen.ids == [1, 2] and follower.errors >= 1
+
+
+def test_a_read_model_that_never_pulls_sees_another_processs_claim_through_follow(
+    pg: str,
+) -> None:
+    writer = open_runtime(pg)
+    _, (first, second) = writer.ledger.create_plan(
+        "p", "Plan", steps=[NewStep("first"), NewStep("second")])
+    store = EventStore(store_settings(pg))
+    model = ReadModel(store, SystemClock(), pull_on_read=False)
+    follower = follow(model)
+    try:
+        assert isinstance(follower, PgFollower)
+        assert follower.wait_for(store.recorder.max_notification_id() or 0, timeout=10)
+        assert model.ready(PlanSlug("p")) == [first, second]
+        session = writer.ledger.start_session("other replica")
+        writer.ledger.claim(first, session.id)
+        assert follower.wait_for(store.recorder.max_notification_id() or 0, timeout=5)
+        assert model.ready(PlanSlug("p")) == [second]
+    finally:
+        follower.stop()
+        store.close()
+        writer.close()
