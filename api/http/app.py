@@ -19,6 +19,7 @@ from api.console.routes import install_console
 from api.errors import ApiError, Replayed, problem
 from api.http import routes_log, routes_plans, routes_sessions, routes_steps
 from api.identity import Identity, load_secret
+from api.mcp.http import install_mcp
 from api.runtime import Runtime
 from api.schemas import ErrorOut
 from api.service import Service
@@ -46,6 +47,7 @@ def create_app(runtime: Runtime, settings: Settings, identity: Identity | None =
                    routes_log.router, routes_log.ops):
         app.include_router(router)
     install_console(app)
+    install_mcp(app, app.state.service, settings.host)  # /mcp: the MCP tools (api/mcp)
     _install_errors(app)
     _install_latency(app)
     return app

@@ -1,0 +1,41 @@
+"""The tools' typed arguments: what each means, for the input schemas agents read.
+
+Ranges the ledger checks (lease length, titles) are left to the ledger, so its message is
+the one an agent sees; only ids and slugs are checked here, at the door, as the HTTP API
+checks its path parameters, so no odd string ever reaches a database driver.
+"""
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from ledger.domain.claims import DEFAULT_LEASE_SECONDS, MAX_LEASE_SECONDS, MIN_LEASE_SECONDS
+from ledger.domain.plans import SLUG_PATTERN
+
+ID_PATTERN = r"^[0-9A-Za-z_-]{1,64}$"  # the HTTP API's StepPath/SessionPath pattern
+
+StepId = Annotated[str, Field(
+    pattern=ID_PATTERN, description="The step id (a ULID from tasks_ready or tasks_list).",
+    examples=["01KXMRCX4W2M8YB5Q2Y3V9ZP7N"])]
+StepIds = Annotated[list[StepId], Field(max_length=200)]
+Plan = Annotated[str, Field(pattern=SLUG_PATTERN.pattern, description="The plan's slug.",
+                            examples=["auth-refresh"])]
+MaybePlan = Annotated[str | None, Field(
+    pattern=SLUG_PATTERN.pattern, description="The plan's slug; may be left out while only "
+    "one plan is in motion.", examples=["auth-refresh"])]
+SessionArg = Annotated[str | None, Field(
+    pattern=ID_PATTERN, description="Act for this session. Leave out to act for the session "
+    "started on this connection; a session started elsewhere also needs its token.")]
+TokenArg = Annotated[str | None, Field(
+    max_length=200, description="The token session_start returned. Needed with a session "
+    "started on another connection, and on every call of a client that keeps no connection "
+    "(it names its session, so session_id may then be left out).")]
+Lease = Annotated[int | None, Field(
+    description=f"Lease length in seconds ({MIN_LEASE_SECONDS}..{MAX_LEASE_SECONDS}); the "
+    f"server default ({DEFAULT_LEASE_SECONDS} s unless configured) when left out.",
+    examples=[900])]
+Fence = Annotated[int | None, Field(
+    description="The fence your claim was granted (tasks_claim returned it). If you lost the "
+    "claim meanwhile (your lease lapsed and another session claimed), the call is refused "
+    "as stale instead of closing work you no longer hold.")]
+Status = Literal["open", "in_progress", "done", "dropped"]

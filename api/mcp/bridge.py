@@ -1,0 +1,94 @@
+"""`planledger mcp --url`: one agent on stdio, relayed to a running server's `/mcp`.
+
+The tools, their rules and the session this connection starts all live on the server: the
+relay holds one MCP connection to it (handshake era, so the server remembers the session
+started on it) and passes tools/list and tools/call through, with the SDK's client and
+server on either side. If the server drops the connection (it forgets idle ones after 30
+minutes, or it restarted), the failing call says so and the next call connects afresh.
+"""
+
+import anyio
+from anyio.abc import TaskGroup, TaskStatus
+from mcp import Client
+from mcp.server import Server, ServerRequestContext
+from mcp.server.stdio import stdio_server
+from mcp.types import (
+    CallToolRequestParams,
+    CallToolResult,
+    ListToolsResult,
+    PaginatedRequestParams,
+    TextContent,
+)
+
+from api.mcp.http import PATH
+from api.mcp.server import INSTRUCTIONS
+
+
+def mcp_url(url: str) -> str:
+    """The server's MCP endpoint from its base URL (or the endpoint itself)."""
+    base = url.rstrip("/")
+    return base if base.endswith(PATH) else base + PATH
+
+
+class Relay:
+    """The upstream connection, held open by a task of its own (the SDK client's scopes
+    must close in the task that opened them), and reopened after a failure."""
+
+    def __init__(self, url: str, tasks: TaskGroup) -> None:
+        self.url = url
+        self.tasks = tasks
+        self.client: Client | None = None
+        self._done = anyio.Event()
+
+    async def _hold(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        done = self._done = anyio.Event()
+        held: Client | None = None
+        try:
+            async with Client(self.url, mode="legacy") as client:
+                self.client = held = client
+                task_status.started()
+                await done.wait()
+        except Exception:
+            if held is None:
+                raise  # could not connect: the caller of start() hears it
+            if self.client is held:
+                self.client = None  # the connection broke: the next call reconnects
+
+    async def connect(self) -> Client:
+        if self.client is None:
+            await self.tasks.start(self._hold)
+        assert self.client is not None
+        return self.client
+
+    def drop(self) -> None:
+        self.client = None
+        self._done.set()
+
+    async def list_tools(self, ctx: ServerRequestContext, params: PaginatedRequestParams | None,
+                         ) -> ListToolsResult:
+        client = await self.connect()
+        return await client.list_tools(cursor=params.cursor if params else None)
+
+    async def call_tool(self, ctx: ServerRequestContext, params: CallToolRequestParams,
+                        ) -> CallToolResult:
+        try:
+            client = await self.connect()
+            return await client.call_tool(params.name, params.arguments)
+        except Exception as error:  # the connection, not the tool: tool errors are results
+            self.drop()
+            text = (f"lost the connection to {self.url} ({error}); the next call reconnects. "
+                    "The server forgets the session started on a lost connection: call "
+                    "session_start again, or pass session_id and token.")
+            return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+
+
+async def serve_bridge(url: str) -> None:
+    """Relay stdin/stdout to the server at `url` until stdin closes."""
+    async with anyio.create_task_group() as tasks:
+        relay = Relay(mcp_url(url), tasks)
+        await relay.connect()  # fail fast when the server is not there
+        server: Server = Server("planledger", version="0.1.0", instructions=INSTRUCTIONS,
+                                on_list_tools=relay.list_tools, on_call_tool=relay.call_tool)
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+        relay.drop()

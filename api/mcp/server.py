@@ -1,0 +1,80 @@
+"""The MCP server over a `Service`: every tool, and refusals as tool errors.
+
+A refusal (a bounce, a blocked or closed step, an unknown id, a bad argument) answers a
+tool error whose text is the same message the HTTP API and the CLI give, from
+`api.errors.problem`; nothing an argument can do stops the server. An unexpected failure
+is logged and answered with the SDK's generic tool error.
+"""
+
+import inspect
+import logging
+from typing import Any
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, InputRequiredResult, TextContent
+from pydantic import ValidationError
+
+from api.errors import problem
+from api.mcp.acting import Connections
+from api.mcp.tools_claims import ClaimTools
+from api.mcp.tools_plans import PlanTools
+from api.mcp.tools_sessions import SessionTools
+from api.mcp.tools_steps import StepTools
+from api.service import Service
+
+log = logging.getLogger("planledger.mcp")
+
+INSTRUCTIONS = """planledger: one dependency-aware queue of plan steps shared by several
+agents; a claimed step is never worked twice. Call session_start first and read the
+constraints in its briefing. To pick up work: tasks_ready(plan), tasks_claim(id) the first
+ready step (or tasks_claim_next(plan)), re-claim it as a heartbeat while you work, then
+tasks_complete(id). If a claim bounces (`task already claimed: held by ...`), leave that
+step alone: call tasks_ready again and claim from the fresh list. session_end when you stop."""
+
+
+class LedgerMCP(MCPServer[Any]):
+    """The SDK's server, answering refusals with the API's own messages."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any],
+                        context: Context[Any, Any] | None = None,
+                        ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as error:
+            text = refusal(error.__cause__)
+            if text is None:
+                raise
+            log.info("tool %s refused: %s", name, text)
+            return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+
+
+def refusal(cause: BaseException | None) -> str | None:
+    """The message that answers a refused call; None for an unexpected failure."""
+    if isinstance(cause, ValidationError):
+        return readable(cause)
+    if cause is None:
+        return None
+    status, body = problem(cause)
+    return None if status == 500 else body.message
+
+
+def readable(error: ValidationError) -> str:
+    """`invalid input: id: Field required; lease_seconds: ...`, naming each argument."""
+    parts = []
+    for item in error.errors()[:5]:
+        where = ".".join(str(p) for p in item["loc"]) or "arguments"
+        parts.append(f"{where}: {item['msg']}")
+    return "invalid input: " + "; ".join(parts)
+
+
+def build_server(service: Service, single_connection: bool) -> LedgerMCP:
+    """The tools over `service`. `single_connection`: the process serves one connection
+    (stdio), so the session it starts acts for every later call."""
+    server = LedgerMCP("planledger", title="planledger", version="0.1.0",
+                       instructions=INSTRUCTIONS, log_level="WARNING")
+    connections = Connections(service.identity, single=single_connection)
+    for group in (SessionTools, StepTools, ClaimTools, PlanTools):
+        for tool in group(service, connections).tools():
+            server.add_tool(tool, description=inspect.cleandoc(tool.__doc__ or ""))
+    return server

@@ -1,0 +1,51 @@
+"""What every group of tools shares: the service, the connections, the acting session."""
+
+from collections.abc import Callable
+from typing import Any
+
+from mcp.server.mcpserver import Context
+
+from api.mcp.acting import Connections
+from api.mcp.briefing import plans_in_motion
+from api.runtime import Runtime
+from api.service import Service
+from ledger.domain.errors import InvalidInput
+from ledger.domain.ids import SessionId
+
+
+class Tools:
+    """A group of tools; `tools()` lists the bound methods the server registers."""
+
+    def __init__(self, service: Service, connections: Connections) -> None:
+        self.service = service
+        self.connections = connections
+
+    @property
+    def runtime(self) -> Runtime:
+        return self.service.runtime
+
+    def tools(self) -> list[Callable[..., Any]]:
+        raise NotImplementedError
+
+    def connection(self, ctx: Context[Any, Any]) -> str | None:
+        return self.connections.key(ctx.headers)
+
+    def actor(self, ctx: Context[Any, Any], session_id: str | None, token: str | None,
+              ) -> SessionId:
+        return self.connections.actor(self.connection(ctx), session_id, token)
+
+    def maybe_actor(self, ctx: Context[Any, Any], session_id: str | None, token: str | None,
+                    ) -> SessionId | None:
+        return self.connections.maybe_actor(self.connection(ctx), session_id, token)
+
+    def plan_or_only(self, plan: str | None) -> str:
+        """The named plan, else the only plan in motion; never a guess between several."""
+        if plan:
+            return plan
+        moving = [p.slug for p in plans_in_motion(self.runtime)]
+        if len(moving) == 1:
+            return moving[0]
+        if not moving:
+            raise InvalidInput("plan", "no plan is in motion: name one (plans_list shows all)")
+        raise InvalidInput("plan", f"{len(moving)} plans are in motion ({', '.join(moving)}): "
+                                   "name one")

@@ -1,0 +1,72 @@
+"""Claiming and closing steps: tasks_claim (and heartbeat), tasks_claim_next,
+tasks_complete, tasks_release, tasks_drop."""
+
+from collections.abc import Callable
+from typing import Any
+
+from mcp.server.mcpserver import Context
+
+from api import views
+from api.mcp.args import Fence, Lease, Plan, SessionArg, StepId, TokenArg
+from api.mcp.schemas import StepClosedOut
+from api.mcp.toolbase import Tools
+from api.schemas import ClaimNextOut, ClaimOut, StepChangeOut
+
+
+class ClaimTools(Tools):
+    def tools(self) -> list[Callable[..., Any]]:
+        return [self.tasks_claim, self.tasks_claim_next, self.tasks_complete,
+                self.tasks_release, self.tasks_drop]
+
+    def tasks_claim(self, ctx: Context[Any, Any], id: StepId, lease_seconds: Lease = None,
+                    session_id: SessionArg = None, token: TokenArg = None) -> ClaimOut:
+        """Claim a step before working on it: it moves to in_progress, held by your
+        session, with a lease (`expires_at`) and a `fence`. Of any claims made at the same
+        moment exactly one lands. Claiming a step you already hold is your heartbeat: it
+        extends the lease and keeps the fence, so re-claim well before `expires_at` while
+        you work (a lapsed lease lets another agent take the step over).
+        Errors: `task already claimed: held by "<session>"` means another agent got there
+        first: do not work on that step; call tasks_ready again and claim from the fresh
+        list. `task blocked` names the steps it waits on; `task closed` means it is done or
+        dropped already."""
+        actor = self.actor(ctx, session_id, token)
+        return self.service.claim(id, actor, lease_seconds)
+
+    def tasks_claim_next(self, ctx: Context[Any, Any], plan: Plan, lease_seconds: Lease = None,
+                         session_id: SessionArg = None, token: TokenArg = None) -> ClaimNextOut:
+        """Pick and claim the plan's first ready step (oldest first) in one atomic call,
+        skipping any step another agent wins meanwhile, so you never get a bounce. Answers
+        the claim (as tasks_claim does), or `claimed: null` with `reason` saying why
+        nothing is ready: all_held (others hold every open step: wait or ask), all_blocked
+        (everything open waits on unfinished steps), all_done (the plan is finished),
+        empty, or none_ready (a mix)."""
+        actor = self.actor(ctx, session_id, token)
+        return self.service.claim_next(plan, actor, lease_seconds)
+
+    def tasks_complete(self, ctx: Context[Any, Any], id: StepId, fence: Fence = None,
+                       session_id: SessionArg = None, token: TokenArg = None) -> StepClosedOut:
+        """Mark a step you hold done once its work is finished; this releases it and
+        unblocks the steps that wait on it. Answers the plan's progress line. Refused with
+        `not the holder` if your claim lapsed or you never held it (claim it again first),
+        or `stale fence` if someone else claimed it since your grant."""
+        actor = self.actor(ctx, session_id, token)
+        return self._closed(self.service.complete(id, actor, fence))
+
+    def tasks_release(self, ctx: Context[Any, Any], id: StepId, fence: Fence = None,
+                      session_id: SessionArg = None, token: TokenArg = None) -> StepClosedOut:
+        """Give back a step you hold without finishing it (you are stopping, or it is not
+        yours to do); it is claimable by anyone at once. Holder only."""
+        actor = self.actor(ctx, session_id, token)
+        return self._closed(self.service.release(id, actor, fence))
+
+    def tasks_drop(self, ctx: Context[Any, Any], id: StepId, fence: Fence = None,
+                   session_id: SessionArg = None, token: TokenArg = None) -> StepClosedOut:
+        """Drop a step that should not be done at all; it stops blocking the steps that
+        wait on it. Allowed to its live holder, or to anyone while nobody holds it."""
+        actor = self.maybe_actor(ctx, session_id, token)
+        return self._closed(self.service.drop(id, actor, fence))
+
+    def _closed(self, change: StepChangeOut) -> StepClosedOut:
+        plan = self.runtime.ledger.step(change.step_id)[0].plan
+        return StepClosedOut(**dict(change), plan=plan,
+                             progress=views.plan(self.runtime, plan).progress.line)

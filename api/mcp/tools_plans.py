@@ -1,0 +1,47 @@
+"""Plans: plans_create, plans_list, plans_show."""
+
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import Context
+from pydantic import Field
+
+from api import views
+from api.mcp.args import Plan, SessionArg, TokenArg
+from api.mcp.toolbase import Tools
+from api.schemas import PlanCreatedOut, PlanIn, PlanOut, PlanStepIn, PlanSummaryOut
+
+Steps = Annotated[list[PlanStepIn | str] | None, Field(
+    description="The steps in order: a title, or {key, title, body, depends_on} where "
+    "depends_on names the keys of earlier steps (or ids of existing steps).")]
+Constraints = Annotated[dict[str, str] | None, Field(
+    description="Named rules every step must honour, e.g. {'rate-limit-not-in-memory': "
+    "'use shared storage for the refresh rate limit'}. Agents see them at session_start.")]
+
+
+class PlanTools(Tools):
+    def tools(self) -> list[Callable[..., Any]]:
+        return [self.plans_create, self.plans_list, self.plans_show]
+
+    def plans_create(self, ctx: Context[Any, Any], slug: Plan,
+                     title: Annotated[str, Field(description="What the plan achieves.")],
+                     steps: Steps = None, constraints: Constraints = None,
+                     session_id: SessionArg = None, token: TokenArg = None) -> PlanCreatedOut:
+        """Create a plan with its steps and constraints in one go. Steps depend on earlier
+        ones by key, so the plan's order of work is explicit: a step is ready only once
+        its dependencies are done. Answers each step's id. Refused if the slug is taken,
+        or a dependency is unknown or would close a cycle (named)."""
+        actor = self.maybe_actor(ctx, session_id, token)
+        listed = [PlanStepIn(key=None, title=s) if isinstance(s, str) else s for s in steps or []]
+        plan = PlanIn(slug=slug, title=title, constraints=constraints or {}, steps=listed)
+        return self.service.create_plan(plan, actor)
+
+    def plans_list(self) -> list[PlanSummaryOut]:
+        """Every plan with its progress line ("4/6 done, 1 claimable, 0 in flight"),
+        oldest first. plans_show gives one plan's steps and constraints."""
+        return views.plans(self.runtime)
+
+    def plans_show(self, slug: Plan) -> PlanOut:
+        """One plan: its constraints, its progress line ("4/6 done, 1 claimable, 0 in
+        flight") and every step with status, holder and blockers, oldest first."""
+        return views.plan(self.runtime, slug)

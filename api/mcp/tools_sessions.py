@@ -1,0 +1,48 @@
+"""session_start and session_end: an agent's identity on the ledger."""
+
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import Context
+from pydantic import Field
+
+from api.mcp.args import SessionArg, TokenArg
+from api.mcp.briefing import briefing
+from api.mcp.schemas import SessionBriefingOut
+from api.mcp.toolbase import Tools
+from api.schemas import SessionEndOut
+
+Name = Annotated[str | None, Field(max_length=300, description="A label people see on the "
+                                   "timeline and the console, e.g. 'agent A'.")]
+STATELESS = ("This client keeps no MCP connection, so nothing is remembered between calls: "
+             "pass token on every call that acts for your session.")
+
+
+class SessionTools(Tools):
+    def tools(self) -> list[Callable[..., Any]]:
+        return [self.session_start, self.session_end]
+
+    def session_start(self, ctx: Context[Any, Any], name: Name = None) -> SessionBriefingOut:
+        """Start your session: call this first. Every claim names a session, and this
+        connection acts for the session it started, so the other tools need no session
+        arguments. Returns session_id, a secret token (a client that reconnects per call
+        passes it as `token` on every call; keep it private) and a briefing: the plans in
+        motion with their progress and the constraints their steps must honour. Read the
+        constraints before you work. End with session_end when you stop."""
+        started = self.service.start_session(name)
+        connection = self.connection(ctx)
+        self.connections.remember(connection, started.session_id)
+        brief = briefing(self.runtime, started)
+        if connection is None:
+            brief.briefing += f"\n{STATELESS}"
+        return brief
+
+    def session_end(self, ctx: Context[Any, Any], session_id: SessionArg = None,
+                    token: TokenArg = None) -> SessionEndOut:
+        """End your session when you stop working: every step it still holds is released
+        at once (listed in `released`) so other agents can claim them. Finish or release
+        your steps first where you can; an ended session can do nothing more."""
+        actor = self.actor(ctx, session_id, token)
+        ended = self.service.end_session(actor)
+        self.connections.forget(actor)
+        return ended

@@ -1,0 +1,97 @@
+"""Reading and shaping steps: tasks_ready, tasks_list, tasks_add, tasks_update."""
+
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import Context
+from pydantic import Field
+
+from api import views
+from api.mcp.args import Fence, Lease, MaybePlan, SessionArg, Status, StepId, StepIds, TokenArg
+from api.mcp.schemas import TasksOut
+from api.mcp.toolbase import Tools
+from api.schemas import DependenciesIn, ReadyOut, StepIn, StepOut, StepRefOut, StepRevisionIn
+from ledger.domain.ids import SessionId
+from ledger.domain.state import SATISFYING
+
+Title = Annotated[str, Field(description="What the step does, in one line.")]
+Body = Annotated[str | None, Field(description="Details: acceptance criteria, files, notes.")]
+
+
+class StepTools(Tools):
+    def tools(self) -> list[Callable[..., Any]]:
+        return [self.tasks_ready, self.tasks_list, self.tasks_add, self.tasks_update]
+
+    def tasks_ready(self, ctx: Context[Any, Any], plan: MaybePlan = None,
+                    session_id: SessionArg = None, token: TokenArg = None) -> ReadyOut:
+        """What you may claim in a plan right now. `ready`: claimable steps, oldest first
+        (take the first unless you have a reason not to); a step whose holder's lease
+        lapsed is claimable too and names that `lapsed_holder`. `held`: steps other agents
+        hold, with `holder` and `expires_at`. `blocked`: steps waiting on the `blockers`
+        listed with each. Call it before you claim and again after a bounce. With your
+        session, the listing is recorded so the plan's timeline shows what you chose from."""
+        actor = self.maybe_actor(ctx, session_id, token)
+        return self.service.ready(self.plan_or_only(plan), actor)
+
+    def tasks_list(self, id: Annotated[StepId | None, Field(description="One step, with its "
+                   "history.")] = None, plan: MaybePlan = None,
+                   status: Status | None = None) -> TasksOut:
+        """Steps with their status, holder, fence and blockers. With `id`: that step and
+        its history (every claim, bounce, heartbeat and release, oldest first). Else the
+        steps of `plan` (or of every plan), oldest first, optionally only those in
+        `status`. To choose what to work on, use tasks_ready instead."""
+        if id is not None:
+            detail = views.step_detail(self.runtime, id)
+            step = StepOut.model_validate(detail.model_dump(exclude={"history"}))
+            return TasksOut(steps=[step], history=detail.history)
+        slugs = [plan] if plan else [p.slug for p in views.plans(self.runtime)]
+        steps = [s for slug in slugs for s in views.plan(self.runtime, slug).steps]
+        return TasksOut(steps=[s for s in steps if status is None or s.status == status],
+                        history=None)
+
+    def tasks_add(self, ctx: Context[Any, Any], title: Title, body: Body = None,
+                  plan: MaybePlan = None, depends_on: StepIds | None = None,
+                  session_id: SessionArg = None, token: TokenArg = None) -> StepRefOut:
+        """Add a step to a plan (work you found that the plan lacks). `depends_on` lists
+        step ids that must be done (or dropped) before it is ready. A dependency that is
+        unknown, on the step itself or that would close a cycle is refused by name."""
+        actor = self.maybe_actor(ctx, session_id, token)
+        step = StepIn(title=title, body=body or "", depends_on=depends_on or [])
+        return self.service.add_step(self.plan_or_only(plan), step, actor)
+
+    def tasks_update(self, ctx: Context[Any, Any], id: StepId, status: Status | None = None,
+                     title: Annotated[str | None, Field(description="A new title.")] = None,
+                     body: Body = None, add_depends_on: StepIds | None = None,
+                     fence: Fence = None, lease_seconds: Lease = None,
+                     session_id: SessionArg = None, token: TokenArg = None) -> StepOut:
+        """Change a step: revise `title`/`body`, add dependencies (`add_depends_on`), and/or
+        move its `status`: in_progress claims it (as tasks_claim), done completes it (as
+        tasks_complete; you must hold it), dropped drops it (as tasks_drop), open releases
+        your claim or reopens a done or dropped step. Applied in that order: revision,
+        dependencies, status; each refusal reads as that tool's would. Answers the step."""
+        actor = self.maybe_actor(ctx, session_id, token)
+        if title is not None or body is not None:
+            self.service.revise_step(id, StepRevisionIn(title=title, body=body), actor)
+        if add_depends_on:
+            self.service.declare_dependencies(id, DependenciesIn(depends_on=add_depends_on),
+                                              actor)
+        if status is not None:
+            self._move(ctx, id, status, fence, lease_seconds, (session_id, token))
+        detail = views.step_detail(self.runtime, id)
+        return StepOut.model_validate(detail.model_dump(exclude={"history"}))
+
+    def _move(self, ctx: Context[Any, Any], step_id: str, status: Status, fence: int | None,
+              lease: int | None, who: tuple[str | None, str | None]) -> None:
+        def actor() -> SessionId:
+            return self.actor(ctx, *who)
+
+        if status == "dropped":
+            self.service.drop(step_id, self.maybe_actor(ctx, *who), fence)
+        elif status == "in_progress":
+            self.service.claim(step_id, actor(), lease)
+        elif status == "done":
+            self.service.complete(step_id, actor(), fence)
+        elif self.runtime.ledger.step(step_id)[0].status in SATISFYING:  # closed: reopen it
+            self.service.reopen(step_id, self.maybe_actor(ctx, *who))
+        else:
+            self.service.release(step_id, actor(), fence)
