@@ -80,14 +80,19 @@ function pickPlan(snap) {
   return busy ? busy.slug : slugs[slugs.length - 1] || null;
 }
 
+const timelineOf = (slug) => getJSON(`/api/timeline?plan=${encodeURIComponent(slug)}`);
+
 async function load() {
   const sent = Date.now();
-  const asked = state.plan ? `?plan=${encodeURIComponent(state.plan)}` : "";
-  const snap = await getJSON(`/api/console${asked}`);
+  const asked = state.plan;
+  // Both reads at once when the plan is known: one round trip, not two, per change.
+  const [snap, early] = await Promise.all([
+    getJSON(`/api/console${asked ? `?plan=${encodeURIComponent(asked)}` : ""}`),
+    asked ? timelineOf(asked).catch(() => null) : null]);
   setServerTime(snap.now, sent, Date.now());
   state.plan = pickPlan(snap);
-  const timeline = state.plan ? await getJSON(`/api/timeline?plan=${encodeURIComponent(state.plan)}`) : null;
-  if (state.plan && !snap.details.some((p) => p.slug === state.plan) && asked === "") {
+  const timeline = state.plan === asked && early ? early : state.plan ? await timelineOf(state.plan) : null;
+  if (state.plan && !snap.details.some((p) => p.slug === state.plan) && state.plan !== asked) {
     again = true;  // a finished plan chosen on the first read: its steps come with the next
   }
   state.snap = snap;
@@ -113,9 +118,13 @@ function render() {
   $("loose-count").textContent = String(document.querySelectorAll("#loose-list li").length);
   $("plan-list").replaceChildren(...renderPlans(snap, ctx));
   $("plan-tabs").replaceChildren(...renderTabs(snap, state.plan, ctx));
-  scroller.replaceChildren(renderTimeline(state.timeline, ctx));
-  if (atEnd) scroller.scrollTop = scroller.scrollHeight;
-  scroller.dataset.drawn = "1";
+  const entries = state.timeline?.entries || [];
+  const drawn = `${state.plan}:${entries.length}:${entries[entries.length - 1]?.position}`;
+  if (scroller.dataset.drawn !== drawn) {  // the longest section: rebuilt only when it grew
+    scroller.replaceChildren(renderTimeline(state.timeline, ctx));
+    if (atEnd) scroller.scrollTop = scroller.scrollHeight;
+    scroller.dataset.drawn = drawn;
+  }
   renderOperator();
   flash();
   if (focused) document.querySelector(`[data-key="${CSS.escape(focused)}"]`)?.focus({ preventScroll: true });
@@ -253,9 +262,8 @@ document.addEventListener("keydown", (event) => {
   }
 });
 $("operator").addEventListener("click", toggleOperator);
-$("token-unlock").addEventListener("click", unlock);
+$("token-form").addEventListener("submit", (event) => { event.preventDefault(); unlock(); });
 $("token-cancel").addEventListener("click", () => $("token-dialog").close());
-$("token-input").addEventListener("keydown", (event) => { if (event.key === "Enter") unlock(); });
 
 const wanted = new URLSearchParams(location.hash.slice(1)).get("plan");
 if (wanted) state.plan = wanted;

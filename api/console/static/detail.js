@@ -75,7 +75,11 @@ export class Drawer {
     const current = this.current;
     if (!current) return;
     const nodes = current.type === "step" ? await this.stepView(current.stepId) : await this.entryView(current.entry);
-    if (this.current === current) this.body.replaceChildren(...nodes.filter(Boolean));
+    if (this.current !== current) return;
+    const focused = this.body.contains(document.activeElement) ? document.activeElement.dataset.key : null;
+    this.body.replaceChildren(...nodes.filter(Boolean));
+    const again = focused && this.body.querySelector(`[data-key="${CSS.escape(focused)}"]`);
+    if (again) again.focus({ preventScroll: true });
   }
 
   async stepView(stepId) {
@@ -99,7 +103,8 @@ export class Drawer {
       h("ol", { class: "history" }, step.history.map((e) => h("li", { class: `ev ${KINDS[e.type] || "plain"}` },
         h("time", { datetime: e.at }, clock(e.at, true)),
         h("span", { class: "ev-what" }, h("strong", {}, WORDS[e.type] || e.type), " ",
-          e.session_id ? who(e.session_id, label) : h("span", { class: "quiet" }, "set-up")),
+          e.session_id ? who(e.session_id, label)
+            : h("span", { class: "quiet" }, e.data.reason === "forced" ? "operator" : "no session")),
         h("span", { class: "ev-detail" }, summary(e, label))))),
     ];
   }
