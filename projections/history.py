@@ -19,7 +19,7 @@ from datetime import datetime
 from ledger.domain.events import LedgerEvent
 from ledger.domain.ids import StepId
 from ledger.store import EventStore
-from projections.log import PAGE, Positioned, at_positions, pages
+from projections.log import PAGE, Positioned, at_positions, pages, paused_gc
 from projections.queryable import Queryable
 from projections.results import HistoryEntry
 from projections.view import TIMELESS, LedgerView
@@ -66,7 +66,8 @@ def as_of(
     view = LedgerView()
     for batch in pages(store, 0, page, stop=position):
         kept = _until(batch, time)
-        view.apply_all(kept)
+        with paused_gc():
+            view.apply_all(kept)
         if len(kept) < len(batch):
             break
     return AsOf(store, view, time or view.last_time or TIMELESS)

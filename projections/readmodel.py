@@ -31,7 +31,7 @@ from ledger.store import EventStore
 from projections import queries
 from projections.checkpoints import CheckpointRecorder
 from projections.history import AsOf, as_of, step_history
-from projections.log import PAGE, decode, page_after
+from projections.log import PAGE, decode, page_after, paused_gc
 from projections.queryable import Queryable
 from projections.results import HistoryEntry
 from projections.view import FORMAT, LedgerView
@@ -113,7 +113,8 @@ class ReadModel(Queryable, CandidateView):
             fresh = notes if not notes or notes[0].id > position else [
                 note for note in notes if note.id > position]
             if fresh:
-                self._view.apply_all(decode(self.store, fresh))
+                with paused_gc():
+                    self._view.apply_all(decode(self.store, fresh))
                 self._advanced.notify_all()
             return self._view.position
 
@@ -145,7 +146,8 @@ class ReadModel(Queryable, CandidateView):
         while True:
             notes = page_after(self.store, fresh.position, self.page)
             if notes:
-                fresh.apply_all(decode(self.store, notes))
+                with paused_gc():
+                    fresh.apply_all(decode(self.store, notes))
             if len(notes) < self.page:
                 break
         with self._lock:
