@@ -1,9 +1,11 @@
 """The MCP server over streamable HTTP, at `/mcp` on the FastAPI app.
 
 The SDK's session manager needs a task group for the app's lifetime, so it runs inside the
-app's lifespan (uvicorn's default; an app served with `lifespan="off"` has no `/mcp`).
-Bound to a loopback address, the SDK also refuses requests whose Host or Origin is not
-local (DNS-rebinding protection).
+app's lifespan (uvicorn's default; an app served with `lifespan="off"` has no `/mcp`). A
+manager runs only once, so each run of the lifespan (a test client may enter it again)
+gets a fresh one, and the route always hands requests to the current one. Bound to a
+loopback address, the SDK also refuses requests whose Host or Origin is not local
+(DNS-rebinding protection).
 """
 
 from collections.abc import AsyncIterator
@@ -11,22 +13,34 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
-from api.mcp.server import build_server
+from api.mcp.server import LedgerMCP, build_server
 from api.service import Service
 
 PATH = "/mcp"
 
 
+class _Endpoint:
+    """An ASGI app (not a request handler): the current session manager answers."""
+
+    def __init__(self, server: LedgerMCP) -> None:
+        self.server = server
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.server.session_manager.handle_request(scope, receive, send)
+
+
 def install_mcp(app: FastAPI, service: Service, host: str) -> None:
     """Serve the MCP tools over `service` at /mcp on `app` (bound to `host`)."""
     server = build_server(service, single_connection=False)
-    mcp_app = server.streamable_http_app(streamable_http_path=PATH, host=host)
-    app.router.routes.extend(mcp_app.routes)
+    app.router.routes.append(Route(PATH, endpoint=_Endpoint(server)))
     outer = app.router.lifespan_context
 
     @asynccontextmanager
     async def lifespan(parent: FastAPI) -> AsyncIterator[Any]:
+        server.streamable_http_app(streamable_http_path=PATH, host=host)  # a fresh manager
         async with outer(parent) as state, server.session_manager.run():
             yield state
 
