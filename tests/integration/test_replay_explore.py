@@ -7,7 +7,7 @@ from typer.testing import CliRunner
 
 from api.cli import app
 from api.runtime import Runtime
-from replays.explore import ExploreReport, explore
+from replays.explore import ExploreReport, OutcomeCount, explore
 from replays.fixture import seed_auth_refresh
 from replays.reading import read_file
 from replays.recording import export
@@ -21,8 +21,8 @@ def race_report() -> ExploreReport:
     return explore(read_file(RACE))
 
 
-def _step_5(found: object) -> tuple[str | None, tuple[str, ...]]:
-    steps = {step: (winner, losers) for step, winner, losers in found.outcome.steps}  # type: ignore[attr-defined]
+def _step_5(found: OutcomeCount) -> tuple[str | None, tuple[str, ...]]:
+    steps = {step: (winner, losers) for step, winner, losers in found.outcome.steps}
     return steps[STEP_5]
 
 
