@@ -7,6 +7,7 @@ the console too. It runs only while some console is connected.
 """
 
 import asyncio
+import logging
 
 import anyio
 from anyio import to_thread
@@ -14,6 +15,7 @@ from anyio import to_thread
 from projections.follower import Follower, follow
 from projections.readmodel import ReadModel
 
+log = logging.getLogger("planledger.console")
 WAIT_SECONDS = 0.5  # how long the watching thread blocks before looking again
 
 
@@ -63,8 +65,12 @@ class LogWatch:
 
     async def _watch(self, follower: Follower) -> None:
         while True:
-            await to_thread.run_sync(follower.wait_for, self.position + 1, WAIT_SECONDS,
-                                     abandon_on_cancel=True)
+            try:
+                await to_thread.run_sync(follower.wait_for, self.position + 1, WAIT_SECONDS,
+                                         abandon_on_cancel=True)
+            except Exception:  # never leave the streams without a watcher: look again
+                log.exception("watching the log failed")
+                await asyncio.sleep(WAIT_SECONDS)
             reached = follower.position
             if reached > self.position:
                 self.position = reached

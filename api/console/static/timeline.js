@@ -11,6 +11,8 @@ const ICONS = {
   dependencies_declared: "added",
 };
 
+const MAX_ROWS = 400;  // the newest; a long-lived plan's whole history would slow the page
+
 export function renderTabs(snap, selected, ctx) {
   return snap.plans.map((p) => h("button", {
     class: "tab", type: "button", role: "tab", "aria-selected": p.slug === selected ? "true" : "false",
@@ -100,7 +102,9 @@ export function renderTimeline(timeline, ctx) {
       class: "tl-lane-head", role: "columnheader", dataset: { hue: hue(lane.session_id) }, title: lane.session_id || "set-up without a session",
     }, h("span", { class: "dot", "aria-hidden": "true" }), h("span", { class: "lane-name" }, labels[i]),
     lane.session_id ? h("code", {}, shortId(lane.session_id)) : null)));
-  const rows = folded(timeline.entries).map((item) => {
+  const items = folded(timeline.entries);
+  const hidden = Math.max(0, items.length - MAX_ROWS);
+  const rows = items.slice(hidden).map((item) => {
     const at = column.get(item.entry.session_id) ?? 0;
     return h("div", { class: `tl-row ${item.entry.kind}`, role: "row" },
       h("time", { class: "tl-time", datetime: item.entry.at, role: "cell" },
@@ -113,5 +117,6 @@ export function renderTimeline(timeline, ctx) {
   return h("div", {
     class: "tl-grid", role: "table", "aria-label": "timeline",
     style: { "--columns": columns.join(" "), "--lanes": String(lanes.length) },
-  }, head, rows);
+  }, head, hidden ? h("p", { class: "tl-more" }, `${hidden} earlier entries are not shown here; `,
+    h("code", {}, `planledger timeline --plan ${timeline.progress[0]?.plan ?? ""}`), " lists them all.") : null, rows);
 }
