@@ -42,7 +42,8 @@ def store_settings(db: str) -> dict[str, str]:
     path.parent.mkdir(parents=True, exist_ok=True)
     return {
         **_COMMON,
-        "PERSISTENCE_MODULE": "eventsourcing.sqlite",
+        # The library's SQLite persistence with a real statement cache (see the module).
+        "PERSISTENCE_MODULE": "ledger.sqlite_pool:Factory",
         "SQLITE_DBNAME": str(path),
         "SQLITE_LOCK_TIMEOUT": "30",
     }
