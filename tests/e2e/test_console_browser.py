@@ -110,6 +110,8 @@ def test_the_race_shows_live_winner_bounce_and_six_of_six_without_reload(
     expect(page.locator("#detail .facts.raw")).to_contain_text(agent_b.session_id)
     page.keyboard.press("Escape")
     expect(page.locator("#detail")).to_be_hidden()
+    page.mouse.move(0, 0)
+    expect(page.locator("#tip")).to_be_hidden()
     assert agent_a.claim(step6).status_code == 200
     expect(rollup).to_have_text("auth-refresh: 4/6 done, 0 claimable, 2 in flight")
     screenshot(page, "console-race-held.png")
@@ -179,7 +181,6 @@ def test_a_lapse_becomes_a_loose_end_and_an_operator_force_releases_by_keyboard(
     page.keyboard.press("Escape")
     expect(drawer).to_be_hidden()
     expect(page.locator(f'[data-key="step-{long}"]')).to_be_focused()
-    page.evaluate("window.scrollTo(0, 0)")
     screenshot(page, "console-operator-narrow.png")
     _assert_clean(page, watch)
     agent_c.close()

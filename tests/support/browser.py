@@ -63,5 +63,6 @@ def screenshot(page: Page, name: str) -> Path:
     """Save a full-page screenshot under test-artifacts/ (not committed) for people."""
     ARTIFACTS.mkdir(exist_ok=True)
     path = ARTIFACTS / name
+    page.evaluate("window.scrollTo(0, 0)")  # the sticky bar sits at the top of the picture
     page.screenshot(path=str(path), full_page=True)
     return path

@@ -34,6 +34,7 @@ const ctx = {
   selectPlan: (slug, scroll) => selectPlan(slug, scroll),
   forceRelease: (id) => forceRelease(id),
   tip: { show: showTip, hide: hideTip },
+  refocus,
 };
 let index = null;
 
@@ -121,13 +122,14 @@ function render() {
   const entries = state.timeline?.entries || [];
   const drawn = `${state.plan}:${entries.length}:${entries[entries.length - 1]?.position}`;
   if (scroller.dataset.drawn !== drawn) {  // the longest section: rebuilt only when it grew
+    hideTip();  // its anchor is about to go
     scroller.replaceChildren(renderTimeline(state.timeline, ctx));
     if (atEnd) scroller.scrollTop = scroller.scrollHeight;
     scroller.dataset.drawn = drawn;
   }
   renderOperator();
   flash();
-  if (focused) document.querySelector(`[data-key="${CSS.escape(focused)}"]`)?.focus({ preventScroll: true });
+  if (focused) refocus(document.querySelector(`[data-key="${CSS.escape(focused)}"]`));
   drawer.refresh().catch(report);
 }
 
@@ -147,7 +149,18 @@ function selectPlan(slug, scroll) {
 
 // --- tooltip --------------------------------------------------------------------------
 
+let refocusing = false;
+
+// Focus put back by the page (after a redraw, or closing the panel) shows no tooltip:
+// tooltips follow what the person points at or tabs to.
+function refocus(element) {
+  if (!element) return;
+  refocusing = true;
+  try { element.focus({ preventScroll: true }); } finally { refocusing = false; }
+}
+
 function showTip(anchor, content) {
+  if (refocusing) return;
   const tip = $("tip");
   tip.replaceChildren(...content);
   tip.hidden = false;

@@ -67,8 +67,7 @@ export class Drawer {
     if (!this.open) return;
     this.current = null;
     this.root.hidden = true;
-    const back = this.opener && document.querySelector(`[data-key="${CSS.escape(this.opener)}"]`);
-    if (back) back.focus({ preventScroll: true });
+    this.ctx.refocus(this.opener && document.querySelector(`[data-key="${CSS.escape(this.opener)}"]`));
   }
 
   async refresh() {
@@ -78,8 +77,7 @@ export class Drawer {
     if (this.current !== current) return;
     const focused = this.body.contains(document.activeElement) ? document.activeElement.dataset.key : null;
     this.body.replaceChildren(...nodes.filter(Boolean));
-    const again = focused && this.body.querySelector(`[data-key="${CSS.escape(focused)}"]`);
-    if (again) again.focus({ preventScroll: true });
+    if (focused) this.ctx.refocus(this.body.querySelector(`[data-key="${CSS.escape(focused)}"]`));
   }
 
   async stepView(stepId) {
