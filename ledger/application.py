@@ -105,11 +105,19 @@ class Ledger:
         plan = self.store.plan(step.plan)
         return step, plan.steps[step.id], plan
 
-    def holder_ended(self, step: StepState) -> bool:
-        return step.holder is not None and self.store.session(step.holder).ended
+    def holder_ended(self, step: StepState, known: SessionState | None = None) -> bool:
+        """Whether the step's holder ended its session. `known` is a session the caller
+        has just read fresh: when it is the holder, it is not read again."""
+        if step.holder is None:
+            return False
+        if known is not None and known.id == step.holder:
+            return known.ended
+        return self.store.session(step.holder).ended
 
-    def current_holder(self, step: StepState, now: datetime) -> SessionId | None:
-        return live_holder(step, now, self.holder_ended(step))
+    def current_holder(
+        self, step: StepState, now: datetime, known: SessionState | None = None
+    ) -> SessionId | None:
+        return live_holder(step, now, self.holder_ended(step, known))
 
     # --- sessions -------------------------------------------------------------
 
@@ -224,7 +232,7 @@ class Ledger:
             def status_of(dep: StepId) -> str:
                 return self.store.step(dep).status
 
-            verdict = assess(step, definition, status_of, self.holder_ended(step), now)
+            verdict = assess(step, definition, status_of, self.holder_ended(step, session), now)
             return decide_claim(step, definition, verdict, session.id, session.version,
                                 lease_seconds, lambda s: plan.steps[s].title, now)
 
@@ -294,7 +302,7 @@ class Ledger:
         def attempt(now: datetime) -> Decision:
             session = self.live_session(session_id) if session_id is not None else None
             step, definition, _ = self.step(step_id)
-            holder = self.current_holder(step, now)
+            holder = self.current_holder(step, now, session)
             return closing.decide_drop(step, definition, session, fence, holder, now)
 
         self._decide(step_id, attempt)
@@ -305,7 +313,7 @@ class Ledger:
         def attempt(now: datetime) -> Decision:
             session = self.live_session(session_id)
             step, definition, _ = self.step(step_id)
-            holder = self.current_holder(step, now)
+            holder = self.current_holder(step, now, session)
             decision: Decision = decide(step, definition, session, fence, holder, now)
             return decision
 
