@@ -1,0 +1,45 @@
+"""The benchmark suite at smoke size: every benchmark runs and reports its figures, the
+harness tables them, and the results page and its plot get written. How fast is not
+checked here (tiny sizes on a shared machine say nothing about speed)."""
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench import results
+from bench.__main__ import main, registered
+
+
+@pytest.fixture(scope="module")
+def smoke_figures(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict[str, Any]]]:
+    out = tmp_path_factory.mktemp("bench") / "figures.json"
+    assert main(["--smoke", "--json", str(out)]) == 0
+    figures: dict[str, list[dict[str, Any]]] = json.loads(out.read_text())
+    return figures
+
+
+def test_every_benchmark_runs_and_reports_finite_figures(
+    smoke_figures: dict[str, list[dict[str, Any]]],
+) -> None:
+    assert set(smoke_figures) == set(registered())
+    for name, figures in smoke_figures.items():
+        assert figures, f"{name} reported no figure"
+        for figure in figures:
+            assert math.isfinite(figure["value"]) and figure["value"] >= 0, (name, figure)
+            if figure["baseline"] is not None:
+                assert figure["baseline"] > 0 and math.isfinite(figure["ratio"]), (name, figure)
+
+
+def test_results_page_lists_every_figure_with_the_machine_and_draws_the_plot(
+    smoke_figures: dict[str, list[dict[str, Any]]], tmp_path: Path,
+) -> None:
+    page = results.write(smoke_figures, tmp_path).read_text()
+    assert "machine:" in page and "python -m bench" in page
+    for figures in smoke_figures.values():
+        for figure in figures:
+            assert figure["name"] in page
+    plot = tmp_path / results.PLOT
+    assert plot.read_bytes().startswith(b"\x89PNG")
