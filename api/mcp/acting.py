@@ -36,8 +36,9 @@ class AmbiguousSession(ApiError):
     reason = "ambiguous_session"
 
 
-NO_SESSION = ("no session: call session_start first (it returns session_id and token). "
-              "A client without a lasting MCP connection passes token on every call.")
+NO_SESSION = ("no session: call session_start first (it returns session_id and token). A "
+              "client without a lasting MCP connection passes token on every call; after a "
+              "reconnect, pass the token of the session you started before.")
 
 
 class Connections:

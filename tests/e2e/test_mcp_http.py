@@ -170,3 +170,43 @@ def test_every_tool_is_listed_with_a_description_and_a_typed_input_schema(
     assert claim["properties"]["id"]["type"] == "string"
     assert {"type": "integer"} in claim["properties"]["lease_seconds"]["anyOf"]
     assert "call tasks_ready again" in tools["tasks_claim"].description  # type: ignore[attr-defined]
+
+
+def test_steps_are_added_revised_moved_dropped_and_listed_through_the_tools(
+    server: Replica,
+) -> None:
+    async def shaping() -> None:
+        async with agents([mcp_url(server)]) as (agent,):
+            await agent.start()
+            made = await agent.ok("plans_create", slug="shaping", title="Shaping",
+                                  steps=["first"], constraints={"small": "keep it small"})
+            first = made["steps"][0]["step_id"]
+            second = await agent.ok("tasks_add", plan="shaping", title="second",
+                                    depends_on=[first])
+            ready = await agent.ok("tasks_ready", plan="shaping")
+            assert [s["title"] for s in ready["ready"]] == ["first"]
+            assert ready["blocked"][0]["blockers"][0]["step_id"] == first
+
+            moved = await agent.ok("tasks_update", id=first, title="first, revised",
+                                   status="in_progress")
+            assert (moved["title"], moved["holder"]) == ("first, revised", agent.session_id)
+            released = await agent.ok("tasks_update", id=first, status="open")
+            assert released["status"] == "open" and released["holder"] is None
+            dropped = await agent.ok("tasks_drop", id=first)
+            assert (dropped["status"], dropped["progress"]) == (
+                "dropped", "0/2 done, 1 claimable, 0 in flight, 1 dropped")
+            reopened = await agent.ok("tasks_update", id=first, status="open")
+            assert reopened["status"] == "open"
+            cycle = await agent.refused("tasks_update", id=first,
+                                        add_depends_on=[second["step_id"]])
+            assert cycle.startswith("dependency cycle:")
+
+            listed = await agent.ok("tasks_list", plan="shaping", status="open")
+            assert [s["title"] for s in listed["steps"]] == ["first, revised", "second"]
+            detail = await agent.ok("tasks_list", id=first)
+            assert [e["type"] for e in detail["history"]][-4:] == [
+                "StepClaimed", "StepReleased", "StepDropped", "StepReopened"]
+            ended = await agent.ok("session_end")
+            assert ended["released"] == []
+
+    anyio.run(shaping)
