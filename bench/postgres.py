@@ -5,9 +5,20 @@ stored event per transaction (what a claim appends: a StepClaimed encoded by the
 own mapper), from as many writer threads as there are HTTP clients. Each claim is one HTTP
 request on a step nobody else claims, so the figure is throughput, not contention.
 
-Beside each figure, where the CPU went (replica processes, this process's HTTP clients, the
-whole machine), read from /proc: it tells whether the ceiling is the database's serialized
-appends or the cores.
+Beside each figure, where the CPU went per operation (replica processes, this process's
+HTTP clients, the PostgreSQL backends serving them, found by their PGAPPNAME label), read
+from /proc, and the rate the machine's cores would allow at that cost. That says where the
+ceiling is. Two limits meet here:
+
+- the database's: every append from every replica takes the log table's EXCLUSIVE lock
+  and holds it through its commit (the library does so, so that notification ids follow
+  commit order and tailing readers never skip), so appends are serialized: one WAL flush
+  at a time, no group commit. The bare insert rate is that limit;
+- the cores': a claim costs several times a bare insert in CPU (HTTP, the session token,
+  loading session, step and plan with a round trip each, deciding, encoding, the reply,
+  and every replica folding every event into its read model). When the claims' CPU per op
+  times their rate reaches the cores, adding replicas on the same machine adds no
+  throughput; replicas on more machines do, up to the serialized-append limit.
 
     python -m bench postgres            # or: python -m bench.postgres
 """
