@@ -16,9 +16,9 @@ ceiling is. Two limits meet here:
   at a time, no group commit. The bare insert rate is that limit;
 - the cores': a claim costs several times a bare insert in CPU (HTTP, the session token,
   loading session, step and plan with a round trip each, deciding, encoding, the reply).
-  When the claims' CPU per op
-  times their rate reaches the cores, adding replicas on the same machine adds no
-  throughput; replicas on more machines do, up to the serialized-append limit.
+  When the claims' CPU per op times their rate reaches the cores, adding replicas on the
+  same machine adds no throughput; replicas on more machines do, up to the serialized-append
+  limit.
 
     python -m bench postgres            # or: python -m bench.postgres
 """
