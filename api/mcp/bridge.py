@@ -20,6 +20,7 @@ from mcp.types import (
     TextContent,
 )
 
+from api.errors import ConfigError
 from api.mcp.http import PATH
 from api.mcp.server import INSTRUCTIONS
 
@@ -84,11 +85,28 @@ class Relay:
 
 async def serve_bridge(url: str) -> None:
     """Relay stdin/stdout to the server at `url` until stdin closes."""
+    try:
+        await _serve(mcp_url(url))
+    except* ConfigError as failed:  # no server there: one line, not a traceback
+        raise failed.exceptions[0] from None
+
+
+async def _serve(url: str) -> None:
     async with anyio.create_task_group() as tasks:
-        relay = Relay(mcp_url(url), tasks)
-        await relay.connect()  # fail fast when the server is not there
+        relay = Relay(url, tasks)
+        try:
+            await relay.connect()  # fail fast when the server is not there
+        except Exception as error:
+            raise ConfigError(f"cannot reach the MCP server at {url}: {_cause(error)}") from None
         server: Server = Server("planledger", version="0.1.0", instructions=INSTRUCTIONS,
                                 on_list_tools=relay.list_tools, on_call_tool=relay.call_tool)
         async with stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())
         relay.drop()
+
+
+def _cause(error: BaseException) -> BaseException:
+    """The first failure inside (task) groups of failures."""
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    return error
