@@ -59,7 +59,7 @@ def _verdict(figure: Any) -> str:
 def rows(name: str, figures: list[Any]) -> list[list[str]]:
     return [[name, f.name, f"{_number(f.value)} {f.unit}", f.baseline_name or "",
              _number(f.baseline) if f.baseline is not None else "",
-             f"{f.ratio:.2f}x" if f.ratio is not None else "", _verdict(f)]
+             f"{f.ratio:.3g}x" if f.ratio is not None else "", _verdict(f)]
             for f in figures]
 
 

@@ -1,1 +1,13 @@
-"""planledger's read side: read models folded from the event log."""
+"""planledger's read side: read models folded from the event log.
+
+- `readmodel.ReadModel`: the live model (also the ledger's `CandidateView`): ready, blocked,
+  holders, progress, step history, "as of"; positioned, checkpointed, read-your-writes.
+- `view.LedgerView`: the state and its indexes, folded with the domain's `evolve_*`;
+  `index.PlanIndex`: one plan's steps by what the claim rule says of them.
+- `queries` / `queryable`: the questions, asked of a view at a moment; `results`: answers.
+- `history`: a step's events from the log, and `as_of` a past time or position.
+- `checkpoints`: the model's state saved with its tracked position, in one transaction.
+- `follower`: tailing other processes' appends (`PollingFollower`; `pg_follower` on
+  PostgreSQL), `follow(model)` picks one. `log`: paging and decoding the log.
+- `timeline`: merged timelines of plans or sessions, a lane per session.
+"""
