@@ -7,6 +7,7 @@ reused. Refusals worth auditing (bounces, stale fences) are appended before they
 raised, so a race can be read from the log alone.
 """
 
+import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -80,9 +81,11 @@ class Ledger:
 
     # --- plumbing -------------------------------------------------------------
 
-    def _decide(self, stream: str, attempt: Callable[[datetime], Decision]) -> Decision:
+    def _decide(
+        self, stream: str, attempt: Callable[[datetime], Decision], now: datetime | None = None
+    ) -> Decision:
         """Run `attempt` until its events append cleanly; raise its refusal afterwards."""
-        now = self.clock.now()
+        now = now or self.clock.now()
         for _ in range(MAX_ATTEMPTS):
             decision = attempt(now)
             try:
@@ -94,14 +97,29 @@ class Ledger:
             return decision
         raise errors.Contention(stream, MAX_ATTEMPTS)
 
+    def _decide_on_cached_step(
+        self, stream: str, attempt: Callable[[datetime, bool], Decision]
+    ) -> Decision:
+        """`_decide` for commands that append to the step they read: the first try takes
+        the step from this process's cache (`attempt(now, False)`, no read). A stale step
+        cannot land, as the version it appends at is taken (a conflict, then fresh tries);
+        a refusal is decided again on fresh state before it is recorded or raised."""
+        now = self.clock.now()
+        first = attempt(now, False)
+        if first.refusal is None:
+            with contextlib.suppress(ConflictError):
+                self.store.append(with_riders(first))
+                return first
+        return self._decide(stream, lambda at: attempt(at, True), now)
+
     def live_session(self, session_id: str) -> SessionState:
         session = self.store.session(SessionId(session_id))
         if session.ended:
             raise errors.SessionClosed(session.id)
         return session
 
-    def step(self, step_id: str) -> tuple[StepState, StepDef, PlanState]:
-        step = self.store.step(StepId(step_id))
+    def step(self, step_id: str, *, fresh: bool = True) -> tuple[StepState, StepDef, PlanState]:
+        step = self.store.step(StepId(step_id), cached=not fresh)
         plan = self.store.plan(step.plan)
         return step, plan.steps[step.id], plan
 
@@ -225,9 +243,9 @@ class Ledger:
         """Claim a ready or lapsed step; the live holder's re-claim is its heartbeat."""
         check_lease(lease_seconds)
 
-        def attempt(now: datetime) -> Decision:
+        def attempt(now: datetime, fresh: bool) -> Decision:
             session = self.live_session(session_id)
-            step, definition, plan = self.step(step_id)
+            step, definition, plan = self.step(step_id, fresh=fresh)
 
             def status_of(dep: StepId) -> str:
                 return self.store.step(dep).status
@@ -236,7 +254,7 @@ class Ledger:
             return decide_claim(step, definition, verdict, session.id, session.version,
                                 lease_seconds, lambda s: plan.steps[s].title, now)
 
-        event = self._decide(step_id, attempt).events[0]
+        event = self._decide_on_cached_step(step_id, attempt).events[0]
         assert isinstance(event, StepClaimed | LeaseRenewed)
         return Grant(StepId(step_id), SessionId(session_id), event.fence, event.expires_at,
                      renewed=isinstance(event, LeaseRenewed))
@@ -310,14 +328,14 @@ class Ledger:
     def _close(
         self, decide: Callable[..., Decision], step_id: str, session_id: str, fence: int | None
     ) -> None:
-        def attempt(now: datetime) -> Decision:
+        def attempt(now: datetime, fresh: bool) -> Decision:
             session = self.live_session(session_id)
-            step, definition, _ = self.step(step_id)
+            step, definition, _ = self.step(step_id, fresh=fresh)
             holder = self.current_holder(step, now, session)
             decision: Decision = decide(step, definition, session, fence, holder, now)
             return decision
 
-        self._decide(step_id, attempt)
+        self._decide_on_cached_step(step_id, attempt)
 
     def force_release(self, step_id: str, actor: str | None = None) -> bool:
         """An operator's release of any claim on the step; False if there was none."""

@@ -42,6 +42,12 @@ def _is_step_event(event: LedgerEvent) -> bool:
     return isinstance(event, _STEP_EVENTS)
 
 
+# Streams whose cached state follows this process's own appends (plans are left to the
+# fast-forward: folding a plan event copies its step table).
+_FOLDS: dict[type, Callable[..., Any]] = {StepState: fold_step, SessionState: fold_session}
+
+
+
 class EventStore(Application[str]):
     """Appends events with optimistic concurrency and loads stream states."""
 
@@ -79,6 +85,7 @@ class EventStore(Application[str]):
         recordings = self.save(*events)
         if recordings:
             self._appended.position = recordings[-1].notification.id
+        self._advance_cached(events)
         for event in events:
             if event.originator_version % SNAPSHOT_INTERVAL == 0 and _is_step_event(event):
                 self._snapshot_step(StepId(event.originator_id), event)
@@ -118,7 +125,32 @@ class EventStore(Application[str]):
             raise errors.UnknownPlan(slug) from None
         return state
 
-    def step(self, step_id: StepId) -> StepState:
+    def _advance_cached(self, events: Sequence[LedgerEvent]) -> None:
+        """Fold just-appended step and session events onto their cached states, so this
+        process's cache stays current with its own writes (see `step(cached=True)`). Only
+        a state at the version right before an event is advanced: an older or newer one
+        (another thread's read) is left to the next fast-forward."""
+        cache = self.repository.cache
+        if cache is None:
+            return
+        for event in events:
+            try:
+                cached = cache.get(event.originator_id)
+            except KeyError:
+                continue
+            fold = _FOLDS.get(type(cached))
+            if fold is not None and cached.version == event.originator_version - 1:
+                cache.put(event.originator_id, fold(cached, [event]))
+
+    def step(self, step_id: StepId, *, cached: bool = False) -> StepState:
+        """The step's state, read fresh; or with `cached`, this process's cached state
+        without a read (None of the store's guarantees: only for a caller that appends to
+        the step at the next version, so that a stale state fails as a conflict)."""
+        if cached and self.repository.cache is not None:
+            with contextlib.suppress(KeyError):
+                known = self.repository.cache.get(step_id)
+                if isinstance(known, StepState):
+                    return known
         try:
             state: StepState = self._load(step_id, fold_step)
         except AggregateNotFoundError:
