@@ -136,7 +136,10 @@ class PollingFollower(LogFollower):
 
 
 def follow(model: "ReadModel", interval: float = DEFAULT_INTERVAL) -> Follower:
-    """A started follower feeding `model`: LISTEN/NOTIFY on PostgreSQL, polling elsewhere."""
+    """A started follower feeding `model`: LISTEN/NOTIFY on PostgreSQL, polling elsewhere.
+    The model is caught up first, so the follower's `position` is the end of the log as it
+    stood when this returns (not wherever the model happened to be)."""
+    model.catch_up()
     if type(model.store.recorder).__module__.startswith("eventsourcing.postgres"):
         from projections.pg_follower import PgFollower
 
