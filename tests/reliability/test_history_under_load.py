@@ -15,6 +15,7 @@ from api.runtime import open_runtime
 from ledger.chain import Verified, verify
 from ledger.domain import events as ev
 from tests.reliability.agents import run_agents
+from tests.reliability.conftest import Served
 from tests.reliability.history import Call, check, describe
 from tests.support.postgres import fresh_schema
 from tests.support.replicas import replicas
@@ -36,10 +37,8 @@ def _run(db: str, urls: list[str]) -> Run:
 
 
 @pytest.fixture(scope="module")
-def sqlite_run(tmp_path_factory: pytest.TempPathFactory) -> Run:
-    db = str(tmp_path_factory.mktemp("history") / "ledger.sqlite")
-    with replicas(db, 1) as (server,):
-        return _run(db, [server.url])
+def sqlite_run(served: Served) -> Run:
+    return _run(served.db, [served.url])
 
 
 @pytest.fixture(params=["sqlite", "postgres-2-replicas"])
