@@ -4,6 +4,7 @@ HTTP sends the pair as the response, MCP turns the body's message into a tool er
 the CLI prints the message and picks its exit code from the status.
 """
 
+import sqlite3
 from typing import Any
 
 from eventsourcing.persistence import PersistenceError
@@ -97,6 +98,28 @@ def _fields(error: le.LedgerError) -> dict[str, Any]:
     return fields
 
 
+# What a store failure's own text says, and what the client is told (nothing else of it
+# leaves the server: driver messages can name hosts, users and tables).
+_STORE_TROUBLE = (
+    (("readonly", "read-only"), "the store is read-only: writes are refused until it is "
+                                "writable again"),
+    (("disk is full", "no space"), "the store is full: writes are refused until space is "
+                                   "freed; retry then"),
+    (("locked", "busy"), "the store is locked by another process; retry shortly"),
+    (("terminat", "closed", "connection", "server"), "the connection to the database was "
+                                                      "lost; retry shortly"),
+)
+
+
+def store_trouble(error: BaseException) -> str:
+    """A message for a failing store that says what is wrong, as far as the error tells."""
+    text = str(error).lower()
+    for words, message in _STORE_TROUBLE:
+        if any(w in text for w in words):
+            return message
+    return "the store is busy or unreachable; retry shortly"
+
+
 def problem(error: BaseException) -> tuple[int, ErrorOut]:
     """The status and body that answer `error`; unknown errors get a clean 500."""
     if isinstance(error, Replayed):
@@ -106,8 +129,7 @@ def problem(error: BaseException) -> tuple[int, ErrorOut]:
     if isinstance(error, le.LedgerError):
         status, reason = _LEDGER.get(type(error), (409, "refused"))
         return status, ErrorOut(reason=reason, message=str(error), **_fields(error))
-    if isinstance(error, PersistenceError):
-        return 503, ErrorOut(reason="store_unavailable",
-                             message="the store is busy or unreachable; retry shortly")
+    if isinstance(error, PersistenceError | sqlite3.Error):
+        return 503, ErrorOut(reason="store_unavailable", message=store_trouble(error))
     return 500, ErrorOut(reason="internal", message="internal error; the server log has the "
                          "details")

@@ -15,6 +15,7 @@ from urllib.parse import parse_qs, unquote, urlparse
 DEFAULT_DB = "./.planledger/ledger.sqlite"
 DB_ENV_VAR = "PLANLEDGER_DB"
 MEMORY = "memory"
+SQLITE_LOCK_TIMEOUT_VAR = "PLANLEDGER_SQLITE_LOCK_TIMEOUT"
 
 _COMMON = {
     "ORIGINATOR_ID_TYPE": "text",
@@ -45,7 +46,8 @@ def store_settings(db: str) -> dict[str, str]:
         # The library's SQLite persistence with a real statement cache (see the module).
         "PERSISTENCE_MODULE": "ledger.sqlite_pool:Factory",
         "SQLITE_DBNAME": str(path),
-        "SQLITE_LOCK_TIMEOUT": "30",
+        # Seconds a write waits for another process's lock before failing (503).
+        "SQLITE_LOCK_TIMEOUT": os.environ.get(SQLITE_LOCK_TIMEOUT_VAR) or "30",
     }
 
 
