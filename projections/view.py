@@ -30,7 +30,7 @@ from ledger.domain.state import (
     evolve_session,
     evolve_step,
 )
-from projections.index import Bucket, PlanIndex
+from projections.index import PlanIndex
 
 # An open step's verdict does not depend on the time (only a held lease does), so the
 # index judges open steps once, when they or their dependencies change, at any moment.
@@ -97,17 +97,19 @@ class LedgerView:
 
     def apply_all(self, events: Iterable[tuple[int, object]], settle: bool = True) -> int:
         """Fold (position, event) pairs in order, then settle; returns how many were new."""
-        applied = 0
-        handlers = self._handlers
-        for position, event in events:  # the rebuild's inner loop: kept flat on purpose
-            if position <= self.position:
-                continue
-            self.position = position
-            applied += 1
-            handler = handlers.get(type(event))
-            if handler is not None:  # other layers' events (e.g. the API's riders) pass by
-                self.last_time = event.timestamp  # type: ignore[attr-defined]
-                handler(event, position)
+        applied, last, handlers = 0, self.position, self._handlers
+        try:
+            for position, event in events:  # the rebuild's inner loop: kept flat on purpose
+                if position <= last:
+                    continue
+                last = position
+                applied += 1
+                handler = handlers.get(type(event))
+                if handler is not None:  # other layers' events (e.g. riders) pass by
+                    handler(event, position)
+                    self.last_time = event.timestamp  # type: ignore[attr-defined]
+        finally:  # an event that failed to fold still counts as applied: never twice
+            self.position = last
         if settle:
             self.settle()
         return applied
@@ -172,16 +174,15 @@ class LedgerView:
 
     def _judge(self, step_id: StepId) -> None:
         step = self.steps.get(step_id)
-        definition = self.definition(step_id)
-        if step is None or definition is None:
+        index = self.indexes.get(step.plan) if step is not None else None
+        if step is None or index is None or step_id not in index.keys:
             return  # its StepAdded or StepOpened is still to come
-        self.indexes[step.plan].place(step_id, self._bucket(step, definition))
-
-    def _bucket(self, step: StepState, definition: StepDef) -> Bucket:
         if step.status != "open":
-            return step.status
+            index.place(step_id, step.status)  # judged at query time, or never again
+            return
+        definition = self.plans[step.plan].steps[step_id]
         verdict = assess(step, definition, self.status_of, False, TIMELESS)
-        return "ready" if verdict.kind == "claimable" else "blocked"
+        index.place(step_id, "ready" if verdict.kind == "claimable" else "blocked")
 
     # --- lookups the queries share ------------------------------------------------
 
