@@ -39,18 +39,26 @@ def _timed_heartbeats(db: str, count: int) -> tuple[list[float], str, str]:
         runtime.close()
 
 
-def _cold_heartbeat(db: str, step: str, session: str, tries: int) -> float:
-    """Median seconds of a heartbeat made by a fresh runtime (nothing cached)."""
-    costs = []
+def _cold_heartbeat(db: str, step: str, session: str) -> float:
+    """Seconds of a heartbeat made by a fresh runtime (nothing cached)."""
+    runtime = open_runtime(db)
+    try:
+        started = time.perf_counter()
+        runtime.ledger.heartbeat(step, session)
+        return time.perf_counter() - started
+    finally:
+        runtime.close()
+
+
+def _cold_pair(db: str, short: tuple[str, str], long: tuple[str, str],
+               tries: int) -> tuple[float, float]:
+    """Median cold heartbeats on the short and the long stream, tried alternately so both
+    see the same neighbours."""
+    shorts, longs = [], []
     for _ in range(tries):
-        runtime = open_runtime(db)
-        try:
-            started = time.perf_counter()
-            runtime.ledger.heartbeat(step, session)
-            costs.append(time.perf_counter() - started)
-        finally:
-            runtime.close()
-    return statistics.median(costs)
+        shorts.append(_cold_heartbeat(db, *short))
+        longs.append(_cold_heartbeat(db, *long))
+    return statistics.median(shorts), statistics.median(longs)
 
 
 def window(count: int) -> int:
@@ -64,8 +72,7 @@ def _round(directory: Path, count: int, tries: int) -> tuple[float, float, float
     w = window(count)
     early, late = statistics.median(costs[:w]), statistics.median(costs[-w:])
     _, short_step, short_session = _timed_heartbeats(db, 1)
-    cold_short = _cold_heartbeat(db, short_step, short_session, tries)
-    cold_long = _cold_heartbeat(db, step, session, tries)
+    cold_short, cold_long = _cold_pair(db, (short_step, short_session), (step, session), tries)
     return early, late, cold_short, cold_long
 
 
