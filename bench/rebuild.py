@@ -114,7 +114,7 @@ def datetime_after(store: EventStore) -> datetime:
 
 
 def run(smoke: bool = False) -> list[Figure]:
-    plans, steps, width, rounds = (2, 100, 10, 1) if smoke else (25, 1_000, 25, 5)
+    plans, steps, width, rounds = (2, 100, 10, 1) if smoke else (25, 1_000, 25, 7)
     with scratch_dir("rebuild") as directory:
         store = build(directory / "log.sqlite", plans, steps, width)
         count = store.recorder.max_notification_id() or 0
