@@ -41,6 +41,10 @@ RETRY_SECONDS = 0.01
 
 
 class ReadModel(Queryable, CandidateView):
+    """The read models of one log, kept current. A long-lived process would use
+    `ReadModel(store, clock, checkpoints=open_checkpoints(db))` (resume on start, save every
+    `checkpoint_every` events) and `follow(model)` (see projections.follower)."""
+
     def __init__(
         self, store: EventStore, clock: Clock, *,
         checkpoints: CheckpointRecorder | None = None,
