@@ -20,5 +20,8 @@ def errors(*codes: int, **described: str) -> dict[int | str, dict[str, Any]]:
     chosen = {c: _DEFAULTS[c] for c in codes}
     chosen.update({int(k.removeprefix("e")): v for k, v in described.items()})
     chosen.setdefault(503, _DEFAULTS[503])  # any route may meet a busy store
+    chosen.setdefault(400, "The body is not valid JSON.")  # any route that reads a body
+    if 401 in chosen:  # a route acting for a session meets one that has ended
+        chosen.setdefault(409, "session_ended: the token's session has ended.")
     return {code: {"model": ErrorOut, "description": text}
             for code, text in sorted(chosen.items())}

@@ -21,7 +21,7 @@ from tests.support.postgres import fresh_schema
 from tests.support.replicas import replicas
 
 AGENTS = 6
-SECONDS = 6.0
+SECONDS = 5.0
 STEPS = 8
 
 
@@ -81,6 +81,8 @@ def test_agents_in_processes_leave_a_history_with_no_violation(run: Run) -> None
 
 def _agrees_with_the_log(history: list[Call], events: list[ev.LedgerEvent]) -> None:
     """Every grant and completion a client saw acknowledged is in the log, once."""
+    steps = {c.step for c in history}  # (other tests may share the store)
+    events = [e for e in events if e.originator_id in steps]
     claimed = {(e.originator_id, e.session_id, e.fence) for e in events
                if isinstance(e, ev.StepClaimed)}
     completed = Counter(e.originator_id for e in events if isinstance(e, ev.StepCompleted))
