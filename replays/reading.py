@@ -11,6 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ledger.domain import events as ev
 from replays.format import (
     COMMAND_NAMES,
     FORMAT,
@@ -22,6 +23,19 @@ from replays.format import (
     RecordingError,
     Selection,
 )
+
+
+def _known_topics() -> frozenset[str]:
+    """The event types a planledger store holds: a recording naming any other is refused
+    before anything decodes it (decoding imports the module a topic names)."""
+    ledger_events = {f"{ev.__name__}:{name}" for name, cls in vars(ev).items()
+                     if isinstance(cls, type) and issubclass(cls, ev.LedgerEvent)
+                     and cls is not ev.LedgerEvent}
+    return frozenset({*ledger_events, ANSWER_TOPIC})
+
+
+ANSWER_TOPIC = "api.idempotency:AnswerRecorded"  # the API's idempotency records (riders)
+KNOWN_TOPICS = _known_topics()
 
 
 def read_file(path: Path) -> Recording:
@@ -148,13 +162,16 @@ class _ReaderV1:
         command = line.get("command", int, optional=True)
         if command is not None and command not in self.commands:
             raise line.fail(f"event names command {command}, which no earlier line defines")
+        topic = line.get("topic", str)
+        if topic not in KNOWN_TOPICS:
+            raise line.fail(f'unknown event type "{topic[:80]}"')
         time, session, state = line.time("time"), line.get("session", str, optional=True), \
             line.get("state", dict)
         assert time is not None
         _check_agrees(line, time, session, state)
         self.versions[stream] = version
         self.events.append(EventRecord(position, time, session, stream, version,
-                                       line.get("topic", str), state, command,
+                                       topic, state, command,
                                        bool(line.get("context", bool, optional=True))))
 
     def finish(self) -> Recording:

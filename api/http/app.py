@@ -18,6 +18,7 @@ from starlette.exceptions import HTTPException
 from api.console.routes import install_console
 from api.errors import ApiError, Replayed, problem
 from api.http import routes_log, routes_plans, routes_sessions, routes_steps
+from api.http.limits import BodyLimit
 from api.identity import Identity, load_secret
 from api.mcp.http import install_mcp
 from api.runtime import Runtime
@@ -50,6 +51,7 @@ def create_app(runtime: Runtime, settings: Settings, identity: Identity | None =
     install_mcp(app, app.state.service, settings.host)  # /mcp: the MCP tools (api/mcp)
     _install_errors(app)
     _install_latency(app)
+    app.add_middleware(BodyLimit)  # 413 for a body over MAX_BODY_BYTES (api/http/limits.py)
     return app
 
 
@@ -71,7 +73,8 @@ def _install_errors(app: FastAPI) -> None:
 
     async def http_error(request: Request, error: Exception) -> Response:
         assert isinstance(error, HTTPException)
-        reason = {404: "not_found", 405: "method_not_allowed"}.get(error.status_code, "http")
+        reason = {404: "not_found", 405: "method_not_allowed", 413: "body_too_large"}.get(
+            error.status_code, "http")
         return _json(error.status_code, ErrorOut(reason=reason, message=str(error.detail)))
 
     app.add_exception_handler(RequestValidationError, invalid)

@@ -20,9 +20,12 @@ class Served:
 
     def plan(self, slug: str, count: int, **step: object) -> list[str]:
         """A new plan of `count` steps; their ids in order."""
-        made = httpx.post(f"{self.url}/api/plans", timeout=60, json={
-            "slug": slug, "title": slug,
-            "steps": [{"title": f"step {i}", **step} for i in range(count)]})
+        return self.plan_of(slug, [{"title": f"step {i}", **step} for i in range(count)])
+
+    def plan_of(self, slug: str, steps: list[dict[str, object]]) -> list[str]:
+        """A new plan of these steps; their ids in order."""
+        made = httpx.post(f"{self.url}/api/plans", timeout=300, json={
+            "slug": slug, "title": slug, "steps": steps})
         made.raise_for_status()
         return [str(s["step_id"]) for s in made.json()["steps"]]
 
