@@ -2,8 +2,6 @@
 at chosen positions. The store's own recorder and mapper do the work; this only pages."""
 
 import gc
-import queue
-import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
@@ -56,48 +54,6 @@ def pages(
             after = notes[-1].id
         if len(notes) < limit:
             return
-
-
-def read_ahead(store: EventStore, after: int, limit: int = PAGE) -> Iterator[list[Notification]]:
-    """The log's pages after `after`, read one page ahead by a helper thread: the database
-    reads part of each page without holding the GIL, so on a second core reading overlaps
-    with the caller's decoding and folding (a rebuild gains a sixth or so)."""
-    pages: queue.Queue[list[Notification] | Exception | None] = queue.Queue(maxsize=2)
-    stop = threading.Event()
-
-    def read() -> None:
-        position = after
-        try:
-            while not stop.is_set():
-                notes = page_after(store, position, limit)
-                _offer(pages, notes, stop)
-                if len(notes) < limit:
-                    break
-                position = notes[-1].id
-        except Exception as error:  # handed to the caller, raised there
-            _offer(pages, error, stop)
-        _offer(pages, None, stop)
-
-    reader = threading.Thread(target=read, name="log-read-ahead", daemon=True)
-    reader.start()
-    try:
-        while (item := pages.get()) is not None:
-            if isinstance(item, Exception):
-                raise item
-            yield item
-    finally:  # also when the caller stops early: the reader must not wait forever
-        stop.set()
-        reader.join()
-
-
-def _offer(pages: "queue.Queue[list[Notification] | Exception | None]",
-           item: list[Notification] | Exception | None, stop: threading.Event) -> None:
-    while not stop.is_set():
-        try:
-            pages.put(item, timeout=0.1)
-            return
-        except queue.Full:
-            continue
 
 
 def at_positions(store: EventStore, positions: Sequence[int]) -> list[Positioned]:

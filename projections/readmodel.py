@@ -31,7 +31,7 @@ from ledger.store import EventStore
 from projections import queries
 from projections.checkpoints import CheckpointRecorder
 from projections.history import AsOf, as_of, step_history
-from projections.log import PAGE, decode, page_after, paused_gc, read_ahead
+from projections.log import PAGE, decode, page_after, paused_gc
 from projections.queryable import Queryable
 from projections.results import HistoryEntry
 from projections.view import FORMAT, LedgerView
@@ -98,12 +98,12 @@ class ReadModel(Queryable, CandidateView):
 
     def catch_up(self) -> int:
         """Apply every event appended since the last call; returns the new position."""
-        with self._lock:
-            notes = page_after(self.store, self._view.position, self.page)
-            self.apply_notifications(notes)
-        if len(notes) == self.page:  # a backlog (a start, a rebuild): read ahead
-            for notes in read_ahead(self.store, self._view.position, self.page):
+        while True:
+            with self._lock:  # a page at a time: queries get their turn during a backlog
+                notes = page_after(self.store, self._view.position, self.page)
                 self.apply_notifications(notes)
+            if len(notes) < self.page:
+                break
         if self._view.position - self._checkpointed >= self.checkpoint_every:
             self.checkpoint()
         return self._view.position
@@ -147,9 +147,12 @@ class ReadModel(Queryable, CandidateView):
         """Drop the state and fold the whole log again; queries keep answering from the
         old state until the new one has caught up with it."""
         fresh = LedgerView()
-        for notes in read_ahead(self.store, 0, self.page):
+        while True:
+            notes = page_after(self.store, fresh.position, self.page)
             with paused_gc():
                 fresh.apply_all(decode(self.store, notes))
+            if len(notes) < self.page:
+                break
         with self._lock:
             while fresh.position < self._view.position:  # appends applied meanwhile
                 notes = page_after(self.store, fresh.position, self.page, self._view.position)
