@@ -21,6 +21,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 PLOT = "claims_vs_agents.png"
 COMMAND = "python -m bench --json figures.json && python -m bench.results figures.json"
+FINDINGS = HERE / "findings.md"  # what was made faster and what is still missed: kept by hand
 _RACING = re.compile(r"^(\d+) agents? (?:racing|alone): (?:successful )?claims/s$")
 
 
@@ -125,9 +126,10 @@ def main(argv: list[str] | None = None) -> int:
                                      description=__doc__.splitlines()[0] if __doc__ else "")
     parser.add_argument("figures", type=Path, help="the JSON `python -m bench --json` wrote")
     parser.add_argument("--out", type=Path, default=HERE, help="directory (default bench/)")
-    parser.add_argument("--notes", type=Path, help="markdown appended under the table")
+    parser.add_argument("--notes", type=Path, default=FINDINGS if FINDINGS.exists() else None,
+                        help="markdown appended under the table (default bench/findings.md)")
     args = parser.parse_args(argv)
-    notes = args.notes.read_text() if args.notes else ""
+    notes = "\n" + args.notes.read_text() if args.notes else ""
     print(write(json.loads(args.figures.read_text()), args.out, notes))
     return 0
 
