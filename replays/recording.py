@@ -6,6 +6,7 @@ marked `context`, so every recording imports, folds and re-executes on its own.
 
 import json
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import fields, is_dataclass
 from datetime import datetime
 
 from eventsourcing.persistence import Notification, StoredEvent
@@ -87,12 +88,25 @@ def import_into(store: EventStore, recording: Recording) -> int:
               for e in recording.events]
     for record, event in zip(recording.events, stored, strict=True):
         try:
-            store.mapper.to_domain_event(event)
+            _check_fields(store.mapper.to_domain_event(event))
         except Exception as error:  # any failure to decode: refuse the file, name the event
             raise RecordingError(f"event at position {record.position} ({record.topic}) "
                                  f"cannot be read: {error}") from None
     store.recorder.insert_events(stored)
     return len(stored)
+
+
+def _check_fields(event: object) -> None:
+    """The state must carry exactly its event's fields: the decoder takes any dict, and a
+    store holding an event short of a field breaks every read of its stream."""
+    if not is_dataclass(event):
+        raise ValueError("not an event")
+    have = set(vars(event))
+    want = {f.name for f in fields(event)}
+    if have != want:
+        missing, extra = sorted(want - have), sorted(have - want)
+        raise ValueError(f"fields missing: {', '.join(missing) or 'none'}; "
+                         f"unexpected: {', '.join(extra) or 'none'}")
 
 
 def _check_whole_streams(events: Sequence[EventRecord]) -> None:
