@@ -39,6 +39,10 @@ class LedgerMCP(MCPServer[Any]):
     async def call_tool(self, name: str, arguments: dict[str, Any],
                         context: Context[Any, Any] | None = None,
                         ) -> CallToolResult | InputRequiredResult:
+        unexpected = unexpected_arguments(self._tool_input_schema(name), arguments)
+        if unexpected is not None:
+            return CallToolResult(content=[TextContent(type="text", text=unexpected)],
+                                  is_error=True)
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as error:
@@ -47,6 +51,20 @@ class LedgerMCP(MCPServer[Any]):
                 raise
             log.info("tool %s refused: %s", name, text)
             return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+
+
+def unexpected_arguments(schema: dict[str, Any] | None, arguments: dict[str, Any],
+                         ) -> str | None:
+    """A refusal naming arguments the tool does not take (a misspelt `fence` would
+    otherwise be dropped silently and the call would go ahead without it)."""
+    if schema is None:
+        return None  # an unknown tool: the SDK answers that
+    known = list(schema.get("properties", {}))
+    extra = sorted(set(arguments) - set(known))
+    if not extra:
+        return None
+    return (f"invalid input: unexpected argument(s) {', '.join(extra)}; this tool takes "
+            f"{', '.join(known) or 'no arguments'}")
 
 
 def refusal(cause: BaseException | None) -> str | None:
