@@ -196,3 +196,5 @@ def _retries_get_their_first_answers(clients: list[Client], url: str) -> None:
                 lost += 1
                 assert again[0] in (200, 409), again
     assert lost >= 1
+    print(f"crash: {sum(len(c.sent) for c in clients)} idempotent writes, {lost} in flight "
+          "at the kill, all retried to their first answers")

@@ -71,6 +71,8 @@ def test_agents_in_processes_leave_a_history_with_no_violation(run: Run) -> None
     assert not violations, describe(violations)
 
     outcomes = Counter((c.op, c.outcome) for c in history)
+    print(f"history: {len({c.agent for c in history})} sessions of {AGENTS} agent processes, "
+          f"{len(history)} calls, 0 violations; {dict(sorted(outcomes.items()))}")
     assert outcomes["claim", "ok"] > 10 and outcomes["heartbeat", "ok"] > 10
     assert outcomes["claim", "refused"] > 10 and outcomes["complete", "ok"] >= 1
     assert outcomes["claim", "unknown"] + outcomes["heartbeat", "unknown"] >= 1

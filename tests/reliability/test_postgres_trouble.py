@@ -128,6 +128,8 @@ def test_lost_connections_under_load_answer_503_and_the_server_reconnects() -> N
         finally:
             server.stop()
         _log_holds_every_acknowledged_write(url, tally)
+    print(f"postgres: {terminated} connections terminated, {tally.answers[503]} answers 503, "
+          f"{len(tally.completions)} completions acknowledged, {dict(tally.answers)}")
     assert terminated >= ROUNDS
     assert set(tally.answers) == {200, 201, 503}, tally.answers  # no 500, no false refusal
     assert tally.unavailable == {"the connection to the database was lost; retry shortly"}
