@@ -35,6 +35,7 @@ def _cases(schema: dict[str, Any], good: dict[str, Any],
     props: dict[str, Any] = schema.get("properties", {})
     required = schema.get("required", [])
     base = {name: good.get(name, "a") for name in required}
+    base |= {name: good["plan"] for name in ("plan",) if name in props}  # (several move)
     cases: list[tuple[str, dict[str, Any], str | None]] = [
         ("an argument it does not take", {**base, "fence_typo": 1}, "fence_typo")]
     if required:
