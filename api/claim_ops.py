@@ -17,14 +17,13 @@ class ClaimOperations(Operations):
         return self.settings.lease_default if lease_seconds is None else lease_seconds
 
     def _granted(self, grant: Grant) -> Grant:
-        took = views.took_over(self.runtime, grant) if grant.fence > 1 else None
-        self.metrics.granted(grant, took)
+        self.metrics.granted(grant, grant.took_over_from)
         return grant
 
     def _claim_write(self, command: Callable[[], Grant]) -> Write[Grant, ClaimOut]:
         return Write(self._counted(lambda: self._granted(command())),
                      lambda g: views.claim_out(self.runtime, g), ClaimOut,
-                     lambda d: views.grant_of(d.events[0]))
+                     lambda d: views.grant_of(self.runtime, d.events[0]))
 
     def claim(self, step_id: str, actor: str, lease_seconds: int | None = None,
               key: Key = None) -> ClaimOut:
@@ -57,7 +56,7 @@ class ClaimOperations(Operations):
                                 message=f'claimed step {claimed.step_id} "{claimed.title}"')
 
         write = Write(self._counted(command), render, ClaimNextOut,
-                      lambda d: views.grant_of(d.events[0]), refusals_answer=False)
+                      lambda d: views.grant_of(self.runtime, d.events[0]), refusals_answer=False)
         return self._run("claim_next", {"plan": slug, "lease": lease}, write, key, actor)
 
     def _close(self, operation: str, close: Callable[[], None], step_id: str,

@@ -33,7 +33,7 @@ from ledger.domain import events as ev
 from ledger.domain.claims import Verdict
 from ledger.domain.events import LedgerEvent
 from ledger.domain.ids import PlanSlug, SessionId, StepId
-from ledger.domain.state import PlanState, StepDef, StepState, evolve_step
+from ledger.domain.state import PlanState, StepDef, StepState
 from projections import queries
 from projections.results import Progress
 from projections.timeline import TimelineModel
@@ -153,29 +153,23 @@ def claim_out(runtime: Runtime, grant: Grant) -> ClaimOut:
     state, definition, _ = runtime.ledger.step(grant.step_id)
     return ClaimOut(step_id=grant.step_id, plan=state.plan, title=definition.title,
                     claimed_by=grant.session_id, fence=grant.fence, expires_at=grant.expires_at,
-                    renewed=grant.renewed,
-                    took_over_from=None if grant.renewed else took_over(runtime, grant))
+                    renewed=grant.renewed, took_over_from=grant.took_over_from)
 
 
-def took_over(runtime: Runtime, grant: Grant) -> SessionId | None:
-    """The holder whose lapsed claim this grant replaced: the step as it stood right
-    before the grant (whether or not the grant is stored yet)."""
-    before: StepState | None = None
-    for event in runtime.store.stream(grant.step_id):
-        if isinstance(event, ev.StepClaimed) and event.fence == grant.fence:
-            break
-        before = evolve_step(before, event)
-    if before is None or before.status != "in_progress" or before.holder == grant.session_id:
-        return None
-    return before.holder
-
-
-def grant_of(event: LedgerEvent) -> Grant | None:
-    """The grant a claim's event stands for (None for other events)."""
+def grant_of(runtime: Runtime, event: LedgerEvent) -> Grant | None:
+    """The grant a claim's event stands for, read before the event is stored (None for
+    other events): a new grant on a step still in progress took over its lapsed holder."""
     if not isinstance(event, ev.StepClaimed | ev.LeaseRenewed):
         return None
+    took_over_from = None
+    if isinstance(event, ev.StepClaimed):
+        before = runtime.store.step(StepId(event.originator_id))
+        if (before.version == event.originator_version - 1 and before.status == "in_progress"
+                and before.holder != event.session_id):
+            took_over_from = before.holder
     return Grant(StepId(event.originator_id), SessionId(event.session_id or ""), event.fence,
-                 event.expires_at, renewed=isinstance(event, ev.LeaseRenewed))
+                 event.expires_at, renewed=isinstance(event, ev.LeaseRenewed),
+                 took_over_from=took_over_from)
 
 
 def session(runtime: Runtime, session_id: str) -> SessionOut:

@@ -18,6 +18,7 @@ from ledger.domain import plans as plan_rules
 from ledger.domain.claims import (
     DEFAULT_LEASE_SECONDS,
     Decision,
+    Verdict,
     assess,
     check_lease,
     decide_claim,
@@ -66,6 +67,7 @@ class Grant:
     fence: int
     expires_at: datetime
     renewed: bool
+    took_over_from: SessionId | None = None  # the lapsed holder a new grant replaced
 
 
 class Ledger:
@@ -242,6 +244,7 @@ class Ledger:
     ) -> Grant:
         """Claim a ready or lapsed step; the live holder's re-claim is its heartbeat."""
         check_lease(lease_seconds)
+        verdicts: list[Verdict] = []  # the last one is the verdict whose decision landed
 
         def attempt(now: datetime, fresh: bool) -> Decision:
             session = self.live_session(session_id)
@@ -251,13 +254,16 @@ class Ledger:
                 return self.store.step(dep).status
 
             verdict = assess(step, definition, status_of, self.holder_ended(step, session), now)
+            verdicts.append(verdict)
             return decide_claim(step, definition, verdict, session.id, session.version,
                                 lease_seconds, lambda s: plan.steps[s].title, now)
 
         event = self._decide_on_cached_step(step_id, attempt).events[0]
         assert isinstance(event, StepClaimed | LeaseRenewed)
+        renewed = isinstance(event, LeaseRenewed)
+        lapsed = None if renewed or verdicts[-1].holder == session_id else verdicts[-1].holder
         return Grant(StepId(step_id), SessionId(session_id), event.fence, event.expires_at,
-                     renewed=isinstance(event, LeaseRenewed))
+                     renewed=renewed, took_over_from=lapsed)
 
     def heartbeat(
         self, step_id: str, session_id: str, lease_seconds: int = DEFAULT_LEASE_SECONDS

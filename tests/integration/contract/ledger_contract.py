@@ -138,7 +138,8 @@ class LedgerContract(ABC):
             rt.ledger.claim(a, second.id)
         clock.advance(0.001)  # expiry == now: lapsed
         assert rt.reads.ready("p") == [a]
-        assert rt.ledger.claim(a, second.id).fence == 2
+        taken = rt.ledger.claim(a, second.id)
+        assert (taken.fence, taken.took_over_from) == (2, first.id)
 
     def test_lapsed_holder_cannot_heartbeat(self, rt: Runtime, clock: FakeClock) -> None:
         a, _ = self.two_steps(rt)
