@@ -178,3 +178,15 @@ def test_plans_of_a_rebuilt_model_read_the_same_rollups(runtime: Runtime, clock:
     runtime.reads.rebuild()
     assert [runtime.reads.progress(PlanSlug(p)).rollup
             for p in runtime.reads.plan_slugs()] == lines
+
+
+def test_a_model_saves_a_checkpoint_every_so_many_events(
+    runtime: Runtime, clock: FakeClock
+) -> None:
+    checkpoints = MemoryCheckpointRecorder()
+    model = ReadModel(runtime.store, clock, checkpoints=checkpoints, checkpoint_every=100)
+    random_workload(runtime, clock, seed=4, commands=200, after_each=model)
+    saved = checkpoints.max_tracking_id(runtime.store.name)
+    assert saved is not None and model.position - 100 < saved <= model.position
+    resumed = ReadModel(runtime.store, clock, checkpoints=checkpoints, pull_on_read=False)
+    assert resumed.position == saved
