@@ -6,8 +6,6 @@ error leaves as JSON through `api.errors.problem`; nothing an input can do yield
 """
 
 import logging
-import time
-from collections.abc import Awaitable, Callable
 
 from eventsourcing.persistence import PersistenceError
 from fastapi import FastAPI, Request, Response
@@ -18,6 +16,7 @@ from starlette.exceptions import HTTPException
 from api.console.routes import install_console
 from api.errors import ApiError, Replayed, problem
 from api.http import routes_log, routes_plans, routes_sessions, routes_steps
+from api.http.latency import LatencyObserver
 from api.http.limits import BodyLimit
 from api.identity import Identity, load_secret
 from api.mcp.http import install_mcp
@@ -96,13 +95,4 @@ def _readable(error: RequestValidationError) -> str:
 
 def _install_latency(app: FastAPI) -> None:
     service: Service = app.state.service
-
-    @app.middleware("http")
-    async def observe(request: Request,
-                      call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        started = time.perf_counter()
-        response = await call_next(request)
-        route = getattr(request.scope.get("route"), "path", "unmatched")
-        service.metrics.latency.labels(request.method, route, str(response.status_code)
-                                       ).observe(time.perf_counter() - started)
-        return response
+    app.add_middleware(LatencyObserver, metrics=service.metrics)

@@ -1,0 +1,38 @@
+"""Request latency into the metrics, as a plain ASGI middleware.
+
+Starlette's `@app.middleware("http")` wraps every response in a streaming task (about a
+tenth of a claim's server time in a profile); this one only watches the status go by.
+"""
+
+import time
+from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from api.metrics import Metrics
+
+
+class LatencyObserver:
+    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500  # what the client sees if the app dies before answering
+
+        async def watch(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watch)
+        finally:
+            route: Any = scope.get("route")  # the router sets it on this same scope
+            self.metrics.latency.labels(scope["method"], getattr(route, "path", "unmatched"),
+                                        str(status)).observe(time.perf_counter() - started)
