@@ -150,8 +150,11 @@ def step_detail(runtime: Runtime, step_id: str) -> StepDetailOut:
 
 
 def claim_out(runtime: Runtime, grant: Grant) -> ClaimOut:
-    state, definition, _ = runtime.ledger.step(grant.step_id)
-    return ClaimOut(step_id=grant.step_id, plan=state.plan, title=definition.title,
+    plan, title = grant.plan, grant.title
+    if plan is None or title is None:  # a grant rebuilt from its event: read the step
+        state, definition, _ = runtime.ledger.step(grant.step_id)
+        plan, title = state.plan, definition.title
+    return ClaimOut(step_id=grant.step_id, plan=plan, title=title,
                     claimed_by=grant.session_id, fence=grant.fence, expires_at=grant.expires_at,
                     renewed=grant.renewed, took_over_from=grant.took_over_from)
 

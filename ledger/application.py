@@ -68,6 +68,8 @@ class Grant:
     expires_at: datetime
     renewed: bool
     took_over_from: SessionId | None = None  # the lapsed holder a new grant replaced
+    plan: PlanSlug | None = None  # the step's plan and title, as the decision read them
+    title: str | None = None
 
 
 class Ledger:
@@ -244,7 +246,7 @@ class Ledger:
     ) -> Grant:
         """Claim a ready or lapsed step; the live holder's re-claim is its heartbeat."""
         check_lease(lease_seconds)
-        verdicts: list[Verdict] = []  # the last one is the verdict whose decision landed
+        judged: list[tuple[Verdict, StepDef, PlanSlug]] = []  # the last one landed
 
         def attempt(now: datetime, fresh: bool) -> Decision:
             session = self.live_session(session_id)
@@ -254,16 +256,17 @@ class Ledger:
                 return self.store.step(dep).status
 
             verdict = assess(step, definition, status_of, self.holder_ended(step, session), now)
-            verdicts.append(verdict)
+            judged.append((verdict, definition, step.plan))
             return decide_claim(step, definition, verdict, session.id, session.version,
                                 lease_seconds, lambda s: plan.steps[s].title, now)
 
         event = self._decide_on_cached_step(step_id, attempt).events[0]
         assert isinstance(event, StepClaimed | LeaseRenewed)
         renewed = isinstance(event, LeaseRenewed)
-        lapsed = None if renewed or verdicts[-1].holder == session_id else verdicts[-1].holder
+        verdict, definition, plan = judged[-1]
+        lapsed = None if renewed or verdict.holder == session_id else verdict.holder
         return Grant(StepId(step_id), SessionId(session_id), event.fence, event.expires_at,
-                     renewed=renewed, took_over_from=lapsed)
+                     renewed=renewed, took_over_from=lapsed, plan=plan, title=definition.title)
 
     def heartbeat(
         self, step_id: str, session_id: str, lease_seconds: int = DEFAULT_LEASE_SECONDS
