@@ -6,7 +6,7 @@ from typing import Annotated, TypeVar
 import psycopg
 import typer
 
-from ledger.pg_schema import init_schema, missing_objects
+from infra.pg_schema import init_schema, missing_objects
 from ledger.storage import StorageConfigError, is_postgres, resolve_db
 
 db_app = typer.Typer(help="Set up and inspect the store (PostgreSQL schema creation).",

@@ -2,10 +2,10 @@
 
 from dataclasses import dataclass
 
+from infra.clock_ids import SystemClock, UlidGenerator
+from infra.pg_schema import ensure_schema
 from ledger.application import Ledger
-from ledger.pg_schema import ensure_schema
 from ledger.ports import Clock, IdGenerator
-from ledger.runtime import SystemClock, UlidGenerator
 from ledger.storage import is_postgres, resolve_db, store_settings
 from ledger.store import EventStore
 from projections.readmodel import ReadModel
@@ -27,7 +27,7 @@ def open_runtime(
 ) -> Runtime:
     resolved = resolve_db(db)
     if is_postgres(resolved):
-        ensure_schema(resolved)  # replicas never create tables themselves: see ledger.pg_schema
+        ensure_schema(resolved)  # replicas never create tables themselves: see infra.pg_schema
     store = EventStore(store_settings(resolved))
     the_clock = clock or SystemClock()
     reads = ReadModel(store, the_clock)

@@ -1,6 +1,6 @@
 """Ports the application needs from outside: the time, new ids, and a view of the log.
 
-Adapters live elsewhere (`ledger.runtime` for the clock and ids, `projections` for the
+Adapters live elsewhere (`infra.clock_ids` for the clock and ids, `projections` for the
 view); tests pass fakes that subclass these.
 """
 

@@ -5,7 +5,7 @@
 - `memory`: an in-process store for fast tests;
 - `postgresql://user@host:port/dbname`: PostgreSQL, shared by several API replicas; options
   in the query (`?schema=team_a&pool_size=10`, see PG_OPTIONS). Its tables are created once,
-  explicitly, by `planledger db init` (see ledger.pg_schema), never by each replica.
+  explicitly, by `planledger db init` (see infra.pg_schema), never by each replica.
 """
 
 import os
@@ -44,7 +44,7 @@ def store_settings(db: str) -> dict[str, str]:
     return {
         **_COMMON,
         # The library's SQLite persistence with a real statement cache (see the module).
-        "PERSISTENCE_MODULE": "ledger.sqlite_pool:Factory",
+        "PERSISTENCE_MODULE": "infra.sqlite_pool:Factory",
         "SQLITE_DBNAME": str(path),
         # Seconds a write waits for another process's lock before failing (503).
         "SQLITE_LOCK_TIMEOUT": os.environ.get(SQLITE_LOCK_TIMEOUT_VAR) or "30",
@@ -122,7 +122,7 @@ def _postgres_settings(url: str) -> dict[str, str]:
         "POSTGRES_USER": conn["user"],
         "POSTGRES_PASSWORD": conn["password"],
         # The library's CREATE TABLE is not safe from several processes at once: replicas
-        # never create tables; `planledger db init` (ledger.pg_schema) does, under a lock.
+        # never create tables; `planledger db init` (infra.pg_schema) does, under a lock.
         "CREATE_TABLE": "no",
         "PLANLEDGER_CREATE_TABLE": "no",  # the library reads this spelling first
         # Kept off on purpose: its insert function skips the table lock, so a reader

@@ -13,11 +13,11 @@ from eventsourcing.persistence import Notification
 from psycopg import sql
 
 from api.runtime import open_runtime
+from infra.clock_ids import SystemClock
+from infra.pg_schema import EVENTS_TABLE
 from ledger.application import NewStep
 from ledger.domain.events import SessionStarted
 from ledger.domain.ids import PlanSlug, SessionId
-from ledger.pg_schema import EVENTS_TABLE
-from ledger.runtime import SystemClock
 from ledger.storage import postgres_options, store_settings
 from ledger.store import EventStore
 from projections.follower import follow

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from api.runtime import open_runtime
-from ledger.pg_schema import init_schema, missing_objects
+from infra.pg_schema import init_schema, missing_objects
 from tests.support.postgres import fresh_schema
 
 TIMEOUT = 60
