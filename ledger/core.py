@@ -1,0 +1,88 @@
+"""The ledger's plumbing: deciding with optimistic concurrency, and the reads every
+command shares. Commands live in `ledger.plan_commands` and `ledger.claim_commands`."""
+
+import contextlib
+from collections.abc import Callable
+from datetime import datetime
+
+from ledger.domain import errors
+from ledger.domain.claims import Decision, live_holder
+from ledger.domain.ids import SessionId, StepId
+from ledger.domain.state import PlanState, SessionState, StepDef, StepState
+from ledger.ports import CandidateView, Clock, IdGenerator
+from ledger.riders import with_riders
+from ledger.store import ConflictError, EventStore
+
+MAX_ATTEMPTS = 64
+
+
+class LedgerCore:
+    def __init__(
+        self, store: EventStore, clock: Clock, ids: IdGenerator, view: CandidateView
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.ids = ids
+        self.view = view
+
+    # --- plumbing -------------------------------------------------------------
+
+    def _decide(
+        self, stream: str, attempt: Callable[[datetime], Decision], now: datetime | None = None
+    ) -> Decision:
+        """Run `attempt` until its events append cleanly; raise its refusal afterwards."""
+        now = now or self.clock.now()
+        for _ in range(MAX_ATTEMPTS):
+            decision = attempt(now)
+            try:
+                self.store.append(with_riders(decision))
+            except ConflictError:
+                continue
+            if decision.refusal is not None:
+                raise decision.refusal
+            return decision
+        raise errors.Contention(stream, MAX_ATTEMPTS)
+
+    def _decide_on_cached_step(
+        self, stream: str, attempt: Callable[[datetime, bool], Decision]
+    ) -> Decision:
+        """`_decide` for commands that append to the step they read: the first try takes
+        the step from this process's cache (`attempt(now, False)`, no read). A stale step
+        cannot land, as the version it appends at is taken (a conflict, then fresh tries);
+        a refusal is decided again on fresh state before it is recorded or raised."""
+        now = self.clock.now()
+        first = attempt(now, False)
+        if first.refusal is None:
+            with contextlib.suppress(ConflictError):
+                self.store.append(with_riders(first))
+                return first
+        return self._decide(stream, lambda at: attempt(at, True), now)
+
+    def live_session(self, session_id: str) -> SessionState:
+        session = self.store.session(SessionId(session_id))
+        if session.ended:
+            raise errors.SessionClosed(session.id)
+        return session
+
+    def step(self, step_id: str, *, fresh: bool = True) -> tuple[StepState, StepDef, PlanState]:
+        step = self.store.step(StepId(step_id), cached=not fresh)
+        plan = self.store.plan(step.plan)
+        return step, plan.steps[step.id], plan
+
+    def holder_ended(self, step: StepState, known: SessionState | None = None) -> bool:
+        """Whether the step's holder ended its session. `known` is a session the caller
+        has just read fresh: when it is the holder, it is not read again."""
+        if step.holder is None:
+            return False
+        if known is not None and known.id == step.holder:
+            return known.ended
+        return self.store.session(step.holder).ended
+
+    def current_holder(
+        self, step: StepState, now: datetime, known: SessionState | None = None
+    ) -> SessionId | None:
+        return live_holder(step, now, self.holder_ended(step, known))
+
+    def _actor(self, actor: str | None) -> SessionId | None:
+        """The acting session, checked live; None when the call names none."""
+        return self.live_session(actor).id if actor is not None else None
