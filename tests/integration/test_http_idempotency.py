@@ -2,8 +2,6 @@
 restart, on another replica, and when the retries race each other."""
 
 import threading
-from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
@@ -12,89 +10,77 @@ from fastapi.testclient import TestClient
 from api.http.app import create_app
 from api.runtime import Runtime, open_runtime
 from api.settings import Settings
-from tests.support.fakes import FakeClock, SequentialIds
+from tests.support.fakes import FakeClock
 from tests.support.live_server import live_server, session
 from tests.support.seed import seed_auth_refresh
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> str:
-    return str(tmp_path / "ledger.sqlite")
+def steps(file_runtime: Runtime) -> list[str]:
+    return list(seed_auth_refresh(file_runtime.ledger))
 
 
-@pytest.fixture
-def runtime(db: str, clock: FakeClock) -> Iterator[Runtime]:
-    rt = open_runtime(db, clock=clock, ids=SequentialIds())
-    yield rt
-    rt.close()
+def _client(file_runtime: Runtime) -> TestClient:
+    return TestClient(create_app(file_runtime, Settings(db=file_runtime.db)))
 
 
-@pytest.fixture
-def steps(runtime: Runtime) -> list[str]:
-    return list(seed_auth_refresh(runtime.ledger))
-
-
-def _client(runtime: Runtime) -> TestClient:
-    return TestClient(create_app(runtime, Settings(db=runtime.db)))
-
-
-def _position(runtime: Runtime) -> int:
-    return runtime.store.recorder.max_notification_id() or 0
+def _position(file_runtime: Runtime) -> int:
+    return file_runtime.store.recorder.max_notification_id() or 0
 
 
 def test_a_retried_claim_returns_the_first_answer_and_appends_nothing(
-    runtime: Runtime, steps: list[str], clock: FakeClock,
+    file_runtime: Runtime, steps: list[str], clock: FakeClock,
 ) -> None:
-    client = _client(runtime)
+    client = _client(file_runtime)
     _, as_a = session(client, "agent A")
     keyed = {**as_a, "Idempotency-Key": "claim-step-5"}
     first = client.post(f"/api/steps/{steps[4]}/claim", headers=keyed)
-    position = _position(runtime)
+    position = _position(file_runtime)
     clock.advance(60)  # a fresh claim now would be a heartbeat with a later expiry
     retry = client.post(f"/api/steps/{steps[4]}/claim", headers=keyed)
     assert first.status_code == retry.status_code == 200
     assert retry.json() == first.json()
-    assert _position(runtime) == position
+    assert _position(file_runtime) == position
 
 
 def test_a_retried_bounce_replays_the_same_refusal_and_appends_nothing(
-    runtime: Runtime, steps: list[str],
+    file_runtime: Runtime, steps: list[str],
 ) -> None:
-    client = _client(runtime)
+    client = _client(file_runtime)
     _, as_a = session(client, "agent A")
     _, as_b = session(client, "agent B")
     client.post(f"/api/steps/{steps[4]}/claim", headers=as_b)
     keyed = {**as_a, "Idempotency-Key": "a-claims-5"}
     first = client.post(f"/api/steps/{steps[4]}/claim", headers=keyed)
-    position = _position(runtime)
+    position = _position(file_runtime)
     client.post(f"/api/steps/{steps[4]}/release", headers=as_b)  # now it would land
     retry = client.post(f"/api/steps/{steps[4]}/claim", headers=keyed)
     assert first.status_code == retry.status_code == 409
     assert retry.json() == first.json()
-    assert _position(runtime) == position + 1  # only B's release
+    assert _position(file_runtime) == position + 1  # only B's release
 
 
 def test_the_first_answer_survives_a_restart_and_serves_every_replica(
-    runtime: Runtime, steps: list[str], db: str, clock: FakeClock,
+    file_runtime: Runtime, steps: list[str], db: str, clock: FakeClock,
 ) -> None:
-    client = _client(runtime)
+    client = _client(file_runtime)
     _, as_a = session(client, "agent A")
     keyed = {**as_a, "Idempotency-Key": "next-please"}
     first = client.post("/api/plans/auth-refresh/claim-next", headers=keyed)
-    position = _position(runtime)
+    position = _position(file_runtime)
     restarted = open_runtime(db, clock=clock)
     try:
         retry = _client(restarted).post("/api/plans/auth-refresh/claim-next", headers=keyed)
     finally:
         restarted.close()
     assert retry.json() == first.json() and first.json()["claimed"]["title"]
-    assert _position(runtime) == position
+    assert _position(file_runtime) == position
 
 
 def test_a_key_reused_for_another_request_is_refused(
-    runtime: Runtime, steps: list[str],
+    file_runtime: Runtime, steps: list[str],
 ) -> None:
-    client = _client(runtime)
+    client = _client(file_runtime)
     _, as_a = session(client, "agent A")
     keyed = {**as_a, "Idempotency-Key": "one-key"}
     client.post(f"/api/steps/{steps[4]}/claim", headers=keyed)
@@ -104,8 +90,8 @@ def test_a_key_reused_for_another_request_is_refused(
     assert client.get(f"/api/steps/{steps[5]}").json()["claimable"] is True
 
 
-def test_racing_retries_of_one_write_land_it_once(runtime: Runtime, steps: list[str]) -> None:
-    with live_server(runtime) as server, server.client() as http:
+def test_racing_retries_of_one_write_land_it_once(file_runtime: Runtime, steps: list[str]) -> None:
+    with live_server(file_runtime) as server, server.client() as http:
         _, as_a = session(http, "agent A")
         keyed = {**as_a, "Idempotency-Key": "racing-retries"}
         clients = [server.client() for _ in range(8)]
@@ -132,8 +118,8 @@ def test_racing_retries_of_one_write_land_it_once(runtime: Runtime, steps: list[
     assert [e["type"] for e in log].count("AnswerRecorded") == 1
 
 
-def test_a_write_without_a_key_is_not_deduplicated(runtime: Runtime, steps: list[str]) -> None:
-    client = _client(runtime)
+def test_a_write_without_a_key_is_not_deduplicated(file_runtime: Runtime, steps: list[str]) -> None:
+    client = _client(file_runtime)
     _, as_a = session(client, "agent A")
     client.post(f"/api/steps/{steps[4]}/claim", headers=as_a)
     again = client.post(f"/api/steps/{steps[4]}/claim", headers=as_a)

@@ -2,8 +2,6 @@
 force-release; tokens survive restarts, work on every replica, and never reach the log."""
 
 import os
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
@@ -12,7 +10,7 @@ from api.http.app import create_app
 from api.identity import secret_path
 from api.runtime import Runtime, open_runtime
 from api.settings import Settings
-from tests.support.fakes import FakeClock, SequentialIds
+from tests.support.fakes import FakeClock
 from tests.support.live_server import live_server, session
 from tests.support.seed import seed_auth_refresh
 
@@ -20,30 +18,18 @@ ADMIN = "admin-token-for-tests"
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> str:
-    return str(tmp_path / "ledger.sqlite")
+def step(file_runtime: Runtime) -> str:
+    return seed_auth_refresh(file_runtime.ledger)[4]
 
 
-@pytest.fixture
-def runtime(db: str, clock: FakeClock) -> Iterator[Runtime]:
-    rt = open_runtime(db, clock=clock, ids=SequentialIds())
-    yield rt
-    rt.close()
-
-
-@pytest.fixture
-def step(runtime: Runtime) -> str:
-    return seed_auth_refresh(runtime.ledger)[4]
-
-
-def _client(runtime: Runtime, admin: str | None = None) -> TestClient:
-    return TestClient(create_app(runtime, Settings(db=runtime.db, admin_token=admin)))
+def _client(file_runtime: Runtime, admin: str | None = None) -> TestClient:
+    return TestClient(create_app(file_runtime, Settings(db=file_runtime.db, admin_token=admin)))
 
 
 def test_another_sessions_token_cannot_complete_or_release_the_claim(
-    runtime: Runtime, step: str,
+    file_runtime: Runtime, step: str,
 ) -> None:
-    with live_server(runtime) as server, server.client() as http:
+    with live_server(file_runtime) as server, server.client() as http:
         a_id, as_a = session(http, "agent A")
         _, as_b = session(http, "agent B")
         assert http.post(f"/api/steps/{step}/claim", headers=as_a).status_code == 200
@@ -57,23 +43,23 @@ def test_another_sessions_token_cannot_complete_or_release_the_claim(
 
 
 def test_a_forged_or_missing_token_is_refused_before_anything_happens(
-    runtime: Runtime, step: str,
+    file_runtime: Runtime, step: str,
 ) -> None:
-    client = _client(runtime)
+    client = _client(file_runtime)
     a_id, as_a = session(client, "agent A")
     client.post(f"/api/steps/{step}/claim", headers=as_a)
     forged = {"Authorization": f"Bearer {a_id}.not-the-signature"}
-    position = runtime.store.recorder.max_notification_id()
+    position = file_runtime.store.recorder.max_notification_id()
     for headers in (forged, {}, {"Authorization": "Bearer garbage"}):
         refused = client.post(f"/api/steps/{step}/release", headers=headers)
         assert refused.status_code == 401
         assert refused.json()["reason"] == "unauthorized"
-    assert runtime.store.recorder.max_notification_id() == position
+    assert file_runtime.store.recorder.max_notification_id() == position
     assert client.get(f"/api/steps/{step}").json()["holder"] == a_id
 
 
-def test_a_session_can_end_only_itself(runtime: Runtime) -> None:
-    client = _client(runtime)
+def test_a_session_can_end_only_itself(file_runtime: Runtime) -> None:
+    client = _client(file_runtime)
     a_id, _ = session(client, "agent A")
     _, as_b = session(client, "agent B")
     refused = client.post(f"/api/sessions/{a_id}/end", headers=as_b)
@@ -81,13 +67,13 @@ def test_a_session_can_end_only_itself(runtime: Runtime) -> None:
     assert client.get(f"/api/sessions/{a_id}").json()["ended"] is False
 
 
-def test_only_the_admin_token_force_releases(runtime: Runtime, step: str) -> None:
-    without_admin = _client(runtime)
+def test_only_the_admin_token_force_releases(file_runtime: Runtime, step: str) -> None:
+    without_admin = _client(file_runtime)
     _, as_a = session(without_admin, "agent A")
     without_admin.post(f"/api/steps/{step}/claim", headers=as_a)
     assert without_admin.post(f"/api/steps/{step}/force-release",
                               headers={"Authorization": f"Bearer {ADMIN}"}).status_code == 403
-    with_admin = _client(runtime, admin=ADMIN)
+    with_admin = _client(file_runtime, admin=ADMIN)
     assert with_admin.post(f"/api/steps/{step}/force-release",
                            headers=as_a).status_code == 403
     forced = with_admin.post(f"/api/steps/{step}/force-release",
@@ -97,9 +83,9 @@ def test_only_the_admin_token_force_releases(runtime: Runtime, step: str) -> Non
 
 
 def test_a_token_works_after_a_restart_and_on_another_replica(
-    runtime: Runtime, db: str, step: str, clock: FakeClock,
+    file_runtime: Runtime, db: str, step: str, clock: FakeClock,
 ) -> None:
-    a_id, as_a = session(_client(runtime), "agent A")
+    a_id, as_a = session(_client(file_runtime), "agent A")
     replica = open_runtime(db, clock=clock)  # a second process's view of the same file
     try:
         claimed = _client(replica).post(f"/api/steps/{step}/claim", headers=as_a)
@@ -109,8 +95,8 @@ def test_a_token_works_after_a_restart_and_on_another_replica(
     assert oct(os.stat(secret_path(db)).st_mode & 0o777) == "0o600"
 
 
-def test_tokens_never_reach_the_event_log(runtime: Runtime, step: str) -> None:
-    client = _client(runtime)
+def test_tokens_never_reach_the_event_log(file_runtime: Runtime, step: str) -> None:
+    client = _client(file_runtime)
     started = client.post("/api/sessions", json={"name": "A"},
                           headers={"Idempotency-Key": "start-1"}).json()
     token = started["token"]
