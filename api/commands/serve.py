@@ -32,8 +32,9 @@ def serve(
             app = create_app(runtime, settings)
             base = f"http://{settings.host}:{settings.port}"
             typer.echo(f"planledger: store {settings.db}\n"
-                       f"planledger: serving {base} — open {base}/docs "
-                       f"(API reference), agents call {base}/api/…")
+                       f"planledger: serving {base} — open {base}/ (the console) or "
+                       f"{base}/docs (API reference); agents call {base}/api/… or MCP at "
+                       f"{base}/mcp")
             uvicorn.run(app, host=settings.host, port=settings.port, log_level="info")
         finally:
             runtime.close()
