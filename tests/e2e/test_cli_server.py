@@ -73,7 +73,8 @@ def test_the_cli_works_against_a_running_server(
     server: tuple[str, Path], tmp_path: Path,
 ) -> None:
     url, out = server
-    assert f"open {url}/docs" in out.read_text()
+    banner = out.read_text()
+    assert f"open {url}/ (the console)" in banner and f"{url}/docs" in banner
     plan_file = tmp_path / "plan.yaml"
     plan_file.write_text(PLAN_YAML)
     s4, s5, _ = (s["step_id"] for s in _cli(url, "plan", "create", str(plan_file))["steps"])
