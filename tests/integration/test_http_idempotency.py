@@ -1,9 +1,7 @@
 """Idempotency keys: a retried write gets its first answer and appends nothing, after a
 restart, on another replica, and when the retries race each other."""
 
-import threading
 
-import httpx
 import pytest
 from fastapi.testclient import TestClient
 
@@ -11,7 +9,7 @@ from api.http.app import create_app
 from api.runtime import Runtime, open_runtime
 from api.settings import Settings
 from tests.support.fakes import FakeClock
-from tests.support.live_server import live_server, session
+from tests.support.live_server import live_server, post_together, session
 from tests.support.seed import seed_auth_refresh
 
 
@@ -95,20 +93,7 @@ def test_racing_retries_of_one_write_land_it_once(file_runtime: Runtime, steps: 
         _, as_a = session(http, "agent A")
         keyed = {**as_a, "Idempotency-Key": "racing-retries"}
         clients = [server.client() for _ in range(8)]
-        barrier = threading.Barrier(len(clients))
-        answers: list[httpx.Response] = []
-
-        def retry(client: httpx.Client) -> None:
-            barrier.wait()
-            answers.append(client.post(f"/api/steps/{steps[4]}/claim", headers=keyed))
-
-        threads = [threading.Thread(target=retry, args=(c,)) for c in clients]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(60)
-        for client in clients:
-            client.close()
+        answers = post_together(clients, f"/api/steps/{steps[4]}/claim", headers=keyed)
         history = http.get(f"/api/steps/{steps[4]}").json()["history"]
         log = http.get("/api/log", params={"limit": 1000}).json()["events"]
     assert {r.status_code for r in answers} == {200}

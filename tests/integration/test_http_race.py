@@ -1,14 +1,12 @@
 """Sixteen HTTP clients race for one step over real sockets: exactly one claim lands."""
 
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from api.runtime import Runtime, open_runtime
-from tests.support.live_server import LiveServer, live_server
+from tests.support.live_server import LiveServer, live_server, post_together
 from tests.support.seed import seed_auth_refresh
 
 CLIENTS = 16
@@ -37,25 +35,7 @@ def test_sixteen_concurrent_claims_one_lands_the_rest_bounce_naming_it(
     with server.client() as reader:
         step = reader.get("/api/plans/auth-refresh/ready").json()["ready"][0]["step_id"]
     clients = [server.client(token) for _, token in agents]
-    for client in clients:  # connect first, so the barrier releases requests, not handshakes
-        client.get("/healthz")
-    barrier = threading.Barrier(CLIENTS)
-    answers: list[httpx.Response] = []
-    lock = threading.Lock()
-
-    def race(client: httpx.Client) -> None:
-        barrier.wait()
-        response = client.post(f"/api/steps/{step}/claim")
-        with lock:
-            answers.append(response)
-
-    threads = [threading.Thread(target=race, args=(c,)) for c in clients]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(60)
-    for client in clients:
-        client.close()
+    answers = post_together(clients, f"/api/steps/{step}/claim")
 
     statuses = sorted(r.status_code for r in answers)
     assert statuses == [200] + [409] * (CLIENTS - 1)

@@ -8,6 +8,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -60,3 +61,23 @@ def session(client: httpx.Client, name: str) -> tuple[str, dict[str, str]]:
     assert started.status_code == 201, started.text
     body = started.json()
     return body["session_id"], {"Authorization": f"Bearer {body['token']}"}
+
+
+def post_together(clients: list[httpx.Client], path: str,
+                  headers: dict[str, str] | None = None) -> list[httpx.Response]:
+    """POST `path` from every client at once (a barrier releases them; each connects first,
+    so the barrier releases requests, not handshakes); the answers in client order. Closes
+    the clients."""
+    for client in clients:
+        client.get("/healthz")
+    barrier = threading.Barrier(len(clients))
+
+    def post(client: httpx.Client) -> httpx.Response:
+        barrier.wait(60)
+        return client.post(path, headers=headers)
+
+    with ThreadPoolExecutor(len(clients)) as pool:
+        answers = list(pool.map(post, clients))
+    for client in clients:
+        client.close()
+    return answers
