@@ -22,7 +22,7 @@ class ClaimOperations(Operations):
 
     def _claim_write(self, command: Callable[[], Grant]) -> Write[Grant, ClaimOut]:
         return Write(self._counted(lambda: self._granted(command())),
-                     lambda g: views.claim_out(self.runtime, g), ClaimOut,
+                     views.claim_out, ClaimOut,
                      lambda d: views.grant_of(self.runtime, d.events[0]))
 
     def claim(self, step_id: str, actor: str, lease_seconds: int | None = None,
@@ -51,7 +51,7 @@ class ClaimOperations(Operations):
             if grant is None:
                 reason, message = views.nothing_ready(self.runtime, slug)
                 return ClaimNextOut(claimed=None, reason=reason, message=message)
-            claimed = views.claim_out(self.runtime, grant)
+            claimed = views.claim_out(grant)
             return ClaimNextOut(claimed=claimed,
                                 message=f'claimed step {claimed.step_id} "{claimed.title}"')
 

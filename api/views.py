@@ -149,12 +149,8 @@ def step_detail(runtime: Runtime, step_id: str) -> StepDetailOut:
 # --- claims and sessions ---------------------------------------------------------------
 
 
-def claim_out(runtime: Runtime, grant: Grant) -> ClaimOut:
-    plan, title = grant.plan, grant.title
-    if plan is None or title is None:  # a grant rebuilt from its event: read the step
-        state, definition, _ = runtime.ledger.step(grant.step_id)
-        plan, title = state.plan, definition.title
-    return ClaimOut(step_id=grant.step_id, plan=plan, title=title,
+def claim_out(grant: Grant) -> ClaimOut:
+    return ClaimOut(step_id=grant.step_id, plan=grant.plan, title=grant.title,
                     claimed_by=grant.session_id, fence=grant.fence, expires_at=grant.expires_at,
                     renewed=grant.renewed, took_over_from=grant.took_over_from)
 
@@ -164,15 +160,14 @@ def grant_of(runtime: Runtime, event: LedgerEvent) -> Grant | None:
     other events): a new grant on a step still in progress took over its lapsed holder."""
     if not isinstance(event, ev.StepClaimed | ev.LeaseRenewed):
         return None
+    before, definition, _ = runtime.ledger.step(event.originator_id)
     took_over_from = None
-    if isinstance(event, ev.StepClaimed):
-        before = runtime.store.step(StepId(event.originator_id))
-        if (before.version == event.originator_version - 1 and before.status == "in_progress"
-                and before.holder != event.session_id):
-            took_over_from = before.holder
+    if (isinstance(event, ev.StepClaimed) and before.version == event.originator_version - 1
+            and before.status == "in_progress" and before.holder != event.session_id):
+        took_over_from = before.holder
     return Grant(StepId(event.originator_id), SessionId(event.session_id or ""), event.fence,
                  event.expires_at, renewed=isinstance(event, ev.LeaseRenewed),
-                 took_over_from=took_over_from)
+                 plan=before.plan, title=definition.title, took_over_from=took_over_from)
 
 
 def session(runtime: Runtime, session_id: str) -> SessionOut:

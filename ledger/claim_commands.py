@@ -28,9 +28,9 @@ class Grant:
     fence: int
     expires_at: datetime
     renewed: bool
+    plan: PlanSlug  # the step's plan and title, as the decision read them
+    title: str
     took_over_from: SessionId | None = None  # the lapsed holder a new grant replaced
-    plan: PlanSlug | None = None  # the step's plan and title, as the decision read them
-    title: str | None = None
 
 
 class ClaimCommands(LedgerCore):
