@@ -33,9 +33,10 @@ class LedgerCore:
         """Run `attempt` until its events append cleanly; raise its refusal afterwards."""
         now = now or self.clock.now()
         for _ in range(MAX_ATTEMPTS):
-            decision = attempt(now)
             try:
-                self.store.append(with_riders(decision))
+                with self.store.transaction():
+                    decision = attempt(now)
+                    self.store.append(with_riders(decision))
             except ConflictError:
                 continue
             if decision.refusal is not None:
@@ -51,9 +52,9 @@ class LedgerCore:
         cannot land, as the version it appends at is taken (a conflict, then fresh tries);
         a refusal is decided again on fresh state before it is recorded or raised."""
         now = self.clock.now()
-        first = attempt(now, False)
-        if first.refusal is None:
-            with contextlib.suppress(ConflictError):
+        with contextlib.suppress(ConflictError), self.store.transaction():
+            first = attempt(now, False)
+            if first.refusal is None:
                 self.store.append(with_riders(first))
                 return first
         return self._decide(stream, lambda at: attempt(at, True), now)

@@ -11,7 +11,7 @@ never sealed.
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from eventsourcing.persistence import (
@@ -45,6 +45,12 @@ class Heads:
                 self._heads.move_to_end(stream)
                 if len(self._heads) > self._size:
                     self._heads.popitem(last=False)
+
+    def forget(self, streams: Iterable[str]) -> None:
+        """Drop what is noted of these streams (hashes of events that were rolled back)."""
+        with self._lock:
+            for stream in streams:
+                self._heads.pop(stream, None)
 
     def get(self, stream: str, version: int) -> str | None:
         with self._lock:

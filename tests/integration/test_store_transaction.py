@@ -1,0 +1,101 @@
+"""SQLite: a command's reads and append share one transaction: all of it lands, or none."""
+
+import threading
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from api.audit_cli import store_entries
+from api.runtime import Runtime, open_runtime
+from ledger.application import NewStep
+from ledger.chain import Verified, verify
+from ledger.domain import events as ev
+from ledger.domain.ids import StepId
+from tests.support.fakes import FakeClock
+
+
+class Boom(Exception):
+    pass
+
+
+def _claimed(rt: Runtime, step: StepId, session: str, version: int) -> ev.StepClaimed:
+    now = rt.ledger.clock.now()
+    return ev.StepClaimed(step, version, now, session, fence=1, lease_seconds=60,
+                          expires_at=now + timedelta(seconds=60))
+
+
+def test_a_block_that_raises_after_its_append_leaves_no_trace(file_runtime: Runtime) -> None:
+    runtime = file_runtime
+    _, (step,) = runtime.ledger.create_plan("p", "P", steps=[NewStep("job")])
+    session = runtime.ledger.start_session("a").id
+    before = runtime.store.step(step)
+
+    with pytest.raises(Boom), runtime.store.transaction():
+        runtime.store.append([_claimed(runtime, step, session, before.version + 1)])
+        raise Boom
+
+    # Nothing stored, nothing cached: the step reads as before, and the same version is
+    # free for the next claim, whose seal chains onto the stored event, not the lost one.
+    assert runtime.store.step(step) == before
+    assert runtime.ledger.claim(step, session).fence == 1
+    assert [type(e).__name__ for e in runtime.store.stream(step)] == [
+        "StepOpened", "StepClaimed"]
+    assert isinstance(verify(store_entries(runtime.store)), Verified)
+
+
+def test_nested_blocks_join_the_outer_one(file_runtime: Runtime) -> None:
+    runtime = file_runtime
+    _, (first, second) = runtime.ledger.create_plan(
+        "p", "P", steps=[NewStep("one"), NewStep("two")])
+    session = runtime.ledger.start_session("a").id
+
+    with pytest.raises(Boom), runtime.store.transaction():
+        runtime.store.append([_claimed(runtime, first, session, 2)])
+        with runtime.store.transaction():
+            runtime.store.append([_claimed(runtime, second, session, 2)])
+        raise Boom  # after the inner block ended: it committed nothing of its own
+
+    assert runtime.store.step(first).holder is None
+    assert runtime.store.step(second).holder is None
+
+
+def test_a_writer_waits_for_an_open_block_so_what_the_block_read_stays_true(
+    tmp_path: Path,
+) -> None:
+    """SQLite: the block holds the write lock from its start. Another process's claim,
+    released while the block is between its read and its append, lands after it."""
+    db, clock = str(tmp_path / "ledger.sqlite"), FakeClock()
+    ours, theirs = open_runtime(db, clock=clock), open_runtime(db, clock=clock)
+    _, (step,) = ours.ledger.create_plan("p", "P", steps=[NewStep("job")])
+    a, b = ours.ledger.start_session("a").id, ours.ledger.start_session("b").id
+    outcome: list[str] = []
+    rival_started = threading.Event()
+
+    def rival() -> None:
+        rival_started.set()
+        try:
+            theirs.ledger.claim(step, b)
+            outcome.append("b won")
+        except Exception as error:
+            outcome.append(type(error).__name__)
+
+    thread = threading.Thread(target=rival)
+    try:
+        with ours.store.transaction():
+            read = ours.store.step(step)
+            assert read.holder is None
+            thread.start()
+            assert rival_started.wait(10)
+            # The rival is now blocked on the lock (or not yet there): either way it
+            # cannot append between our read and our append, so ours cannot conflict.
+            ours.store.append([_claimed(ours, step, a, read.version + 1)])
+    finally:
+        if thread.ident is not None:
+            thread.join(30)  # before the stores close under it
+        ours.close()
+        theirs.close()
+    assert outcome == ["AlreadyClaimed"]
+    reader = open_runtime(db, clock=clock)
+    assert reader.store.step(step).holder == a
+    reader.close()
