@@ -78,15 +78,19 @@ _ERRORS: tuple[tuple[type[sqlite3.Error], type[PersistenceError]], ...] = (
 )
 
 
+def _library_error(error: sqlite3.Error) -> PersistenceError:
+    for raw, ours in _ERRORS:
+        if isinstance(error, raw):
+            return ours(error)
+    return PersistenceError(error)
+
+
 @contextmanager
 def _library_errors() -> Iterator[None]:
     try:
         yield
     except sqlite3.Error as error:
-        for raw, ours in _ERRORS:
-            if isinstance(error, raw):
-                raise ours(error) from error
-        raise PersistenceError(error) from error
+        raise _library_error(error) from error
 
 
 class UnitDatastore(SQLiteDatastore):
@@ -109,8 +113,10 @@ class UnitDatastore(SQLiteDatastore):
             with super().transaction(commit=commit) as fresh:
                 yield fresh
             return
-        with _library_errors():
+        try:
             yield cursor  # the unit commits or rolls back, once, at its end
+        except sqlite3.Error as error:  # (inline: this runs for every read of a command)
+            raise _library_error(error) from error
 
     @contextmanager
     def unit(self) -> Iterator[None]:

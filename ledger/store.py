@@ -43,8 +43,12 @@ def _is_step_event(event: LedgerEvent) -> bool:
 
 
 # Streams whose cached state follows this process's own appends (plans are left to the
-# fast-forward: folding a plan event copies its step table).
+# fast-forward: folding a plan event copies its step table), by their state's type, and by
+# the event that starts them (a stream this process started is cached from its start, so
+# the first claim of a step it opened reads no snapshot and no history).
 _FOLDS: dict[type, Callable[..., Any]] = {StepState: fold_step, SessionState: fold_session}
+_STARTS: dict[type, Callable[..., Any]] = {ev.StepOpened: fold_step,
+                                           ev.SessionStarted: fold_session}
 
 
 
@@ -196,6 +200,9 @@ class EventStore(Application[str]):
             try:
                 cached = cache.get(event.originator_id)
             except KeyError:
+                start = _STARTS.get(type(event))
+                if start is not None and event.originator_version == 1:
+                    cache.put(event.originator_id, start(None, [event]))
                 continue
             fold = _FOLDS.get(type(cached))
             if fold is not None and cached.version == event.originator_version - 1:
