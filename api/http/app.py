@@ -3,6 +3,11 @@
 The MCP server mounts at `/mcp` and the console at `/` on the app this returns. Every
 error leaves as JSON through `api.errors.problem`; nothing an input can do yields a 500
 (an unexpected failure is logged and answered with a clean body).
+
+The routes are `async def` and hand their blocking work (the ledger, the store) to the
+thread pool themselves (`run_in_threadpool`): FastAPI runs a plain `def` route on the
+pool and then validates its answer on the pool again, two hand-offs where this is one
+(a claim's server CPU 875 -> 770 us).
 """
 
 import logging

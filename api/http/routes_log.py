@@ -4,6 +4,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 from pydantic import AwareDatetime
+from starlette.concurrency import run_in_threadpool
 
 from api import views
 from api.http.deps import ServiceDep
@@ -19,14 +20,14 @@ MAX_POSITION = 2**62
 
 
 @router.get("/api/log", response_model=LogPageOut, responses=errors())
-def log(service: ServiceDep,
-        after: Annotated[int, Query(ge=0, le=MAX_POSITION,
+async def log(service: ServiceDep,
+              after: Annotated[int, Query(ge=0, le=MAX_POSITION,
                                     description="Return events after this position.")] = 0,
-        limit: Annotated[int, Query(ge=1, le=views.MAX_PAGE)] = 100) -> LogPageOut:
+              limit: Annotated[int, Query(ge=1, le=views.MAX_PAGE)] = 100) -> LogPageOut:
     """Every event in the order it was appended, after log position `after`; follow
     `next_after` while `more` is true. Refused attempts (bounces, stale fences) are here
     too, in the acting session's stream."""
-    return views.log_page(service.runtime, after, limit)
+    return await run_in_threadpool(lambda: views.log_page(service.runtime, after, limit))
 
 
 @ops.get("/healthz", response_model=HealthOut, responses=errors(e503="The store is "
@@ -49,7 +50,7 @@ def metrics(service: ServiceDep) -> Response:
 
 
 @router.get("/api/timeline", response_model=TimelineOut, responses=errors(404))
-def timeline(
+async def timeline(
     service: ServiceDep,
     plan: Annotated[str | None, Query(pattern=r"^[a-z0-9-]{1,64}$",
                                       description="One plan's entries.")] = None,
@@ -59,4 +60,5 @@ def timeline(
 ) -> TimelineOut:
     """The merged timeline: one clock, a lane per session, entries in log order (the order
     that decided every race); a bounce reads `task already claimed: held by "<session>"`."""
-    return views.timeline(service.timelines, plan, session or (), since, until)
+    return await run_in_threadpool(
+        lambda: views.timeline(service.timelines, plan, session or (), since, until))

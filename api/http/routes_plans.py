@@ -2,6 +2,7 @@
 add steps, and claim the next ready step."""
 
 from fastapi import APIRouter
+from starlette.concurrency import run_in_threadpool
 
 from api import views
 from api.http.deps import (
@@ -32,55 +33,56 @@ router = APIRouter(prefix="/api/plans", tags=["plans"])
              responses=errors(401, e409="plan_exists: the slug is taken.",
                               e422="Bad slug, title, constraint, or a dependency that is "
                                    "unknown, on itself, or closes a cycle."))
-def plan_create(service: ServiceDep, plan: PlanIn, actor: MaybeActorDep,
-                key: IdempotencyKeyDep) -> PlanCreatedOut:
+async def plan_create(service: ServiceDep, plan: PlanIn, actor: MaybeActorDep,
+                      key: IdempotencyKeyDep) -> PlanCreatedOut:
     """Create a plan with its constraints and steps in one transaction. Steps name earlier
     steps of the same request by `key` in `depends_on`. A session token is optional: with
     one, the events name the session that created the plan."""
-    return service.create_plan(plan, actor, key)
+    return await run_in_threadpool(lambda: service.create_plan(plan, actor, key))
 
 
 @router.get("", response_model=list[PlanSummaryOut], responses=errors())
-def plan_list(service: ServiceDep) -> list[PlanSummaryOut]:
+async def plan_list(service: ServiceDep) -> list[PlanSummaryOut]:
     """Every plan with its progress line, oldest first."""
-    return views.plans(service.runtime)
+    return await run_in_threadpool(lambda: views.plans(service.runtime))
 
 
 @router.get("/{slug}", response_model=PlanOut, responses=errors(404))
-def plan_show(service: ServiceDep, slug: SlugPath) -> PlanOut:
+async def plan_show(service: ServiceDep, slug: SlugPath) -> PlanOut:
     """A plan: constraints, progress ("4/6 done, 1 claimable, 0 in flight") and every step
     with its status, holder and blockers."""
-    return views.plan(service.runtime, slug)
+    return await run_in_threadpool(lambda: views.plan(service.runtime, slug))
 
 
 @router.get("/{slug}/steps", response_model=list[StepOut], responses=errors(404))
-def step_list(service: ServiceDep, slug: SlugPath) -> list[StepOut]:
+async def step_list(service: ServiceDep, slug: SlugPath) -> list[StepOut]:
     """The plan's steps, oldest first."""
-    return views.plan(service.runtime, slug).steps
+    return await run_in_threadpool(lambda: views.plan(service.runtime, slug).steps)
 
 
 @router.post("/{slug}/steps", status_code=201, response_model=StepRefOut,
              responses=errors(401, 404, e422="Bad title or body, or a dependency that is "
                                               "unknown or on the step itself."))
-def step_add(service: ServiceDep, slug: SlugPath, step: StepIn, actor: MaybeActorDep,
-             key: IdempotencyKeyDep) -> StepRefOut:
+async def step_add(service: ServiceDep, slug: SlugPath, step: StepIn, actor: MaybeActorDep,
+                   key: IdempotencyKeyDep) -> StepRefOut:
     """Add a step to the plan, optionally depending on existing steps."""
-    return service.add_step(slug, step, actor, key)
+    return await run_in_threadpool(lambda: service.add_step(slug, step, actor, key))
 
 
 @router.get("/{slug}/ready", response_model=ReadyOut, responses=errors(401, 404))
-def ready(service: ServiceDep, slug: SlugPath, actor: MaybeActorDep) -> ReadyOut:
+async def ready(service: ServiceDep, slug: SlugPath, actor: MaybeActorDep) -> ReadyOut:
     """What a claim would accept now, oldest first (a lapsed claim shows its lapsed holder),
     plus the held steps and the blocked ones with their blockers. With a session token the
     listing is recorded in the session's stream, so a timeline shows what it chose from."""
-    return service.ready(slug, actor)
+    return await run_in_threadpool(lambda: service.ready(slug, actor))
 
 
 @router.post("/{slug}/claim-next", response_model=ClaimNextOut,
              responses=errors(401, 404, e409="session_ended: the session cannot claim."))
-def claim_next(service: ServiceDep, slug: SlugPath, actor: ActorDep, key: IdempotencyKeyDep,
-               body: ClaimIn | None = None) -> ClaimNextOut:
+async def claim_next(service: ServiceDep, slug: SlugPath, actor: ActorDep, key: IdempotencyKeyDep,
+                     body: ClaimIn | None = None) -> ClaimNextOut:
     """Atomically claim the first ready step of the plan, skipping steps lost to a race,
     so a worker needs no bounce round trip. When nothing is ready, `claimed` is null and
     `reason` says why: all_held, all_blocked, all_done, empty or none_ready (a mix)."""
-    return service.claim_next(slug, actor, body.lease_seconds if body else None, key)
+    return await run_in_threadpool(
+        lambda: service.claim_next(slug, actor, body.lease_seconds if body else None, key))

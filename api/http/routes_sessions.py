@@ -1,6 +1,7 @@
 """Sessions: an agent's identity. Start one to get a token; end it to release its claims."""
 
 from fastapi import APIRouter
+from starlette.concurrency import run_in_threadpool
 
 from api import views
 from api.errors import Forbidden
@@ -12,24 +13,24 @@ router = APIRouter(prefix="/api/sessions", tags=["sessions"])
 
 
 @router.post("", status_code=201, response_model=SessionStartOut, responses=errors())
-def session_start(service: ServiceDep, key: IdempotencyKeyDep,
-                  body: SessionStartIn | None = None) -> SessionStartOut:
+async def session_start(service: ServiceDep, key: IdempotencyKeyDep,
+                        body: SessionStartIn | None = None) -> SessionStartOut:
     """Start a session. The answer carries the session id and its secret token: send the
     token as `Authorization: Bearer <token>` on every call acting for the session."""
-    return service.start_session(body.name if body else None, key)
+    return await run_in_threadpool(lambda: service.start_session(body.name if body else None, key))
 
 
 @router.get("/{session_id}", response_model=SessionOut, responses=errors(404))
-def session_show(service: ServiceDep, session_id: SessionPath) -> SessionOut:
+async def session_show(service: ServiceDep, session_id: SessionPath) -> SessionOut:
     """A session and the steps it holds now (live leases only), with time left."""
-    return views.session(service.runtime, session_id)
+    return await run_in_threadpool(lambda: views.session(service.runtime, session_id))
 
 
 @router.post("/{session_id}/end", response_model=SessionEndOut,
              responses=errors(401, 403, 404, e409="session_ended: it has ended already."))
-def session_end(service: ServiceDep, session_id: SessionPath, actor: ActorDep,
-                key: IdempotencyKeyDep) -> SessionEndOut:
+async def session_end(service: ServiceDep, session_id: SessionPath, actor: ActorDep,
+                      key: IdempotencyKeyDep) -> SessionEndOut:
     """End the session; every step it holds is released, each as its own event."""
     if actor != session_id:
         raise Forbidden(f'the token is for session "{actor}", not "{session_id}"')
-    return service.end_session(actor, key)
+    return await run_in_threadpool(lambda: service.end_session(actor, key))

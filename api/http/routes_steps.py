@@ -2,6 +2,7 @@
 claim, heartbeat, complete, release, drop, reopen, and an operator's force-release."""
 
 from fastapi import APIRouter
+from starlette.concurrency import run_in_threadpool
 
 from api import views
 from api.http.deps import (
@@ -37,84 +38,89 @@ _HOLDER_409 = ("not_holder: the session holds no live claim on the step (the bod
 
 
 @router.get("/{step_id}", response_model=StepDetailOut, responses=errors(404))
-def step_show(service: ServiceDep, step_id: StepPath) -> StepDetailOut:
+async def step_show(service: ServiceDep, step_id: StepPath) -> StepDetailOut:
     """A step: status, holder, fence, blockers, and its history (claims, heartbeats,
     releases, revisions), oldest first."""
-    return views.step_detail(service.runtime, step_id)
+    return await run_in_threadpool(lambda: views.step_detail(service.runtime, step_id))
 
 
 @router.patch("/{step_id}", response_model=StepRefOut, responses=errors(401, 404))
-def step_update(service: ServiceDep, step_id: StepPath, revision: StepRevisionIn,
-                actor: MaybeActorDep, key: IdempotencyKeyDep) -> StepRefOut:
+async def step_update(service: ServiceDep, step_id: StepPath, revision: StepRevisionIn,
+                      actor: MaybeActorDep, key: IdempotencyKeyDep) -> StepRefOut:
     """Revise a step's title and/or body."""
-    return service.revise_step(step_id, revision, actor, key)
+    return await run_in_threadpool(lambda: service.revise_step(step_id, revision, actor, key))
 
 
 @router.post("/{step_id}/dependencies", response_model=StepRefOut,
              responses=errors(401, 404, e422="A dependency that is unknown, on the step "
                                               "itself, or that would close a cycle (named)."))
-def step_depend(service: ServiceDep, step_id: StepPath, deps: DependenciesIn,
-                actor: MaybeActorDep, key: IdempotencyKeyDep) -> StepRefOut:
+async def step_depend(service: ServiceDep, step_id: StepPath, deps: DependenciesIn,
+                      actor: MaybeActorDep, key: IdempotencyKeyDep) -> StepRefOut:
     """Declare more dependencies of a step (steps of the same plan)."""
-    return service.declare_dependencies(step_id, deps, actor, key)
+    return await run_in_threadpool(lambda: service.declare_dependencies(step_id, deps, actor, key))
 
 
 @router.post("/{step_id}/claim", response_model=ClaimOut,
              responses=errors(401, 404, e409=_CLAIM_409))
-def claim(service: ServiceDep, step_id: StepPath, actor: ActorDep, key: IdempotencyKeyDep,
-          body: ClaimIn | None = None) -> ClaimOut:
+async def claim(service: ServiceDep, step_id: StepPath, actor: ActorDep, key: IdempotencyKeyDep,
+                body: ClaimIn | None = None) -> ClaimOut:
     """Claim a ready (or lapsed) step for the token's session: it moves to in_progress with
     a lease and a fence. Exactly one of any set of concurrent claims wins; the others get
     409 naming the holder. The holder's own re-claim is a heartbeat."""
-    return service.claim(step_id, actor, body.lease_seconds if body else None, key)
+    return await run_in_threadpool(
+        lambda: service.claim(step_id, actor, body.lease_seconds if body else None, key))
 
 
 @router.post("/{step_id}/heartbeat", response_model=ClaimOut,
              responses=errors(401, 404, e409=_HOLDER_409))
-def heartbeat(service: ServiceDep, step_id: StepPath, actor: ActorDep, key: IdempotencyKeyDep,
-              body: ClaimIn | None = None) -> ClaimOut:
+async def heartbeat(service: ServiceDep, step_id: StepPath, actor: ActorDep, key: IdempotencyKeyDep,
+                    body: ClaimIn | None = None) -> ClaimOut:
     """Extend the holder's lease; the fence stays. Refused once the lease has lapsed."""
-    return service.heartbeat(step_id, actor, body.lease_seconds if body else None, key)
+    return await run_in_threadpool(
+        lambda: service.heartbeat(step_id, actor, body.lease_seconds if body else None, key))
 
 
 @router.post("/{step_id}/complete", response_model=StepChangeOut,
              responses=errors(401, 404, e409=_HOLDER_409))
-def complete(service: ServiceDep, step_id: StepPath, actor: ActorDep, key: IdempotencyKeyDep,
-             body: FenceIn | None = None) -> StepChangeOut:
+async def complete(service: ServiceDep, step_id: StepPath, actor: ActorDep, key: IdempotencyKeyDep,
+                   body: FenceIn | None = None) -> StepChangeOut:
     """Mark the step done (holder only); releases the claim."""
-    return service.complete(step_id, actor, body.fence if body else None, key)
+    return await run_in_threadpool(
+        lambda: service.complete(step_id, actor, body.fence if body else None, key))
 
 
 @router.post("/{step_id}/release", response_model=StepChangeOut,
              responses=errors(401, 404, e409=_HOLDER_409))
-def release(service: ServiceDep, step_id: StepPath, actor: ActorDep, key: IdempotencyKeyDep,
-            body: FenceIn | None = None) -> StepChangeOut:
+async def release(service: ServiceDep, step_id: StepPath, actor: ActorDep, key: IdempotencyKeyDep,
+                  body: FenceIn | None = None) -> StepChangeOut:
     """Give the claim back (holder only); the step is claimable again at once."""
-    return service.release(step_id, actor, body.fence if body else None, key)
+    return await run_in_threadpool(
+        lambda: service.release(step_id, actor, body.fence if body else None, key))
 
 
 @router.post("/{step_id}/drop", response_model=StepChangeOut,
              responses=errors(401, 404, e409=_HOLDER_409))
-def drop(service: ServiceDep, step_id: StepPath, actor: MaybeActorDep, key: IdempotencyKeyDep,
-         body: FenceIn | None = None) -> StepChangeOut:
+async def drop(service: ServiceDep, step_id: StepPath, actor: MaybeActorDep, key: IdempotencyKeyDep,
+               body: FenceIn | None = None) -> StepChangeOut:
     """Drop the step (it no longer blocks its dependants): by its live holder, or by anyone
     when nobody holds it."""
-    return service.drop(step_id, actor, body.fence if body else None, key)
+    return await run_in_threadpool(
+        lambda: service.drop(step_id, actor, body.fence if body else None, key))
 
 
 @router.post("/{step_id}/reopen", response_model=StepChangeOut,
              responses=errors(401, 404, e409="not_reopenable: the step is not done or "
                                               "dropped."))
-def reopen(service: ServiceDep, step_id: StepPath, actor: MaybeActorDep,
-           key: IdempotencyKeyDep) -> StepChangeOut:
+async def reopen(service: ServiceDep, step_id: StepPath, actor: MaybeActorDep,
+                 key: IdempotencyKeyDep) -> StepChangeOut:
     """Reopen a done or dropped step."""
-    return service.reopen(step_id, actor, key)
+    return await run_in_threadpool(lambda: service.reopen(step_id, actor, key))
 
 
 @router.post("/{step_id}/force-release", response_model=ForceReleaseOut,
              responses=errors(401, 403, 404))
-def force_release(service: ServiceDep, step_id: StepPath, _admin: AdminDep,
-                  key: IdempotencyKeyDep) -> ForceReleaseOut:
+async def force_release(service: ServiceDep, step_id: StepPath, _admin: AdminDep,
+                        key: IdempotencyKeyDep) -> ForceReleaseOut:
     """An operator's release of whatever claim the step carries. Needs the admin token
     (`PLANLEDGER_ADMIN_TOKEN`) as the bearer token."""
-    return service.force_release(step_id, key)
+    return await run_in_threadpool(lambda: service.force_release(step_id, key))
