@@ -15,9 +15,13 @@ from api.service import Service
 from ledger.domain.ids import SessionId
 
 
-async def get_service(request: Request) -> Service:
+def _service(request: Request) -> Service:
     service: Service = request.app.state.service
     return service
+
+
+async def get_service(request: Request) -> Service:
+    return _service(request)
 
 
 ServiceDep = Annotated[Service, Depends(get_service)]
@@ -27,21 +31,23 @@ _bearer = HTTPBearer(auto_error=False, description="A session token from POST /a
 Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 
 
-async def require_session(service: ServiceDep, credentials: Credentials) -> SessionId:
+# The identity checks take the request, not `ServiceDep`: a sub-dependency is solved
+# again for each dependency that names it.
+async def require_session(request: Request, credentials: Credentials) -> SessionId:
     if credentials is None:
         raise Unauthorized("this call acts for a session: send `Authorization: Bearer <token>` "
                            "with the token POST /api/sessions returned")
-    return service.identity.session_of(credentials.credentials)
+    return _service(request).identity.session_of(credentials.credentials)
 
 
-async def optional_session(service: ServiceDep, credentials: Credentials) -> SessionId | None:
-    return None if credentials is None else await require_session(service, credentials)
+async def optional_session(request: Request, credentials: Credentials) -> SessionId | None:
+    return None if credentials is None else await require_session(request, credentials)
 
 
-async def require_admin(service: ServiceDep, credentials: Credentials) -> None:
+async def require_admin(request: Request, credentials: Credentials) -> None:
     if credentials is None:
         raise Unauthorized("force-release needs `Authorization: Bearer <admin token>`")
-    service.identity.check_admin(credentials.credentials)
+    _service(request).identity.check_admin(credentials.credentials)
 
 
 ActorDep = Annotated[SessionId, Depends(require_session)]
@@ -49,13 +55,10 @@ MaybeActorDep = Annotated[SessionId | None, Depends(optional_session)]
 AdminDep = Annotated[None, Depends(require_admin)]
 
 
-async def idempotency_key(key: Annotated[str | None, Header(
-        alias="Idempotency-Key", description="Any unique string (a UUID): a retry with the "
-        "same key gets the first answer and changes nothing.")] = None) -> str | None:
-    return key
-
-
-IdempotencyKeyDep = Annotated[str | None, Depends(idempotency_key)]
+# A plain header parameter, not a dependency: each dependency costs a solve per request.
+IdempotencyKeyDep = Annotated[str | None, Header(
+    alias="Idempotency-Key", description="Any unique string (a UUID): a retry with the same "
+    "key gets the first answer and changes nothing.")]
 
 # Ids are validated at the door so no odd string ever reaches a database driver.
 StepPath = Annotated[str, Path(pattern=r"^[0-9A-Za-z_-]{1,64}$", examples=[

@@ -34,7 +34,7 @@ router = APIRouter(prefix="/api/plans", tags=["plans"])
                               e422="Bad slug, title, constraint, or a dependency that is "
                                    "unknown, on itself, or closes a cycle."))
 async def plan_create(service: ServiceDep, plan: PlanIn, actor: MaybeActorDep,
-                      key: IdempotencyKeyDep) -> PlanCreatedOut:
+                      key: IdempotencyKeyDep = None) -> PlanCreatedOut:
     """Create a plan with its constraints and steps in one transaction. Steps name earlier
     steps of the same request by `key` in `depends_on`. A session token is optional: with
     one, the events name the session that created the plan."""
@@ -64,7 +64,7 @@ async def step_list(service: ServiceDep, slug: SlugPath) -> list[StepOut]:
              responses=errors(401, 404, e422="Bad title or body, or a dependency that is "
                                               "unknown or on the step itself."))
 async def step_add(service: ServiceDep, slug: SlugPath, step: StepIn, actor: MaybeActorDep,
-                   key: IdempotencyKeyDep) -> StepRefOut:
+                   key: IdempotencyKeyDep = None) -> StepRefOut:
     """Add a step to the plan, optionally depending on existing steps."""
     return await run_in_threadpool(lambda: service.add_step(slug, step, actor, key))
 
@@ -79,8 +79,8 @@ async def ready(service: ServiceDep, slug: SlugPath, actor: MaybeActorDep) -> Re
 
 @router.post("/{slug}/claim-next", response_model=ClaimNextOut,
              responses=errors(401, 404, e409="session_ended: the session cannot claim."))
-async def claim_next(service: ServiceDep, slug: SlugPath, actor: ActorDep, key: IdempotencyKeyDep,
-                     body: ClaimIn | None = None) -> ClaimNextOut:
+async def claim_next(service: ServiceDep, slug: SlugPath, actor: ActorDep,
+                     key: IdempotencyKeyDep = None, body: ClaimIn | None = None) -> ClaimNextOut:
     """Atomically claim the first ready step of the plan, skipping steps lost to a race,
     so a worker needs no bounce round trip. When nothing is ready, `claimed` is null and
     `reason` says why: all_held, all_blocked, all_done, empty or none_ready (a mix)."""

@@ -13,7 +13,7 @@ router = APIRouter(prefix="/api/sessions", tags=["sessions"])
 
 
 @router.post("", status_code=201, response_model=SessionStartOut, responses=errors())
-async def session_start(service: ServiceDep, key: IdempotencyKeyDep,
+async def session_start(service: ServiceDep, key: IdempotencyKeyDep = None,
                         body: SessionStartIn | None = None) -> SessionStartOut:
     """Start a session. The answer carries the session id and its secret token: send the
     token as `Authorization: Bearer <token>` on every call acting for the session."""
@@ -29,7 +29,7 @@ async def session_show(service: ServiceDep, session_id: SessionPath) -> SessionO
 @router.post("/{session_id}/end", response_model=SessionEndOut,
              responses=errors(401, 403, 404, e409="session_ended: it has ended already."))
 async def session_end(service: ServiceDep, session_id: SessionPath, actor: ActorDep,
-                      key: IdempotencyKeyDep) -> SessionEndOut:
+                      key: IdempotencyKeyDep = None) -> SessionEndOut:
     """End the session; every step it holds is released, each as its own event."""
     if actor != session_id:
         raise Forbidden(f'the token is for session "{actor}", not "{session_id}"')

@@ -46,7 +46,7 @@ async def step_show(service: ServiceDep, step_id: StepPath) -> StepDetailOut:
 
 @router.patch("/{step_id}", response_model=StepRefOut, responses=errors(401, 404))
 async def step_update(service: ServiceDep, step_id: StepPath, revision: StepRevisionIn,
-                      actor: MaybeActorDep, key: IdempotencyKeyDep) -> StepRefOut:
+                      actor: MaybeActorDep, key: IdempotencyKeyDep = None) -> StepRefOut:
     """Revise a step's title and/or body."""
     return await run_in_threadpool(lambda: service.revise_step(step_id, revision, actor, key))
 
@@ -55,15 +55,15 @@ async def step_update(service: ServiceDep, step_id: StepPath, revision: StepRevi
              responses=errors(401, 404, e422="A dependency that is unknown, on the step "
                                               "itself, or that would close a cycle (named)."))
 async def step_depend(service: ServiceDep, step_id: StepPath, deps: DependenciesIn,
-                      actor: MaybeActorDep, key: IdempotencyKeyDep) -> StepRefOut:
+                      actor: MaybeActorDep, key: IdempotencyKeyDep = None) -> StepRefOut:
     """Declare more dependencies of a step (steps of the same plan)."""
     return await run_in_threadpool(lambda: service.declare_dependencies(step_id, deps, actor, key))
 
 
 @router.post("/{step_id}/claim", response_model=ClaimOut,
              responses=errors(401, 404, e409=_CLAIM_409))
-async def claim(service: ServiceDep, step_id: StepPath, actor: ActorDep, key: IdempotencyKeyDep,
-                body: ClaimIn | None = None) -> ClaimOut:
+async def claim(service: ServiceDep, step_id: StepPath, actor: ActorDep,
+                key: IdempotencyKeyDep = None, body: ClaimIn | None = None) -> ClaimOut:
     """Claim a ready (or lapsed) step for the token's session: it moves to in_progress with
     a lease and a fence. Exactly one of any set of concurrent claims wins; the others get
     409 naming the holder. The holder's own re-claim is a heartbeat."""
@@ -73,8 +73,8 @@ async def claim(service: ServiceDep, step_id: StepPath, actor: ActorDep, key: Id
 
 @router.post("/{step_id}/heartbeat", response_model=ClaimOut,
              responses=errors(401, 404, e409=_HOLDER_409))
-async def heartbeat(service: ServiceDep, step_id: StepPath, actor: ActorDep, key: IdempotencyKeyDep,
-                    body: ClaimIn | None = None) -> ClaimOut:
+async def heartbeat(service: ServiceDep, step_id: StepPath, actor: ActorDep,
+                    key: IdempotencyKeyDep = None, body: ClaimIn | None = None) -> ClaimOut:
     """Extend the holder's lease; the fence stays. Refused once the lease has lapsed."""
     return await run_in_threadpool(
         lambda: service.heartbeat(step_id, actor, body.lease_seconds if body else None, key))
@@ -82,8 +82,8 @@ async def heartbeat(service: ServiceDep, step_id: StepPath, actor: ActorDep, key
 
 @router.post("/{step_id}/complete", response_model=StepChangeOut,
              responses=errors(401, 404, e409=_HOLDER_409))
-async def complete(service: ServiceDep, step_id: StepPath, actor: ActorDep, key: IdempotencyKeyDep,
-                   body: FenceIn | None = None) -> StepChangeOut:
+async def complete(service: ServiceDep, step_id: StepPath, actor: ActorDep,
+                   key: IdempotencyKeyDep = None, body: FenceIn | None = None) -> StepChangeOut:
     """Mark the step done (holder only); releases the claim."""
     return await run_in_threadpool(
         lambda: service.complete(step_id, actor, body.fence if body else None, key))
@@ -91,8 +91,8 @@ async def complete(service: ServiceDep, step_id: StepPath, actor: ActorDep, key:
 
 @router.post("/{step_id}/release", response_model=StepChangeOut,
              responses=errors(401, 404, e409=_HOLDER_409))
-async def release(service: ServiceDep, step_id: StepPath, actor: ActorDep, key: IdempotencyKeyDep,
-                  body: FenceIn | None = None) -> StepChangeOut:
+async def release(service: ServiceDep, step_id: StepPath, actor: ActorDep,
+                  key: IdempotencyKeyDep = None, body: FenceIn | None = None) -> StepChangeOut:
     """Give the claim back (holder only); the step is claimable again at once."""
     return await run_in_threadpool(
         lambda: service.release(step_id, actor, body.fence if body else None, key))
@@ -100,8 +100,8 @@ async def release(service: ServiceDep, step_id: StepPath, actor: ActorDep, key: 
 
 @router.post("/{step_id}/drop", response_model=StepChangeOut,
              responses=errors(401, 404, e409=_HOLDER_409))
-async def drop(service: ServiceDep, step_id: StepPath, actor: MaybeActorDep, key: IdempotencyKeyDep,
-               body: FenceIn | None = None) -> StepChangeOut:
+async def drop(service: ServiceDep, step_id: StepPath, actor: MaybeActorDep,
+               key: IdempotencyKeyDep = None, body: FenceIn | None = None) -> StepChangeOut:
     """Drop the step (it no longer blocks its dependants): by its live holder, or by anyone
     when nobody holds it."""
     return await run_in_threadpool(
@@ -112,7 +112,7 @@ async def drop(service: ServiceDep, step_id: StepPath, actor: MaybeActorDep, key
              responses=errors(401, 404, e409="not_reopenable: the step is not done or "
                                               "dropped."))
 async def reopen(service: ServiceDep, step_id: StepPath, actor: MaybeActorDep,
-                 key: IdempotencyKeyDep) -> StepChangeOut:
+                 key: IdempotencyKeyDep = None) -> StepChangeOut:
     """Reopen a done or dropped step."""
     return await run_in_threadpool(lambda: service.reopen(step_id, actor, key))
 
@@ -120,7 +120,7 @@ async def reopen(service: ServiceDep, step_id: StepPath, actor: MaybeActorDep,
 @router.post("/{step_id}/force-release", response_model=ForceReleaseOut,
              responses=errors(401, 403, 404))
 async def force_release(service: ServiceDep, step_id: StepPath, _admin: AdminDep,
-                        key: IdempotencyKeyDep) -> ForceReleaseOut:
+                        key: IdempotencyKeyDep = None) -> ForceReleaseOut:
     """An operator's release of whatever claim the step carries. Needs the admin token
     (`PLANLEDGER_ADMIN_TOKEN`) as the bearer token."""
     return await run_in_threadpool(lambda: service.force_release(step_id, key))
