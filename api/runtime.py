@@ -8,6 +8,7 @@ from ledger.application import Ledger
 from ledger.ports import Clock, IdGenerator
 from ledger.storage import is_postgres, resolve_db, store_settings
 from ledger.store import EventStore
+from projections.checkpoints import open_checkpoints
 from projections.readmodel import ReadModel
 
 
@@ -19,17 +20,24 @@ class Runtime:
     reads: ReadModel
 
     def close(self) -> None:
+        self.reads.close()
         self.store.close()
 
 
 def open_runtime(
-    db: str | None = None, clock: Clock | None = None, ids: IdGenerator | None = None
+    db: str | None = None, clock: Clock | None = None, ids: IdGenerator | None = None,
+    *, checkpoints: bool = False,
 ) -> Runtime:
+    """The ledger on `db`. With `checkpoints` (a long-lived process: `planledger serve`),
+    the read model starts from its last checkpoint of this log instead of folding all of
+    it, saves one every so many events, and one more on close (projections.checkpoints;
+    SQLite and memory stores: on PostgreSQL it folds the log on start)."""
     resolved = resolve_db(db)
     if is_postgres(resolved):
         ensure_schema(resolved)  # replicas never create tables themselves: see infra.pg_schema
     store = EventStore(store_settings(resolved))
     the_clock = clock or SystemClock()
-    reads = ReadModel(store, the_clock)
+    reads = ReadModel(store, the_clock,
+                      checkpoints=open_checkpoints(resolved) if checkpoints else None)
     ledger = Ledger(store, the_clock, ids or UlidGenerator(), reads)
     return Runtime(resolved, store, ledger, reads)

@@ -39,6 +39,9 @@ class CheckpointRecorder(TrackingRecorder):
     def load_checkpoint(self, application_name: str) -> tuple[int, bytes] | None:
         """The newest checkpoint's position and state, or None."""
 
+    def close(self) -> None:
+        """Let go of whatever the recorder holds open (nothing, unless a subclass says)."""
+
 
 class MemoryCheckpointRecorder(POPOTrackingRecorder, CheckpointRecorder):
     """Checkpoints kept in this process (tests, and `--db memory`)."""

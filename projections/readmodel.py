@@ -15,6 +15,7 @@ Freshness, three ways:
   read-your-writes for a caller that just appended.
 """
 
+import hashlib
 import pickle
 import threading
 import time
@@ -40,6 +41,14 @@ CHECKPOINT_EVERY = 50_000
 RETRY_SECONDS = 0.01
 
 
+def fingerprint(note: Notification) -> str:
+    """What identifies the event at a log position: its stream, version, type and body."""
+    digest = hashlib.sha256(f"{note.originator_id}\0{note.originator_version}\0"
+                            f"{note.topic}\0".encode())
+    digest.update(note.state)
+    return digest.hexdigest()
+
+
 class ReadModel(Queryable, CandidateView):
     """The read models of one log, kept current. A long-lived process would use
     `ReadModel(store, clock, checkpoints=open_checkpoints(db))` (resume on start, save every
@@ -57,7 +66,9 @@ class ReadModel(Queryable, CandidateView):
         self.pull_on_read = pull_on_read
         self.page = page
         self._view = LedgerView()
+        self._tip: str | None = None  # the fingerprint of the event at `position`
         self._checkpointed = 0
+        self.resumed_from = 0  # the position a restored checkpoint held (0: none restored)
         self._lock = threading.RLock()
         self._advanced = threading.Condition(self._lock)
         if checkpoints is not None:
@@ -119,6 +130,7 @@ class ReadModel(Queryable, CandidateView):
             if fresh:
                 with paused_gc():
                     self._view.apply_all(decode(self.store, fresh))
+                self._tip = fingerprint(fresh[-1])
                 self._advanced.notify_all()
             return self._view.position
 
@@ -146,18 +158,20 @@ class ReadModel(Queryable, CandidateView):
     def rebuild(self) -> int:
         """Drop the state and fold the whole log again; queries keep answering from the
         old state until the new one has caught up with it."""
-        fresh = LedgerView()
+        fresh, tip = LedgerView(), None
         while True:
             notes = page_after(self.store, fresh.position, self.page)
             with paused_gc():
                 fresh.apply_all(decode(self.store, notes))
+            tip = fingerprint(notes[-1]) if notes else tip
             if len(notes) < self.page:
                 break
         with self._lock:
             while fresh.position < self._view.position:  # appends applied meanwhile
                 notes = page_after(self.store, fresh.position, self.page, self._view.position)
                 fresh.apply_all(decode(self.store, notes))
-            self._view = fresh
+                tip = fingerprint(notes[-1]) if notes else tip
+            self._view, self._tip = fresh, tip
             self._advanced.notify_all()
         return self.catch_up()
 
@@ -169,24 +183,42 @@ class ReadModel(Queryable, CandidateView):
         if self.checkpoints is None:
             return False
         with self._lock:
-            position = self._view.position
-            if position <= self._checkpointed:
+            position, tip = self._view.position, self._tip
+            if position <= self._checkpointed or tip is None:
                 return False
             state = pickle.dumps(self._view, protocol=pickle.HIGHEST_PROTOCOL)
         self._checkpointed = position
-        return self.checkpoints.save_checkpoint(Tracking(self.store.name, position), state)
+        return self.checkpoints.save_checkpoint(Tracking(self.store.name, position),
+                                                tip.encode() + b"\n" + state)
 
     def _restore(self, checkpoints: CheckpointRecorder) -> None:
+        """Start from the newest checkpoint, if it was taken of this log: the event at its
+        position must be the one it saw there (a log replaced by another, or restored from
+        an older copy, has some other event there, or none). Anything else, an unreadable
+        state included, leaves the model to fold the log from the start."""
         found = checkpoints.load_checkpoint(self.store.name)
         if found is None:
             return
-        position, state = found
-        if position > (self.store.recorder.max_notification_id() or 0):
-            return  # a checkpoint of some other log: start from scratch
-        view = pickle.loads(state)  # our own file, written by checkpoint() above
+        position, saved = found
+        tip, _, state = saved.partition(b"\n")
+        at = self.store.recorder.select_notifications(start=position, limit=1)
+        if not at or at[0].id != position or fingerprint(at[0]).encode() != tip:
+            return
+        try:
+            view = pickle.loads(state)  # our own file, written by checkpoint() above
+        except Exception:  # a state this version cannot read: fold from the start
+            return
         if isinstance(view, LedgerView) and view.format == FORMAT and view.position == position:
-            self._view = view
-            self._checkpointed = position
+            self._view, self._tip = view, tip.decode()
+            self._checkpointed = self.resumed_from = position
+
+    def close(self) -> None:
+        """Save what was applied since the last checkpoint (the next start resumes from
+        it), and let the checkpoints go."""
+        if self.checkpoints is not None:
+            self.checkpoint()
+            self.checkpoints.close()
+            self.checkpoints = None
 
     # --- CandidateView ------------------------------------------------------------
 
