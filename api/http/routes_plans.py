@@ -69,11 +69,19 @@ async def step_add(service: ServiceDep, slug: SlugPath, step: StepIn, actor: May
     return await run_in_threadpool(lambda: service.add_step(slug, step, actor, key))
 
 
-@router.get("/{slug}/ready", response_model=ReadyOut, responses=errors(401, 404))
-async def ready(service: ServiceDep, slug: SlugPath, actor: MaybeActorDep) -> ReadyOut:
+@router.get("/{slug}/ready", response_model=ReadyOut, responses=errors(404))
+async def ready(service: ServiceDep, slug: SlugPath) -> ReadyOut:
     """What a claim would accept now, oldest first (a lapsed claim shows its lapsed holder),
-    plus the held steps and the blocked ones with their blockers. With a session token the
-    listing is recorded in the session's stream, so a timeline shows what it chose from."""
+    plus the held steps and the blocked ones with their blockers. A plain read: it records
+    nothing (POST records the listing for the session)."""
+    return await run_in_threadpool(lambda: service.ready(slug))
+
+
+@router.post("/{slug}/ready", response_model=ReadyOut, responses=errors(401, 404))
+async def ready_recorded(service: ServiceDep, slug: SlugPath, actor: ActorDep) -> ReadyOut:
+    """The same answer as GET, and the listing recorded in the session's stream
+    (`ReadyListed`), so a timeline shows what the agent chose from (as `tasks_ready` over
+    MCP does)."""
     return await run_in_threadpool(lambda: service.ready(slug, actor))
 
 

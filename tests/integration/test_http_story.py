@@ -74,7 +74,8 @@ def test_the_bounce_is_in_the_log_and_the_steps_history(server: LiveServer) -> N
     a_id, agent_a = _agent(server, "agent A")
     b_id, agent_b = _agent(server, "agent B")
     with agent_a, agent_b:
-        step5 = agent_a.get("/api/plans/auth-refresh/ready").json()["ready"][0]["step_id"]
+        assert agent_b.get("/api/plans/auth-refresh/ready").status_code == 200  # not recorded
+        step5 = agent_a.post("/api/plans/auth-refresh/ready").json()["ready"][0]["step_id"]
         agent_b.post(f"/api/steps/{step5}/claim")
         agent_a.post(f"/api/steps/{step5}/claim")
         history = agent_a.get(f"/api/steps/{step5}").json()["history"]
