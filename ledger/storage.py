@@ -43,7 +43,8 @@ def store_settings(db: str) -> dict[str, str]:
     path.parent.mkdir(parents=True, exist_ok=True)
     return {
         **_COMMON,
-        # The library's SQLite persistence with a real statement cache (see the module).
+        # The library's SQLite persistence with a real statement cache, and one transaction
+        # per command (see the module).
         "PERSISTENCE_MODULE": "infra.sqlite_pool:Factory",
         "SQLITE_DBNAME": str(path),
         # Seconds a write waits for another process's lock before failing (503).
