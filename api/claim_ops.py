@@ -52,7 +52,7 @@ class ClaimOperations(Operations):
                 reason, message = views.nothing_ready(self.runtime, slug)
                 return ClaimNextOut(claimed=None, reason=reason, message=message)
             claimed = views.claim_out(grant)
-            return ClaimNextOut(claimed=claimed,
+            return ClaimNextOut(claimed=claimed, reason=None,
                                 message=f'claimed step {claimed.step_id} "{claimed.title}"')
 
         write = Write(self._counted(command), render, ClaimNextOut,

@@ -54,7 +54,7 @@ class Service(ClaimOperations):
             self.metrics.released("session_ended", len(released))
             return released
 
-        write = Write(command, lambda ids: SessionEndOut(session_id=actor, released=ids),
+        write = Write(command, lambda ids: SessionEndOut(session_id=actor, released=list[str](ids)),
                       SessionEndOut, lambda d: [StepId(e.originator_id) for e in d.events[:-1]])
         return self._run("session.end", {}, write, key, actor)
 

@@ -7,7 +7,8 @@ fast-forwards them from the store on every read (a heartbeated step stays cheap 
 import contextlib
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from datetime import datetime
+from typing import Any, Protocol
 
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import EventStore as LibraryEventStore
@@ -15,7 +16,6 @@ from eventsourcing.persistence import IntegrityError, Mapper, Recording
 
 from ledger.domain import errors
 from ledger.domain import events as ev
-from ledger.domain.events import LedgerEvent
 from ledger.domain.ids import PlanSlug, SessionId, StepId, plan_stream
 from ledger.domain.state import (
     PlanState,
@@ -38,7 +38,19 @@ _STEP_EVENTS = (ev.StepOpened, ev.StepClaimed, ev.LeaseRenewed, ev.StepReleased,
                 ev.StepCompleted, ev.StepDropped, ev.StepReopened)
 
 
-def _is_step_event(event: LedgerEvent) -> bool:
+class Fact(Protocol):
+    """What the store appends: the ledger's events, and other layers' facts kept in the
+    same log (an idempotent answer, api.idempotency), which read models pass by."""
+
+    @property
+    def originator_id(self) -> str: ...
+    @property
+    def originator_version(self) -> int: ...
+    @property
+    def timestamp(self) -> datetime: ...
+
+
+def _is_step_event(event: Fact) -> bool:
     return isinstance(event, _STEP_EVENTS)
 
 
@@ -98,7 +110,7 @@ class EventStore(Application[str]):
         if getattr(self._appended, "pending", None) is not None:
             yield
             return
-        pending: list[tuple[Sequence[LedgerEvent], list[Recording[str]]]] = []
+        pending: list[tuple[Sequence[Fact], list[Recording[str]]]] = []
         self._appended.pending = pending
         try:
             with self._unit():
@@ -111,7 +123,7 @@ class EventStore(Application[str]):
         for events, recordings in pending:
             self._committed(events, recordings)
 
-    def append(self, events: Sequence[LedgerEvent]) -> list[Recording[str]]:
+    def append(self, events: Sequence[Fact]) -> list[Recording[str]]:
         """Append all events in one transaction (the enclosing `transaction()`'s, if any);
         raises ConflictError if any stream moved."""
         if not events:
@@ -127,7 +139,7 @@ class EventStore(Application[str]):
         pending.append((events, recordings))
         return recordings
 
-    def _committed(self, events: Sequence[LedgerEvent], recordings: list[Recording[str]]) -> None:
+    def _committed(self, events: Sequence[Fact], recordings: list[Recording[str]]) -> None:
         """What this process learns once its append has committed, and not before."""
         if recordings:
             self._appended.position = recordings[-1].notification.id
@@ -137,7 +149,7 @@ class EventStore(Application[str]):
                 self._snapshot_step(StepId(event.originator_id), event)
 
     def _forget_heads(
-        self, pending: Sequence[tuple[Sequence[LedgerEvent], list[Recording[str]]]]
+        self, pending: Sequence[tuple[Sequence[Fact], list[Recording[str]]]]
     ) -> None:
         """Rolled back: the chain hashes noted for the block's events were never stored."""
         if isinstance(self.events, SealingEventStore):
@@ -149,7 +161,7 @@ class EventStore(Application[str]):
         position: int | None = getattr(self._appended, "position", None)
         return position
 
-    def _snapshot_step(self, step_id: StepId, at: LedgerEvent) -> None:
+    def _snapshot_step(self, step_id: StepId, at: Fact) -> None:
         if self.snapshots is None:
             return
         state = self.repository.get(step_id, version=at.originator_version,
@@ -188,7 +200,7 @@ class EventStore(Application[str]):
             raise errors.UnknownPlan(slug) from None
         return state
 
-    def _advance_cached(self, events: Sequence[LedgerEvent]) -> None:
+    def _advance_cached(self, events: Sequence[Fact]) -> None:
         """Fold just-appended step and session events onto their cached states, so this
         process's cache stays current with its own writes (see `step(cached=True)`). Only
         a state at the version right before an event is advanced: an older or newer one

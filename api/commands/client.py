@@ -2,7 +2,7 @@
 running server (its HTTP API). Commands call a `Client` and never care which."""
 
 from types import TracebackType
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import httpx
 from pydantic import BaseModel, TypeAdapter
@@ -30,6 +30,7 @@ from api.schemas import (
 )
 from api.service import Service
 
+T = TypeVar("T")
 
 class RemoteError(Replayed):
     """An error answer from a server: its status and body, as `api.errors.problem` reads."""
@@ -127,9 +128,9 @@ class RemoteClient:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.http = httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=timeout)
 
-    def _call(self, out: Any, method: str, path: str, body: BaseModel | None = None,
-              **params: Any) -> Any:
-        response = self.http.request(method, path, params=params or None,
+    def _call(self, out: type[T], method: str, path: str, body: BaseModel | None = None,
+              params: dict[str, Any] | None = None) -> T:
+        response = self.http.request(method, path, params=params,
                                      json=body.model_dump(exclude_none=True) if body else None)
         if response.status_code >= 400:
             try:
@@ -191,11 +192,12 @@ class RemoteClient:
                           FenceIn(fence=fence))
 
     def log(self, after: int, limit: int) -> LogPageOut:
-        return self._call(LogPageOut, "GET", "/api/log", after=after, limit=limit)
+        return self._call(LogPageOut, "GET", "/api/log",
+                          params={"after": after, "limit": limit})
 
     def timeline(self, plan: str | None, sessions: list[str]) -> TimelineOut:
         params = {k: v for k, v in (("plan", plan), ("session", sessions)) if v}
-        return self._call(TimelineOut, "GET", "/api/timeline", **params)
+        return self._call(TimelineOut, "GET", "/api/timeline", params=params)
 
     def close(self) -> None:
         self.http.close()

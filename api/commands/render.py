@@ -154,7 +154,7 @@ def log(page: LogPageOut) -> None:
 def timeline(shown: TimelineOut) -> None:
     """The replays' own terminal rendering, fed from the API's schema."""
     lanes = tuple(Lane(**lane.model_dump()) for lane in shown.lanes)
-    entries = tuple(Entry(**{**e.model_dump(), "step_ids": tuple(e.step_ids)})  # type: ignore[arg-type]
+    entries = tuple(Entry(**{**e.model_dump(), "step_ids": tuple(e.step_ids)})
                     for e in shown.entries)
     progress = tuple(Progress(**p.model_dump(exclude={"rollup"})) for p in shown.progress)
     replay_render.terminal(Timeline(lanes, entries, progress), console)

@@ -15,6 +15,7 @@ from api.commands.common import (
     SessionOption,
     TokenOption,
     UrlOption,
+    console,
     emit,
     open_client,
 )
@@ -38,7 +39,7 @@ def session_end(db: DbOption = None, url: UrlOption = None, session: SessionOpti
     """End the session; releases every step it holds."""
     with open_client(db, url, session, token) as client:
         ended = client.end_session()
-        emit(ended, json_out, lambda e: render.console.print(
+        emit(ended, json_out, lambda e: console.print(
             f"session {e.session_id} ended; released {len(e.released)} step(s)"))
 
 
