@@ -263,6 +263,10 @@ class TimelineOut(Schema):
     lanes: list[LaneOut]
     entries: list[EntryOut]
     progress: list[PlanProgressOut]
+    more: bool = Field(False, description="More entries follow: ask again with "
+                       "`after=next_after`.")
+    next_after: int = Field(0, description="The last entry's log position (or `after` "
+                            "when there is none): where the next page starts.")
 
 
 class HealthOut(Schema):

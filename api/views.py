@@ -40,6 +40,7 @@ from projections.timeline import TimelineModel
 from projections.view import LedgerView
 
 MAX_PAGE = 1000
+MAX_TIMELINE_PAGE = 100_000  # entries in one page of /api/timeline
 _BASE_FIELDS = {"originator_id", "originator_version", "timestamp", "session_id"}
 
 
@@ -206,9 +207,11 @@ def log_page(runtime: Runtime, after: int = 0, limit: int = 100) -> LogPageOut:
 
 
 def timeline(model: TimelineModel, plan: str | None = None, sessions: Sequence[str] = (),
-             since: datetime | None = None, until: datetime | None = None) -> TimelineOut:
-    """The merged timeline of a plan, some sessions, or everything (projections.timeline)."""
-    found = model.timeline(plan, tuple(sessions), since, until)
+             since: datetime | None = None, until: datetime | None = None,
+             after: int = 0, limit: int | None = None) -> TimelineOut:
+    """The merged timeline of a plan, some sessions, or everything (projections.timeline),
+    after log position `after`, at most `limit` entries."""
+    found = model.timeline(plan, tuple(sessions), since, until, after, limit)
     if plan is not None and not found.progress:  # a plan the log has never seen
         raise errors.UnknownPlan(plan[:100])
     return TimelineOut.model_validate(found.to_dict())

@@ -8,7 +8,10 @@ each stamped with the time its command ran. Bounces name the holder they bounced
 or is fed events by hand (`apply`) when the log comes from a recording file.
 """
 
+import bisect
+import itertools
 import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields, is_dataclass
 from datetime import datetime
 from typing import Any
@@ -39,11 +42,14 @@ class Lane:
 @dataclass(frozen=True)
 class Timeline:
     """Lanes in order of first appearance, entries in log order, and each plan's progress
-    as of the last event the model applied."""
+    as of the last event the model applied. A page (`after`, `limit`) says whether more
+    entries follow (`more`) and where the next page starts (`next_after`)."""
 
     lanes: tuple[Lane, ...]
     entries: tuple[Entry, ...]
     progress: tuple[Progress, ...]
+    more: bool = False
+    next_after: int = 0
 
     def lane(self, session_id: str | None) -> Lane:
         return next(lane for lane in self.lanes if lane.session_id == session_id)
@@ -74,6 +80,10 @@ class TimelineModel:
         self.store = store
         self._view = LedgerView()
         self._entries: list[Entry] = []
+        self._positions: list[int] = []  # of `_entries`, for paging by position
+        # Indexes, so one plan's timeline reads that plan's entries, not all of them.
+        self._by_plan: dict[str, list[Entry]] = {}
+        self._marks: dict[str | None, list[Entry]] = {}  # session started/ended, by session
         self._plan_of: dict[str, str] = {}
         self._lock = threading.RLock()
 
@@ -105,6 +115,11 @@ class TimelineModel:
             entry = describe(position, event, self._info, before)
             if entry is not None:
                 self._entries.append(entry)
+                self._positions.append(position)
+                if entry.plan is not None:
+                    self._by_plan.setdefault(entry.plan, []).append(entry)
+                if entry.kind in _MARKS:
+                    self._marks.setdefault(entry.session_id, []).append(entry)
 
     def _info(self, step_id: str) -> StepInfo | None:
         plan = self._plan_of.get(step_id)
@@ -119,20 +134,46 @@ class TimelineModel:
     def timeline(
         self, plan: str | None = None, sessions: tuple[str, ...] = (),
         since: datetime | None = None, until: datetime | None = None,
+        after: int = 0, limit: int | None = None,
     ) -> Timeline:
         """The entries of one plan (with the start and end of every session that acted on
-        it), of some sessions, or of everything; optionally within [since, until]."""
+        it), of some sessions, or of everything; optionally within [since, until]; and of
+        those, the ones after log position `after`, at most `limit`. A page of a plan's
+        timeline also carries the start of each session whose first act on the plan is on
+        the page, even when that start came before `after`: a reader adding pages to what
+        it holds (in position order) gets the same timeline as one read whole."""
+        def keep(e: Entry) -> bool:
+            return _chosen(e, sessions, since, until)
+
         with self._lock:
             if self.store is not None:
                 self.catch_up()
-            chosen = [e for e in self._entries if _chosen(e, sessions, since, until)]
-            if plan is not None:
-                actors = {e.session_id for e in chosen if e.plan == plan}
-                chosen = [e for e in chosen if e.plan == plan or (
-                    e.kind in ("session_started", "session_ended") and e.session_id in actors)]
+            if plan is None:
+                start = bisect.bisect_right(self._positions, after)
+                later = (e for e in self._entries[start:] if keep(e))
+                page, more = _take(later, limit)
+            else:
+                page, more = self._plan_page(plan, keep, after, limit)
             plans = [plan] if plan is not None else list(dict.fromkeys(
-                e.plan for e in chosen if e.plan is not None))
-            return Timeline(self._lanes(chosen), tuple(chosen), self._progress(plans))
+                e.plan for e in page if e.plan is not None))
+            next_after = max((e.position for e in page), default=after)
+            return Timeline(self._lanes(page), tuple(page), self._progress(plans), more,
+                            next_after)
+
+    def _plan_page(
+        self, plan: str, keep: Callable[[Entry], bool], after: int, limit: int | None
+    ) -> tuple[list[Entry], bool]:
+        acts = [e for e in self._by_plan.get(plan, ()) if keep(e)]
+        first_act: dict[str | None, int] = {}
+        for e in acts:
+            first_act.setdefault(e.session_id, e.position)
+        marks = [m for s in first_act for m in self._marks.get(s, ()) if keep(m)]
+        merged = sorted(acts + marks, key=lambda e: e.position)
+        page, more = _take((e for e in merged if e.position > after), limit)
+        last = page[-1].position if page else after
+        starts = [m for m in marks if m.kind == "session_started"
+                  and m.position <= after < first_act[m.session_id] <= last]
+        return sorted(starts + page, key=lambda e: e.position), more
 
     def _lanes(self, entries: list[Entry]) -> tuple[Lane, ...]:
         order = list(dict.fromkeys(e.session_id for e in entries))
@@ -159,6 +200,17 @@ class TimelineModel:
             return ()
         return tuple(queries.progress(self._view, PlanSlug(p), now)
                      for p in plans if p in self._view.plans)
+
+
+_MARKS = ("session_started", "session_ended")
+
+
+def _take(entries: Iterable[Entry], limit: int | None) -> tuple[list[Entry], bool]:
+    """The first `limit` entries (all when None), and whether any were left."""
+    if limit is None:
+        return list(entries), False
+    page = list(itertools.islice(entries, limit + 1))
+    return page[:limit], len(page) > limit
 
 
 def _chosen(

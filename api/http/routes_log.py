@@ -57,8 +57,15 @@ async def timeline(
     session: Annotated[list[str] | None, Query(description="Only these sessions' lanes.",
                                                max_length=100)] = None,
     since: AwareDatetime | None = None, until: AwareDatetime | None = None,
+    after: Annotated[int, Query(ge=0, le=MAX_POSITION, description="Only entries after this "
+                                "log position (a reader holding a page asks for what came "
+                                "since: `next_after`).")] = 0,
+    limit: Annotated[int | None, Query(ge=1, le=views.MAX_TIMELINE_PAGE, description="At "
+                                       "most this many entries (default: all).")] = None,
 ) -> TimelineOut:
     """The merged timeline: one clock, a lane per session, entries in log order (the order
-    that decided every race); a bounce reads `task already claimed: held by "<session>"`."""
-    return await run_in_threadpool(
-        lambda: views.timeline(service.timelines, plan, session or (), since, until))
+    that decided every race); a bounce reads `task already claimed: held by "<session>"`.
+    A page of a plan's timeline also carries the start of each session whose first act on
+    the plan is on the page: merged by position, pages add up to the whole timeline."""
+    return await run_in_threadpool(lambda: views.timeline(
+        service.timelines, plan, session or (), since, until, after, limit))

@@ -83,9 +83,10 @@ def test_the_race_shows_live_winner_bounce_and_six_of_six_without_reload(
     expect(rollup).to_have_text("auth-refresh: 4/6 done, 2 claimable, 0 in flight")
 
     agent_a, agent_b = Agent(replica, "agent A"), Agent(replica, "agent B")
-    for agent in (agent_a, agent_b):  # both list the ready steps, as in the seed
-        ready = agent.http.get("/api/plans/auth-refresh/ready").json()["ready"]
+    for agent in (agent_a, agent_b):  # both list the ready steps, recorded, as in the seed
+        ready = agent.http.post("/api/plans/auth-refresh/ready").json()["ready"]
         assert [s["step_id"] for s in ready] == [step5, step6]
+    expect(page.locator('.chip[data-kind="ready_listed"]')).to_have_count(2)
 
     held = f'article.session[data-session="{agent_b.session_id}"] [data-step="{step5}"]'
     before = _watch_for(page, f"{held} .countdown")

@@ -81,7 +81,26 @@ function pickPlan(snap) {
   return busy ? busy.slug : slugs[slugs.length - 1] || null;
 }
 
-const timelineOf = (slug) => getJSON(`/api/timeline?plan=${encodeURIComponent(slug)}`);
+// A plan's timeline is read whole once, then only what came since (`after`): on a long
+// log the whole of it is megabytes, and the console reads again on every change.
+async function timelineOf(slug) {
+  const held = state.timeline?.plan === slug ? state.timeline : null;
+  const since = held ? `&after=${held.next_after}` : "";
+  const page = await getJSON(`/api/timeline?plan=${encodeURIComponent(slug)}${since}`);
+  return { ...(held ? merged(held, page) : page), plan: slug };
+}
+
+// Pages merge by log position (a page may carry the start of a session that acted for the
+// first time, from before `after`); lanes follow the entries' first appearance.
+function merged(held, page) {
+  const byPosition = new Map(held.entries.map((e) => [e.position, e]));
+  for (const e of page.entries) byPosition.set(e.position, e);
+  const entries = [...byPosition.values()].sort((a, b) => a.position - b.position);
+  const lanes = new Map([...page.lanes, ...held.lanes].map((lane) => [lane.session_id, lane]));
+  const order = [...new Set(entries.map((e) => e.session_id))].filter((id) => lanes.has(id));
+  return { ...page, entries, lanes: order.map((id) => lanes.get(id)),
+           next_after: Math.max(held.next_after, page.next_after) };
+}
 
 async function load() {
   const sent = Date.now();
