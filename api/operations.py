@@ -27,7 +27,7 @@ class Operations:
         self.identity = identity
         self.metrics = metrics or Metrics()
         self.idempotency = Idempotency(runtime)
-        self.timelines = TimelineModel(runtime.store)  # follows the log on each query
+        self.timelines = TimelineModel(runtime.store, reads=runtime.reads)  # one fold
 
     def _run(self, operation: str, args: dict[str, Any], write: Write[R, M], key: Key,
              scope: str | None) -> M:

@@ -7,8 +7,10 @@ query (which folds the whole log into its read model); its resident set size is 
 from /proc. Baseline, same run: the same server on an empty log after the same query.
 The figure informs (no goal); bytes per event put it in proportion.
 
-Then the server stops (saving its read model's checkpoint) and starts again on the same
-log: its first query, resumed from the checkpoint, next to the first start's full fold.
+Then it is asked for a plan's timeline (which the timeline model folds from the log once,
+then follows the read model), and its RSS read again. Then the server stops (saving its read
+model's checkpoint) and starts again on the same log: its first query, resumed from the
+checkpoint, next to the first start's full fold.
 """
 
 import time
@@ -60,15 +62,18 @@ def resident_bytes(pid: int) -> int:
     raise RuntimeError(f"no VmRSS for process {pid}")
 
 
-def served_rss(db: Path) -> tuple[int, float]:
-    """RSS of `planledger serve` on `db` after one query, and the seconds that query took
-    (the read model folding the log)."""
+def served_rss(db: Path) -> tuple[int, float, int]:
+    """RSS of `planledger serve` on `db` after one query, the seconds that query took (the
+    read model folding the log), and its RSS once a plan's timeline was asked for too."""
     server = start_replica(str(db))
     try:
         started = time.perf_counter()
         httpx.get(f"{server.url}/api/plans", timeout=LOAD_TIMEOUT).raise_for_status()
         loaded = time.perf_counter() - started
-        return resident_bytes(server.process.pid), loaded
+        queried = resident_bytes(server.process.pid)
+        httpx.get(f"{server.url}/api/timeline", params={"plan": "plan-0", "limit": 100},
+                  timeout=LOAD_TIMEOUT)  # a plan the empty log lacks answers 404: fine
+        return queried, loaded, resident_bytes(server.process.pid)
     finally:
         server.stop()
 
@@ -77,15 +82,17 @@ def run(smoke: bool = False) -> list[Figure]:
     plans, per_plan, events = (2, 50, 1000) if smoke else (PLANS, STEPS_PER_PLAN, EVENTS)
     with scratch_dir("memory") as directory:
         written = build_log(directory / "full.sqlite", plans, per_plan, events)
-        empty_rss, _ = served_rss(directory / "empty.sqlite")
-        full_rss, loaded = served_rss(directory / "full.sqlite")
-        _, resumed = served_rss(directory / "full.sqlite")  # a restart: from the checkpoint
+        empty_rss, _, _ = served_rss(directory / "empty.sqlite")
+        full_rss, loaded, with_timeline = served_rss(directory / "full.sqlite")
+        _, resumed, _ = served_rss(directory / "full.sqlite")  # a restart: from the checkpoint
     mib = 1024 * 1024
     steps = plans * per_plan
     return [
         Figure(f"server RSS holding {steps:,} steps and {written:,} events", full_rss / mib,
                "MiB", "same server, empty log", empty_rss / mib),
         Figure("resident bytes per event held", (full_rss - empty_rss) / written, "B/event"),
+        Figure("the same server once a plan's timeline was asked for", with_timeline / mib,
+               "MiB", "before that", full_rss / mib),
         Figure(f"first query folding {written:,} events", written / loaded, "events/s"),
         Figure("a restarted server's first query (resumed from its checkpoint)", resumed,
                "s", "the first start's, folding the whole log", loaded, lower_is_better=True),

@@ -19,7 +19,7 @@ import hashlib
 import pickle
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 
@@ -39,6 +39,9 @@ from projections.view import FORMAT, LedgerView
 
 CHECKPOINT_EVERY = 50_000
 RETRY_SECONDS = 0.01
+
+# Told of each applied event: its position, the event, and its step's state before it.
+Listener = Callable[[int, object, StepState | None], None]
 
 
 def fingerprint(note: Notification) -> str:
@@ -71,6 +74,7 @@ class ReadModel(Queryable, CandidateView):
         self.resumed_from = 0  # the position a restored checkpoint held (0: none restored)
         self._lock = threading.RLock()
         self._advanced = threading.Condition(self._lock)
+        self._listeners: list[Listener] = []
         if checkpoints is not None:
             self._restore(checkpoints)
 
@@ -129,10 +133,47 @@ class ReadModel(Queryable, CandidateView):
                 note for note in notes if note.id > position]
             if fresh:
                 with paused_gc():
-                    self._view.apply_all(decode(self.store, fresh))
+                    if self._listeners:
+                        self._apply_told(decode(self.store, fresh))
+                    else:
+                        self._view.apply_all(decode(self.store, fresh))
                 self._tip = fingerprint(fresh[-1])
                 self._advanced.notify_all()
             return self._view.position
+
+    def _apply_told(self, events: Sequence[tuple[int, object]]) -> None:
+        """Apply one event at a time, telling each listener what was applied and the step's
+        state before it."""
+        view = self._view
+        for position, event in events:
+            before = view.steps.get(StepId(getattr(event, "originator_id", "")))
+            if view.apply(event, position):
+                for listener in self._listeners:
+                    listener(position, event, before)
+        view.settle()
+
+    def listen(self, listener: "Listener") -> None:
+        """Call `listener(position, event, step_before)` for every event applied from now
+        on, in log order, under the model's lock (see `locked`). A timeline follows the log
+        this way without folding it a second time."""
+        with self._lock:
+            self._listeners.append(listener)
+
+    @property
+    def lock(self) -> threading.RLock:
+        """The lock under which events are applied (and listeners told)."""
+        return self._lock
+
+    @property
+    def view(self) -> LedgerView:
+        """The current view (hold `lock` to read it while nothing is applied)."""
+        return self._view
+
+    @contextmanager
+    def locked(self) -> Iterator[LedgerView]:
+        """The current view, with the model's lock held: nothing is applied meanwhile."""
+        with self._lock:
+            yield self._view
 
     def wait_for(self, position: int | None, timeout: float = 5.0) -> int:
         """Block until the event at `position` is applied (pulling it in if need be);

@@ -5,11 +5,14 @@ log order, the order the store serialized the writes (which is what decided ever
 each stamped with the time its command ran. Bounces name the holder they bounced off.
 
 `TimelineModel` follows a store's notification log like the other read models (`catch_up`),
-or is fed events by hand (`apply`) when the log comes from a recording file.
+or is fed events by hand (`apply`) when the log comes from a recording file. Beside a live
+`ReadModel` (a server), it folds the log once by itself up to where the read model is, and
+from then on is told each event the read model applies: one fold of the log, not two.
 """
 
 import bisect
 import itertools
+import logging
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields, is_dataclass
@@ -18,9 +21,11 @@ from typing import Any
 
 from ledger.domain import events as ev
 from ledger.domain.ids import PLAN_STREAM_PREFIX, PlanSlug, SessionId, StepId
+from ledger.domain.state import StepState
 from ledger.store import EventStore
 from projections import queries
 from projections.log import PAGE, decode, page_after
+from projections.readmodel import ReadModel
 from projections.results import Progress
 from projections.timeline_entries import Entry, EntryKind, StepInfo, describe
 from projections.view import LedgerView
@@ -28,6 +33,8 @@ from projections.view import LedgerView
 __all__ = ["Entry", "EntryKind", "Lane", "Progress", "Timeline", "TimelineModel"]
 
 LEDGER_LANE = "ledger"
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -74,41 +81,89 @@ def _plain(value: Any) -> Any:
 
 class TimelineModel:
     """Entries folded from the log beside a `LedgerView` of the same events (which names
-    steps and sessions, and knows each step before the event that changes it)."""
+    steps and sessions, and knows each step before the event that changes it): its own, or,
+    given `reads`, the read model's once it has caught up with it (see `catch_up`)."""
 
-    def __init__(self, store: EventStore | None = None) -> None:
+    def __init__(self, store: EventStore | None = None, reads: ReadModel | None = None) -> None:
         self.store = store
-        self._view = LedgerView()
+        self._reads = reads
+        self._view: LedgerView | None = LedgerView()  # ours, until the read model's serves
+        self._attach = threading.Lock()
         self._entries: list[Entry] = []
         self._positions: list[int] = []  # of `_entries`, for paging by position
         # Indexes, so one plan's timeline reads that plan's entries, not all of them.
         self._by_plan: dict[str, list[Entry]] = {}
         self._marks: dict[str | None, list[Entry]] = {}  # session started/ended, by session
         self._plan_of: dict[str, str] = {}
+        self._position = 0
         self._lock = threading.RLock()
 
     @property
     def position(self) -> int:
-        return self._view.position
+        return self._position
 
     def catch_up(self) -> int:
         """Apply every event the store appended since the last call; returns the position."""
-        assert self.store is not None, "a model fed by hand has no store to follow"
+        if self._reads is not None:
+            if self._view is not None:
+                self._join_reads(self._reads)
+            self._reads.catch_up()  # tells us each event it applies
+            return self._position
         with self._lock:
-            while True:
-                notes = page_after(self.store, self._view.position)
-                for position, event in decode(self.store, notes):
-                    self.apply(position, event)
-                if len(notes) < PAGE:
-                    return self._view.position
+            return self._fold_until(None)
+
+    def _fold_until(self, stop: int | None) -> int:
+        """Fold the log with our own view, to `stop` (None: to its end)."""
+        assert self.store is not None, "a model fed by hand has no store to follow"
+        while True:
+            notes = page_after(self.store, self._position, PAGE, stop)
+            for position, event in decode(self.store, notes):
+                self.apply(position, event)
+            if len(notes) < PAGE:
+                return self._position
+
+    def _join_reads(self, reads: ReadModel) -> None:
+        """Fold by ourselves, without holding up the read model's readers, until we are
+        where it is; then, under its lock, close the last gap and listen to it. Our own
+        view goes: from then on the read model's names steps and sessions."""
+        with self._attach:
+            if self._view is None:
+                return  # another thread joined first
+            with self._lock:
+                self._fold_until(None)
+            with reads.locked() as theirs, self._lock:
+                self._fold_until(theirs.position)  # what it applied meanwhile
+                reads.listen(self._told)
+                self._lock = reads.lock  # one lock: it tells us while holding its own
+                self._view = None
+
+    def _told(self, position: int, event: object, before: StepState | None) -> None:
+        if position <= self._position:
+            return  # folded already, before we listened
+        try:
+            self._add(position, event, before)
+        except Exception:  # a timeline entry is never worth failing the read model
+            log.exception("timeline: event at position %s not described", position)
+            self._position = position
+
+    def _current(self) -> LedgerView:
+        if self._view is not None:
+            return self._view
+        assert self._reads is not None
+        return self._reads.view
 
     def apply(self, position: int, event: object) -> None:
         """Fold one event at its log position (each position once); events of other layers
         only move the position."""
         with self._lock:
+            assert self._view is not None, "the read model tells this model its events"
             before = self._view.steps.get(StepId(getattr(event, "originator_id", "")))
-            if not self._view.apply(event, position) or not isinstance(event, ev.LedgerEvent):
-                return
+            if self._view.apply(event, position):
+                self._add(position, event, before)
+
+    def _add(self, position: int, event: object, before: StepState | None) -> None:
+        self._position = position
+        if isinstance(event, ev.LedgerEvent):
             if isinstance(event, ev.StepAdded):  # known before its own stream opens
                 self._plan_of[event.step_id] = event.originator_id.removeprefix(
                     PLAN_STREAM_PREFIX)
@@ -123,7 +178,7 @@ class TimelineModel:
 
     def _info(self, step_id: str) -> StepInfo | None:
         plan = self._plan_of.get(step_id)
-        state = self._view.plans.get(PlanSlug(plan)) if plan else None
+        state = self._current().plans.get(PlanSlug(plan)) if plan else None
         definition = state.steps.get(StepId(step_id)) if state else None
         if plan is None or definition is None:
             return None
@@ -145,9 +200,9 @@ class TimelineModel:
         def keep(e: Entry) -> bool:
             return _chosen(e, sessions, since, until)
 
+        if self.store is not None:
+            self.catch_up()
         with self._lock:
-            if self.store is not None:
-                self.catch_up()
             if plan is None:
                 start = bisect.bisect_right(self._positions, after)
                 later = (e for e in self._entries[start:] if keep(e))
@@ -177,8 +232,9 @@ class TimelineModel:
 
     def _lanes(self, entries: list[Entry]) -> tuple[Lane, ...]:
         order = list(dict.fromkeys(e.session_id for e in entries))
+        sessions = self._current().sessions
         named = {s: state.name for s in order if s is not None
-                 and (state := self._view.sessions.get(SessionId(s))) is not None}
+                 and (state := sessions.get(SessionId(s))) is not None}
         names = list(named.values())
         lanes = []
         for session in order:
@@ -194,12 +250,12 @@ class TimelineModel:
 
     def _progress(self, plans: list[str]) -> tuple[Progress, ...]:
         """Progress as of the last event applied: the read side's own counting."""
-        self._view.settle()
-        now = self._view.last_time
+        view = self._current()
+        view.settle()
+        now = view.last_time
         if now is None:
             return ()
-        return tuple(queries.progress(self._view, PlanSlug(p), now)
-                     for p in plans if p in self._view.plans)
+        return tuple(queries.progress(view, PlanSlug(p), now) for p in plans if p in view.plans)
 
 
 _MARKS = ("session_started", "session_ended")

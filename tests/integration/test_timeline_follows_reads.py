@@ -1,0 +1,56 @@
+"""A server's timeline follows its read model (one fold of the log) and reads exactly as
+a timeline that folds the log by itself: whatever the read model had applied when the
+timeline joined it, and for everything appended after."""
+
+from pathlib import Path
+
+import pytest
+
+from api.runtime import Runtime, open_runtime
+from projections.readmodel import ReadModel
+from projections.timeline import Timeline, TimelineModel
+from tests.integration.test_projection_rebuild import random_workload
+from tests.support.fakes import FakeClock, SequentialIds
+
+
+def _all(model: TimelineModel, plans: list[str]) -> list[Timeline]:
+    return [model.timeline(), *(model.timeline(plan=p) for p in plans)]
+
+
+def _assert_same_as_own_fold(rt: Runtime, follower: TimelineModel) -> None:
+    plans = list(rt.reads.plan_slugs())
+    assert _all(follower, plans) == _all(TimelineModel(rt.store), plans)
+
+
+@pytest.mark.parametrize("read_model_at", ["caught up", "behind", "empty"])
+def test_a_timeline_joining_a_read_model_reads_as_its_own_fold(
+    runtime: Runtime, clock: FakeClock, read_model_at: str
+) -> None:
+    random_workload(runtime, clock, seed=31, commands=120)
+    reads = ReadModel(runtime.store, clock, pull_on_read=False)
+    if read_model_at == "caught up":
+        reads.catch_up()
+    elif read_model_at == "behind":
+        reads.apply_notifications(runtime.store.recorder.select_notifications(start=1, limit=50))
+    follower = TimelineModel(runtime.store, reads=reads)
+    _assert_same_as_own_fold(runtime, follower)
+    random_workload(runtime, clock, seed=32, commands=120)  # told by the read model now
+    _assert_same_as_own_fold(runtime, follower)
+    assert reads.position == follower.position
+
+
+def test_a_server_timeline_after_a_restart_from_a_checkpoint(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    db = str(tmp_path / "ledger.sqlite")
+    rt = open_runtime(db, clock=clock, ids=SequentialIds(), checkpoints=True)
+    random_workload(rt, clock, seed=33, commands=150)
+    rt.reads.catch_up()
+    rt.close()
+    rt = open_runtime(db, clock=clock, checkpoints=True)
+    assert rt.reads.resumed_from > 0  # the read model did not fold what came before
+    follower = TimelineModel(rt.store, reads=rt.reads)
+    _assert_same_as_own_fold(rt, follower)
+    random_workload(rt, clock, seed=34, commands=100)
+    _assert_same_as_own_fold(rt, follower)
+    rt.close()
