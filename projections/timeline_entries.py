@@ -5,6 +5,7 @@ was told: `task already claimed: held by "<session>"`. Other texts name a step b
 number in its plan (`step 5`); entries carry the title beside the text.
 """
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -33,7 +34,7 @@ class StepInfo:
     title: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Entry:
     """One thing that happened, in the lane of `session_id`. `holder` is, for a bounce, the
     session bounced off; for a release, the session whose claim ended; for a stale fence,
@@ -53,6 +54,12 @@ class Entry:
     step_ids: tuple[str, ...] = ()
 
 
+def _shared(text: str | None) -> str | None:
+    """One string object per id, however many entries name it (each decoded event brings
+    its own copy: a long log's entries held a copy of their ids each)."""
+    return None if text is None else sys.intern(text)
+
+
 def describe(
     position: int, event: ev.LedgerEvent, info: Callable[[str], StepInfo | None],
     before: StepState | None,
@@ -63,8 +70,9 @@ def describe(
         step = info(step_id) if step_id else None
         plan = extra.pop("plan", None)
         plan = step.plan if step else plan
-        return Entry(position, event.timestamp, event.session_id, kind, text, plan=plan,
-                     step_id=step_id, step_number=step.number if step else None,
+        return Entry(position, event.timestamp, _shared(event.session_id), kind, text,
+                     plan=plan, step_id=_shared(step_id),
+                     step_number=step.number if step else None,
                      step_title=step.title if step else None, **extra)
 
     def ref(step_id: str) -> str:
