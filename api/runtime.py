@@ -30,8 +30,7 @@ def open_runtime(
 ) -> Runtime:
     """The ledger on `db`. With `checkpoints` (a long-lived process: `planledger serve`),
     the read model starts from its last checkpoint of this log instead of folding all of
-    it, saves one every so many events, and one more on close (projections.checkpoints;
-    SQLite and memory stores: on PostgreSQL it folds the log on start)."""
+    it, saves one every so many events, and one more on close (projections.checkpoints)."""
     resolved = resolve_db(db)
     if is_postgres(resolved):
         ensure_schema(resolved)  # replicas never create tables themselves: see infra.pg_schema

@@ -16,6 +16,7 @@ from psycopg.conninfo import make_conninfo
 
 from ledger.storage import postgres_conninfo, postgres_options, store_settings
 from ledger.store import EventStore
+from projections.checkpoints import PG_CHECKPOINT_TABLE, PG_TRACKING_TABLE, postgres_checkpoints
 
 # The library names its table after the application and its row type after the id type.
 EVENTS_TABLE = f"{EventStore.name.lower()}_events"
@@ -30,7 +31,9 @@ SELECT name FROM (VALUES
     ('table', to_regclass(%(table)s)::text),
     ('snapshots', to_regclass(%(snapshots)s)::text),
     ('type', to_regtype(%(type)s)::text),
-    ('index', to_regclass(%(index)s)::text)
+    ('index', to_regclass(%(index)s)::text),
+    ('checkpoints', to_regclass(%(checkpoints)s)::text),
+    ('checkpoint tracking', to_regclass(%(checkpoint tracking)s)::text)
 ) AS objects(name, found)
 WHERE found IS NULL
 """
@@ -56,6 +59,8 @@ def _missing(conn: psycopg.Connection[tuple[object, ...]], schema: str) -> tuple
         "snapshots": f'"{schema}".{SNAPSHOTS_TABLE}',
         "type": f'"{schema}".{EVENT_TYPE}',
         "index": f'"{schema}".{NOTIFICATION_INDEX}',
+        "checkpoints": f'"{schema}".{PG_CHECKPOINT_TABLE}',
+        "checkpoint tracking": f'"{schema}".{PG_TRACKING_TABLE}',
     }
     has_schema = conn.execute(
         "SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone()
@@ -86,6 +91,7 @@ def init_schema(db: str) -> SchemaReport:
             # Both spellings: the library reads PLANLEDGER_CREATE_TABLE before CREATE_TABLE.
             EventStore({**store_settings(db), "CREATE_TABLE": "yes",
                         "PLANLEDGER_CREATE_TABLE": "yes"}).close()
+            postgres_checkpoints(db, create=True).close()  # the read models' checkpoints
         return SchemaReport(schema, missing)
 
 
