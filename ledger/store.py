@@ -190,6 +190,8 @@ class EventStore(Application[str]):
         else:
             newer = list(self.events.get(stream, gt=cached.version))
             state = fold(cached, newer) if newer else cached
+            if state is None:  # asked as another kind of stream: the cache stays as it was
+                raise AggregateNotFoundError(stream)
         cache.put(stream, state)
         return state
 

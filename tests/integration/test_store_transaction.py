@@ -10,6 +10,7 @@ from api.audit_cli import store_entries
 from api.runtime import Runtime, open_runtime
 from ledger.application import NewStep
 from ledger.chain import Verified, verify
+from ledger.domain import errors
 from ledger.domain import events as ev
 from ledger.domain.ids import StepId
 from tests.support.fakes import FakeClock
@@ -99,3 +100,23 @@ def test_a_writer_waits_for_an_open_block_so_what_the_block_read_stays_true(
     reader = open_runtime(db, clock=clock)
     assert reader.store.step(step).holder == a
     reader.close()
+
+
+def test_an_id_asked_as_the_wrong_kind_after_its_stream_moved_elsewhere_is_unknown(
+    tmp_path: Path,
+) -> None:
+    """A session id asked as a step, once another process has appended to that session:
+    refused as an unknown step, and what this process knows of the session stays sound."""
+    db, clock = str(tmp_path / "ledger.sqlite"), FakeClock()
+    ours, theirs = open_runtime(db, clock=clock), open_runtime(db, clock=clock)
+    try:
+        ours.ledger.create_plan("p", "P", steps=[NewStep("job")])
+        session = ours.ledger.start_session("a").id
+        assert ours.store.session(session).version == 1  # cached here
+        theirs.ledger.list_ready("p", session)  # the session's stream moves, elsewhere
+        with pytest.raises(errors.UnknownStep):
+            ours.store.step(StepId(session))
+        assert ours.store.session(session).version == 2
+    finally:
+        ours.close()
+        theirs.close()
