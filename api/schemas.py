@@ -8,6 +8,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from projections.timeline import Lane
+from projections.timeline_entries import Entry
+
 SID = "01KXP8FEJQ6R5Z5NMVZ7082X5A"
 STEP = "01KXMRCX4W2M8YB5Q2Y3V9ZP7N"
 
@@ -224,27 +227,6 @@ class LogPageOut(Schema):
     events: list[EventOut]
 
 
-class LaneOut(Schema):
-    session_id: str | None
-    name: str | None
-    label: str
-
-
-class EntryOut(Schema):
-    position: int
-    at: datetime
-    session_id: str | None
-    kind: str = Field(examples=["bounced"])
-    text: str = Field(examples=[f'task already claimed: held by "{SID}"'])
-    plan: str | None = None
-    step_id: str | None = None
-    step_number: int | None = None
-    step_title: str | None = None
-    holder: str | None = None
-    fence: int | None = None
-    step_ids: list[str] = Field(default_factory=list)
-
-
 class PlanProgressOut(Schema):
     plan: str
     title: str
@@ -260,8 +242,8 @@ class PlanProgressOut(Schema):
 class TimelineOut(Schema):
     """One clock, a lane per session, entries in log order (the order races were won)."""
 
-    lanes: list[LaneOut]
-    entries: list[EntryOut]
+    lanes: list[Lane]  # the read side's own types: one definition of each field
+    entries: list[Entry]
     progress: list[PlanProgressOut]
     more: bool = Field(False, description="More entries follow: ask again with "
                        "`after=next_after`.")

@@ -6,7 +6,7 @@ verdicts and the progress line all describe the same log position and the same m
 """
 
 from collections.abc import Iterable, Sequence
-from dataclasses import fields
+from dataclasses import asdict, fields
 from datetime import datetime
 from typing import Any
 
@@ -19,6 +19,7 @@ from api.schemas import (
     LogPageOut,
     NothingReady,
     PlanOut,
+    PlanProgressOut,
     PlanSummaryOut,
     ProgressOut,
     ReadyOut,
@@ -214,7 +215,10 @@ def timeline(model: TimelineModel, plan: str | None = None, sessions: Sequence[s
     found = model.timeline(plan, tuple(sessions), since, until, after, limit)
     if plan is not None and not found.progress:  # a plan the log has never seen
         raise errors.UnknownPlan(plan[:100])
-    return TimelineOut.model_validate(found.to_dict())
+    return TimelineOut(
+        lanes=list(found.lanes), entries=list(found.entries), more=found.more,
+        next_after=found.next_after,
+        progress=[PlanProgressOut(**asdict(p), rollup=p.rollup) for p in found.progress])
 
 
 def events_out(events: Iterable[Any]) -> list[EventOut]:

@@ -22,8 +22,7 @@ from api.schemas import (
     TimelineOut,
 )
 from projections.results import Progress
-from projections.timeline import Lane, Timeline
-from projections.timeline_entries import Entry
+from projections.timeline import Timeline
 from replays import render as replay_render
 
 
@@ -153,8 +152,6 @@ def log(page: LogPageOut) -> None:
 
 def timeline(shown: TimelineOut) -> None:
     """The replays' own terminal rendering, fed from the API's schema."""
-    lanes = tuple(Lane(**lane.model_dump()) for lane in shown.lanes)
-    entries = tuple(Entry(**{**e.model_dump(), "step_ids": tuple(e.step_ids)})
-                    for e in shown.entries)
     progress = tuple(Progress(**p.model_dump(exclude={"rollup"})) for p in shown.progress)
-    replay_render.terminal(Timeline(lanes, entries, progress), console)
+    replay_render.terminal(Timeline(tuple(shown.lanes), tuple(shown.entries), progress),
+                           console)

@@ -11,8 +11,7 @@ from api.runtime import open_runtime
 from infra.pg_schema import missing_objects
 from ledger.storage import postgres_options
 from projections.checkpoints import PG_CHECKPOINT_TABLE, PG_TRACKING_TABLE
-from projections.readmodel import ReadModel
-from tests.integration.test_projection_rebuild import random_workload
+from tests.integration.test_projection_rebuild import assert_same_as_a_rebuild, random_workload
 from tests.support.fakes import FakeClock, SequentialIds
 from tests.support.postgres import BASE_URL, fresh_schema
 
@@ -34,10 +33,7 @@ def test_a_replica_resumes_from_the_checkpoint_another_saved(pg: str, clock: Fak
     try:
         assert second.reads.resumed_from == saved_at
         random_workload(second, clock, seed=42, commands=50)
-        rebuilt = ReadModel(second.store, clock)
-        second.reads.catch_up()
-        rebuilt.catch_up()
-        assert second.reads.facts() == rebuilt.facts()
+        assert_same_as_a_rebuild(second, clock)
     finally:
         second.close()
 
@@ -64,9 +60,6 @@ def test_a_checkpoint_of_another_log_in_the_same_tables_is_ignored(
     restarted = open_runtime(pg, clock=clock, checkpoints=True)
     try:
         assert restarted.reads.resumed_from == 0
-        rebuilt = ReadModel(restarted.store, clock)
-        restarted.reads.catch_up()
-        rebuilt.catch_up()
-        assert restarted.reads.facts() == rebuilt.facts()
+        assert_same_as_a_rebuild(restarted, clock)
     finally:
         restarted.close()

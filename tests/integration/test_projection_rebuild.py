@@ -192,6 +192,14 @@ def test_a_model_saves_a_checkpoint_every_so_many_events(
     assert resumed.position == saved
 
 
+def assert_same_as_a_rebuild(rt: Runtime, clock: FakeClock) -> None:
+    """The runtime's read model, caught up, holds what a fresh fold of its log holds."""
+    rebuilt = ReadModel(rt.store, clock)
+    rt.reads.catch_up()
+    rebuilt.catch_up()
+    assert rt.reads.facts() == rebuilt.facts()
+
+
 def test_a_server_runtime_resumes_from_the_checkpoint_it_saved_on_close(
     tmp_path: Path, clock: FakeClock
 ) -> None:
@@ -203,10 +211,7 @@ def test_a_server_runtime_resumes_from_the_checkpoint_it_saved_on_close(
 
     rt = open_runtime(db, clock=clock, checkpoints=True)
     assert rt.reads.resumed_from == saved_at
-    rebuilt = ReadModel(rt.store, clock)
-    rt.reads.catch_up()
-    rebuilt.catch_up()
-    assert rt.reads.facts() == rebuilt.facts()
+    assert_same_as_a_rebuild(rt, clock)
     rt.close()
 
 
@@ -224,8 +229,5 @@ def test_a_checkpoint_of_a_replaced_log_is_ignored(tmp_path: Path, clock: FakeCl
     other.close()
     rt = open_runtime(str(db), clock=clock, checkpoints=True)
     assert rt.reads.resumed_from == 0
-    rebuilt = ReadModel(rt.store, clock)
-    rt.reads.catch_up()
-    rebuilt.catch_up()
-    assert rt.reads.facts() == rebuilt.facts()
+    assert_same_as_a_rebuild(rt, clock)
     rt.close()
