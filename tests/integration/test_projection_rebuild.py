@@ -200,16 +200,20 @@ def assert_same_as_a_rebuild(rt: Runtime, clock: FakeClock) -> None:
     assert rt.reads.facts() == rebuilt.facts()
 
 
+def restarted(db: str, clock: FakeClock, seed: int, commands: int) -> tuple[Runtime, int]:
+    """A server runtime on `db` after a first one ran a workload and closed (saving its
+    checkpoint), and the position that first one had applied."""
+    first = open_runtime(db, clock=clock, ids=SequentialIds(), checkpoints=True)
+    random_workload(first, clock, seed=seed, commands=commands)
+    saved_at = first.reads.catch_up()
+    first.close()
+    return open_runtime(db, clock=clock, checkpoints=True), saved_at
+
+
 def test_a_server_runtime_resumes_from_the_checkpoint_it_saved_on_close(
     tmp_path: Path, clock: FakeClock
 ) -> None:
-    db = str(tmp_path / "ledger.sqlite")
-    rt = open_runtime(db, clock=clock, ids=SequentialIds(), checkpoints=True)
-    random_workload(rt, clock, seed=11, commands=300)
-    saved_at = rt.reads.catch_up()
-    rt.close()  # saves what it applied
-
-    rt = open_runtime(db, clock=clock, checkpoints=True)
+    rt, saved_at = restarted(str(tmp_path / "ledger.sqlite"), clock, seed=11, commands=300)
     assert rt.reads.resumed_from == saved_at
     assert_same_as_a_rebuild(rt, clock)
     rt.close()

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from api.runtime import Runtime, open_runtime
+from api.runtime import Runtime
 from projections.readmodel import ReadModel
 from projections.timeline import Timeline, TimelineModel
-from tests.integration.test_projection_rebuild import random_workload
-from tests.support.fakes import FakeClock, SequentialIds
+from tests.integration.test_projection_rebuild import random_workload, restarted
+from tests.support.fakes import FakeClock
 
 
 def _all(model: TimelineModel, plans: list[str]) -> list[Timeline]:
@@ -42,13 +42,8 @@ def test_a_timeline_joining_a_read_model_reads_as_its_own_fold(
 def test_a_server_timeline_after_a_restart_from_a_checkpoint(
     tmp_path: Path, clock: FakeClock
 ) -> None:
-    db = str(tmp_path / "ledger.sqlite")
-    rt = open_runtime(db, clock=clock, ids=SequentialIds(), checkpoints=True)
-    random_workload(rt, clock, seed=33, commands=150)
-    rt.reads.catch_up()
-    rt.close()
-    rt = open_runtime(db, clock=clock, checkpoints=True)
-    assert rt.reads.resumed_from > 0  # the read model did not fold what came before
+    rt, saved_at = restarted(str(tmp_path / "ledger.sqlite"), clock, seed=33, commands=150)
+    assert rt.reads.resumed_from == saved_at  # the read model did not fold what came before
     follower = TimelineModel(rt.store, reads=rt.reads)
     _assert_same_as_own_fold(rt, follower)
     random_workload(rt, clock, seed=34, commands=100)
