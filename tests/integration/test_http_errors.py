@@ -90,6 +90,22 @@ def test_unknown_ids_are_404_naming_what_is_unknown(
     assert answer.status_code == 404 and answer.json()["reason"] == reason
 
 
+def test_recording_a_ready_listing_needs_a_session_and_a_known_plan(
+    client: TestClient, steps: list[str],
+) -> None:
+    _, as_a = session(client, "agent A")
+    anonymous = client.post("/api/plans/auth-refresh/ready")
+    assert anonymous.status_code == 401 and anonymous.json()["reason"] == "unauthorized"
+    unknown = client.post("/api/plans/no-such-plan/ready", headers=as_a)
+    assert unknown.status_code == 404 and unknown.json()["reason"] == "unknown_plan"
+
+
+def test_a_timeline_page_outside_its_bounds_is_422(client: TestClient, steps: list[str]) -> None:
+    for params in ({"limit": 0}, {"after": -1}, {"limit": "many"}):
+        answer = client.get("/api/timeline", params=params)
+        assert answer.status_code == 422 and answer.json()["reason"] == "invalid_input"
+
+
 def test_bad_input_is_422_with_a_readable_message(client: TestClient, steps: list[str]) -> None:
     _, as_a = session(client, "agent A")
     answer = client.post(f"/api/steps/{steps[4]}/claim", headers=as_a,
