@@ -19,8 +19,10 @@ class Runtime:
     ledger: Ledger
     reads: ReadModel
 
-    def close(self) -> None:
-        self.reads.close()
+    def close(self, *, checkpoint: bool = False) -> None:
+        """Close the store; with `checkpoint` (a server shutting down), save the read
+        model's state first, however little it moved (see ReadModel.close)."""
+        self.reads.close(checkpoint=checkpoint)
         self.store.close()
 
 
@@ -28,9 +30,10 @@ def open_runtime(
     db: str | None = None, clock: Clock | None = None, ids: IdGenerator | None = None,
     *, checkpoints: bool = False,
 ) -> Runtime:
-    """The ledger on `db`. With `checkpoints` (a long-lived process: `planledger serve`),
-    the read model starts from its last checkpoint of this log instead of folding all of
-    it, saves one every so many events, and one more on close (projections.checkpoints)."""
+    """The ledger on `db`. With `checkpoints`, the read model starts from the last
+    checkpoint of this log (when first read) instead of folding all of it, and saves one
+    every so many events and on close (projections.checkpoints): the server and the
+    command-line and MCP-stdio processes agents run use them."""
     resolved = resolve_db(db)
     if is_postgres(resolved):
         ensure_schema(resolved)  # replicas never create tables themselves: see infra.pg_schema

@@ -38,6 +38,8 @@ from projections.results import HistoryEntry
 from projections.view import FORMAT, LedgerView
 
 CHECKPOINT_EVERY = 50_000
+# Unasked, a closing model saves a checkpoint only at least this far past the last one.
+CLOSE_CHECKPOINT_MIN = 2_000
 RETRY_SECONDS = 0.01
 
 # Told of each applied event: its position, the event, and its step's state before it.
@@ -68,15 +70,36 @@ class ReadModel(Queryable, CandidateView):
         self.checkpoint_every = checkpoint_every
         self.pull_on_read = pull_on_read
         self.page = page
-        self._view = LedgerView()
+        self._folded = LedgerView()
         self._tip: str | None = None  # the fingerprint of the event at `position`
         self._checkpointed = 0
-        self.resumed_from = 0  # the position a restored checkpoint held (0: none restored)
+        self._resumed_from = 0
         self._lock = threading.RLock()
         self._advanced = threading.Condition(self._lock)
         self._listeners: list[Listener] = []
-        if checkpoints is not None:
-            self._restore(checkpoints)
+        # Restored on first use, not here: a process that never reads (a CLI claim by id)
+        # never pays for loading the state.
+        self._unrestored = checkpoints is not None
+
+    @property
+    def _view(self) -> LedgerView:
+        if self._unrestored:
+            with self._lock:
+                if self._unrestored and self.checkpoints is not None:
+                    self._restore(self.checkpoints)
+                self._unrestored = False
+        return self._folded
+
+    @_view.setter
+    def _view(self, view: LedgerView) -> None:
+        self._folded = view
+
+    @property
+    def resumed_from(self) -> int:
+        """The position of the checkpoint the model started from (0: it folded from the
+        start)."""
+        _ = self._view
+        return self._resumed_from
 
     # --- what it holds ------------------------------------------------------------
 
@@ -250,16 +273,22 @@ class ReadModel(Queryable, CandidateView):
         except Exception:  # a state this version cannot read: fold from the start
             return
         if isinstance(view, LedgerView) and view.format == FORMAT and view.position == position:
-            self._view, self._tip = view, tip.decode()
-            self._checkpointed = self.resumed_from = position
+            self._folded, self._tip = view, tip.decode()
+            self._checkpointed = self._resumed_from = position
 
-    def close(self) -> None:
-        """Save what was applied since the last checkpoint (the next start resumes from
-        it), and let the checkpoints go."""
-        if self.checkpoints is not None:
-            self.checkpoint()
-            self.checkpoints.close()
-            self.checkpoints = None
+    def close(self, *, checkpoint: bool = False) -> None:
+        """Let the checkpoints go; first save what was applied since the last checkpoint
+        when asked (`checkpoint`: a server shutting down), or when folding it again on the
+        next start would cost more than saving the whole state now (a short-lived process
+        that read far ahead: folding an event costs about ten times pickling one)."""
+        if self.checkpoints is None:
+            return
+        if not self._unrestored:
+            ahead = self._folded.position - self._checkpointed
+            if checkpoint or ahead >= max(CLOSE_CHECKPOINT_MIN, self._folded.position // 10):
+                self.checkpoint()
+        self.checkpoints.close()
+        self.checkpoints = None
 
     # --- CandidateView ------------------------------------------------------------
 

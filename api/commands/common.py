@@ -60,7 +60,7 @@ def open_client(db: str | None, url: str | None, session: str | None = None,
             client = RemoteClient(url, token)
         else:
             settings = load_settings(db=db)
-            runtime = open_runtime(settings.db)
+            runtime = open_runtime(settings.db, checkpoints=True)
             identity = Identity(load_secret(runtime.db, settings.secret), settings.admin_token)
             actor = identity.session_of(token) if token and not session else session
             client = LocalClient(Service(runtime, settings, identity), actor)

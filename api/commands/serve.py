@@ -37,4 +37,4 @@ def serve(
                        f"{base}/mcp")
             uvicorn.run(app, host=settings.host, port=settings.port, log_level="info")
         finally:
-            runtime.close()
+            runtime.close(checkpoint=True)  # the next start resumes where this one stopped

@@ -43,7 +43,7 @@ def _serve_embedded(db: str | None, lease_default: int | None) -> None:
     from api.settings import load_settings
 
     settings = load_settings(db=db, lease_default=lease_default)
-    runtime = open_runtime(settings.db)
+    runtime = open_runtime(settings.db, checkpoints=True)
     try:
         identity = Identity(load_secret(runtime.db, settings.secret), settings.admin_token)
         server = build_server(Service(runtime, settings, identity), single_connection=True)

@@ -11,7 +11,10 @@ import pytest
 from typer.testing import CliRunner
 
 from api.cli import app
-from api.commands.common import EXIT_BOUNCED, EXIT_NOTHING_READY
+from api.commands.client import LocalClient
+from api.commands.common import EXIT_BOUNCED, EXIT_NOTHING_READY, open_client
+from api.runtime import open_runtime
+from ledger.application import NewStep
 
 PLANLEDGER = str(Path(sys.executable).parent / "planledger")
 
@@ -134,3 +137,26 @@ def test_the_installed_command_reports_a_bounce_by_exit_code(cli: Cli, tmp_path:
         text=True, timeout=60, check=False)
     assert done.returncode == EXIT_BOUNCED
     assert f'held by "{a}"' in done.stderr
+
+
+def test_a_command_resumes_from_the_servers_checkpoint_and_sees_what_came_after(
+    cli: Cli, tmp_path: Path,
+) -> None:
+    db = cli.env["PLANLEDGER_DB"]
+    server = open_runtime(db, checkpoints=True)  # a server's runtime, shut down below
+    _, steps = server.ledger.create_plan("big", "Big", steps=[
+        NewStep(f"step {i}") for i in range(40)])
+    agent = server.ledger.start_session("agent").id
+    for step in steps[:10]:
+        server.ledger.claim(step, agent)
+    saved_at = server.reads.catch_up()
+    server.close(checkpoint=True)
+    later = open_runtime(db)  # another process claims after the checkpoint
+    later.ledger.claim(steps[10], later.ledger.start_session("late").id)
+    later.close()
+
+    assert [s["step_id"] for s in cli.json("ready", "big")["ready"]] == steps[11:]
+    with open_client(db, None, None, None) as client:  # what `ready` ran on
+        assert isinstance(client, LocalClient)
+        client.ready("big")
+        assert client.service.runtime.reads.resumed_from == saved_at

@@ -27,7 +27,7 @@ def test_a_replica_resumes_from_the_checkpoint_another_saved(pg: str, clock: Fak
     first = open_runtime(pg, clock=clock, ids=SequentialIds(), checkpoints=True)
     random_workload(first, clock, seed=41, commands=150)
     saved_at = first.reads.catch_up()
-    first.close()  # saves
+    first.close(checkpoint=True)  # as a server shutting down
 
     second = open_runtime(pg, clock=clock, checkpoints=True)
     try:
@@ -44,7 +44,7 @@ def test_a_checkpoint_of_another_log_in_the_same_tables_is_ignored(
     saver = open_runtime(pg, clock=clock, ids=SequentialIds(), checkpoints=True)
     random_workload(saver, clock, seed=43, commands=80)
     saver.reads.catch_up()
-    saver.close()
+    saver.close(checkpoint=True)
     schema = postgres_options(pg)["schema"]
     with psycopg.connect(BASE_URL, autocommit=True) as conn:  # the log is replaced
         conn.execute(sql.SQL("TRUNCATE {}.planledger_events").format(sql.Identifier(schema)))

@@ -206,7 +206,7 @@ def restarted(db: str, clock: FakeClock, seed: int, commands: int) -> tuple[Runt
     first = open_runtime(db, clock=clock, ids=SequentialIds(), checkpoints=True)
     random_workload(first, clock, seed=seed, commands=commands)
     saved_at = first.reads.catch_up()
-    first.close()
+    first.close(checkpoint=True)  # as a server shutting down
     return open_runtime(db, clock=clock, checkpoints=True), saved_at
 
 
@@ -224,7 +224,7 @@ def test_a_checkpoint_of_a_replaced_log_is_ignored(tmp_path: Path, clock: FakeCl
     rt = open_runtime(str(db), clock=clock, ids=SequentialIds(), checkpoints=True)
     random_workload(rt, clock, seed=12, commands=100)
     rt.reads.catch_up()
-    rt.close()
+    rt.close(checkpoint=True)
     for path in tmp_path.glob("ledger.sqlite*"):  # the log goes; its views file stays
         path.unlink()
 
