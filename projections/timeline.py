@@ -123,14 +123,16 @@ class TimelineModel:
                 return self._position
 
     def _join_reads(self, reads: ReadModel) -> None:
-        """Fold by ourselves, without holding up the read model's readers, until we are
-        where it is; then, under its lock, close the last gap and listen to it. Our own
-        view goes: from then on the read model's names steps and sessions."""
+        """Fold by ourselves what the read model has applied already (it cannot tell us
+        that), without holding up its readers; then, under its lock, close the gap it moved
+        on meanwhile, and listen to it for everything after. Our own view goes: from then
+        on the read model's names steps and sessions. (A read model that has applied
+        nothing yet leaves us nothing to fold: its fold tells us every event.)"""
         with self._attach:
             if self._view is None:
                 return  # another thread joined first
             with self._lock:
-                self._fold_until(None)
+                self._fold_until(reads.position)
             with reads.locked() as theirs, self._lock:
                 self._fold_until(theirs.position)  # what it applied meanwhile
                 reads.listen(self._told)
