@@ -15,8 +15,6 @@ Freshness, three ways:
   read-your-writes for a caller that just appended.
 """
 
-import hashlib
-import pickle
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -35,7 +33,8 @@ from projections.history import AsOf, as_of, step_history
 from projections.log import PAGE, decode, page_after, paused_gc
 from projections.queryable import Queryable
 from projections.results import HistoryEntry
-from projections.view import FORMAT, LedgerView
+from projections.resume import fingerprint, restored_view, saved_state
+from projections.view import LedgerView
 
 CHECKPOINT_EVERY = 50_000
 # Unasked, a closing model saves a checkpoint only at least this far past the last one.
@@ -44,14 +43,6 @@ RETRY_SECONDS = 0.01
 
 # Told of each applied event: its position, the event, and its step's state before it.
 Listener = Callable[[int, object, StepState | None], None]
-
-
-def fingerprint(note: Notification) -> str:
-    """What identifies the event at a log position: its stream, version, type and body."""
-    digest = hashlib.sha256(f"{note.originator_id}\0{note.originator_version}\0"
-                            f"{note.topic}\0".encode())
-    digest.update(note.state)
-    return digest.hexdigest()
 
 
 class ReadModel(Queryable, CandidateView):
@@ -250,31 +241,18 @@ class ReadModel(Queryable, CandidateView):
             position, tip = self._view.position, self._tip
             if position <= self._checkpointed or tip is None:
                 return False
-            state = pickle.dumps(self._view, protocol=pickle.HIGHEST_PROTOCOL)
+            state = saved_state(self._view, tip)
         self._checkpointed = position
-        return self.checkpoints.save_checkpoint(Tracking(self.store.name, position),
-                                                tip.encode() + b"\n" + state)
+        return self.checkpoints.save_checkpoint(Tracking(self.store.name, position), state)
 
     def _restore(self, checkpoints: CheckpointRecorder) -> None:
-        """Start from the newest checkpoint, if it was taken of this log: the event at its
-        position must be the one it saw there (a log replaced by another, or restored from
-        an older copy, has some other event there, or none). Anything else, an unreadable
-        state included, leaves the model to fold the log from the start."""
+        """Start from the newest checkpoint, if it was taken of this log (projections.resume);
+        otherwise the model folds the log from the start."""
         found = checkpoints.load_checkpoint(self.store.name)
-        if found is None:
-            return
-        position, saved = found
-        tip, _, state = saved.partition(b"\n")
-        at = self.store.recorder.select_notifications(start=position, limit=1)
-        if not at or at[0].id != position or fingerprint(at[0]).encode() != tip:
-            return
-        try:
-            view = pickle.loads(state)  # our own file, written by checkpoint() above
-        except Exception:  # a state this version cannot read: fold from the start
-            return
-        if isinstance(view, LedgerView) and view.format == FORMAT and view.position == position:
-            self._folded, self._tip = view, tip.decode()
-            self._checkpointed = self._resumed_from = position
+        restored = restored_view(self.store, *found) if found is not None else None
+        if restored is not None:
+            self._folded, self._tip = restored
+            self._checkpointed = self._resumed_from = self._folded.position
 
     def close(self, *, checkpoint: bool = False) -> None:
         """Let the checkpoints go; first save what was applied since the last checkpoint

@@ -1,0 +1,44 @@
+"""What a checkpoint holds: a read model's view, tied to the log it was folded from.
+
+A saved state is the fingerprint of the event at its position, a newline, and the pickled
+`LedgerView`. It is restored only where the log still holds that very event at that
+position: a log replaced by another, truncated, or restored from an older copy has some
+other event there, or none, and its reader folds from the start instead.
+"""
+
+import hashlib
+import pickle
+
+from eventsourcing.persistence import Notification
+
+from ledger.store import EventStore
+from projections.view import FORMAT, LedgerView
+
+
+def fingerprint(note: Notification) -> str:
+    """What identifies the event at a log position: its stream, version, type and body."""
+    digest = hashlib.sha256(f"{note.originator_id}\0{note.originator_version}\0"
+                            f"{note.topic}\0".encode())
+    digest.update(note.state)
+    return digest.hexdigest()
+
+
+def saved_state(view: LedgerView, tip: str) -> bytes:
+    """The bytes to save for `view`, whose last event has the fingerprint `tip`."""
+    return tip.encode() + b"\n" + pickle.dumps(view, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def restored_view(store: EventStore, position: int, saved: bytes) -> tuple[LedgerView, str] | None:
+    """The view saved at `position`, and its tip, if it was taken of this log and this
+    version can read it; else None."""
+    tip, _, state = saved.partition(b"\n")
+    at = store.recorder.select_notifications(start=position, limit=1)
+    if not at or at[0].id != position or fingerprint(at[0]).encode() != tip:
+        return None
+    try:
+        view = pickle.loads(state)  # our own file, written by saved_state above
+    except Exception:  # a state this version cannot read
+        return None
+    if isinstance(view, LedgerView) and view.format == FORMAT and view.position == position:
+        return view, tip.decode()
+    return None
