@@ -8,8 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from projections.timeline import Lane
-from projections.timeline_entries import Entry
+from projections.timeline_entries import Entry, Lane
 
 SID = "01KXP8FEJQ6R5Z5NMVZ7082X5A"
 STEP = "01KXMRCX4W2M8YB5Q2Y3V9ZP7N"

@@ -15,9 +15,7 @@ import itertools
 import logging
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, fields, is_dataclass
 from datetime import datetime
-from typing import Any
 
 from ledger.domain import events as ev
 from ledger.domain.ids import PLAN_STREAM_PREFIX, PlanSlug, SessionId, StepId
@@ -27,7 +25,7 @@ from projections import queries
 from projections.log import PAGE, decode, page_after
 from projections.readmodel import ReadModel
 from projections.results import Progress
-from projections.timeline_entries import Entry, EntryKind, StepInfo, describe
+from projections.timeline_entries import Entry, EntryKind, Lane, StepInfo, Timeline, describe
 from projections.view import LedgerView
 
 __all__ = ["Entry", "EntryKind", "Lane", "Progress", "Timeline", "TimelineModel"]
@@ -35,48 +33,6 @@ __all__ = ["Entry", "EntryKind", "Lane", "Progress", "Timeline", "TimelineModel"
 LEDGER_LANE = "ledger"
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Lane:
-    """One session's column (`session_id` None: set-up done without a session)."""
-
-    session_id: str | None
-    name: str | None
-    label: str
-
-
-@dataclass(frozen=True)
-class Timeline:
-    """Lanes in order of first appearance, entries in log order, and each plan's progress
-    as of the last event the model applied. A page (`after`, `limit`) says whether more
-    entries follow (`more`) and where the next page starts (`next_after`)."""
-
-    lanes: tuple[Lane, ...]
-    entries: tuple[Entry, ...]
-    progress: tuple[Progress, ...]
-    more: bool = False
-    next_after: int = 0
-
-    def lane(self, session_id: str | None) -> Lane:
-        return next(lane for lane in self.lanes if lane.session_id == session_id)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready: datetimes as ISO 8601 strings, tuples as lists."""
-        result: dict[str, Any] = _plain(self)
-        for plain, progress in zip(result["progress"], self.progress, strict=True):
-            plain["rollup"] = progress.rollup
-        return result
-
-
-def _plain(value: Any) -> Any:
-    if is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
-    if isinstance(value, tuple | list):
-        return [_plain(v) for v in value]
-    if isinstance(value, datetime):
-        return value.isoformat()
-    return value
 
 
 class TimelineModel:

@@ -1,4 +1,5 @@
-"""One timeline entry per event a person would want to read, with its one-line text.
+"""A timeline's parts: one entry per event a person would want to read, with its one-line
+text, the lanes they sit in, and the timeline that holds them.
 
 Refusals reuse the ledger's own error messages, so a bounce reads exactly as the agent
 was told: `task already claimed: held by "<session>"`. Other texts name a step by its
@@ -7,13 +8,14 @@ number in its plan (`step 5`); entries carry the title beside the text.
 
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, is_dataclass
 from datetime import datetime
 from typing import Any, Literal
 
 from ledger.domain import errors
 from ledger.domain import events as ev
 from ledger.domain.state import StepState
+from projections.results import Progress
 
 EntryKind = Literal[
     "plan_created", "step_added", "step_revised", "dependencies_declared",
@@ -161,3 +163,45 @@ def _step_entry(
     if isinstance(event, ev.StepReopened):
         return entry("reopened", f"reopened {ref(step)}", step)
     return None
+
+
+@dataclass(frozen=True)
+class Lane:
+    """One session's column (`session_id` None: set-up done without a session)."""
+
+    session_id: str | None
+    name: str | None
+    label: str
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """Lanes in order of first appearance, entries in log order, and each plan's progress
+    as of the last event the model applied. A page (`after`, `limit`) says whether more
+    entries follow (`more`) and where the next page starts (`next_after`)."""
+
+    lanes: tuple[Lane, ...]
+    entries: tuple[Entry, ...]
+    progress: tuple[Progress, ...]
+    more: bool = False
+    next_after: int = 0
+
+    def lane(self, session_id: str | None) -> Lane:
+        return next(lane for lane in self.lanes if lane.session_id == session_id)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: datetimes as ISO 8601 strings, tuples as lists."""
+        result: dict[str, Any] = _plain(self)
+        for plain, progress in zip(result["progress"], self.progress, strict=True):
+            plain["rollup"] = progress.rollup
+        return result
+
+
+def _plain(value: Any) -> Any:
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return value
