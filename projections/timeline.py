@@ -22,7 +22,7 @@ from ledger.domain.ids import PLAN_STREAM_PREFIX, PlanSlug, SessionId, StepId
 from ledger.domain.state import StepState
 from ledger.store import EventStore
 from projections import queries
-from projections.log import PAGE, decode, page_after
+from projections.log import PAGE, decode, page_after, paused_gc
 from projections.readmodel import ReadModel
 from projections.results import Progress
 from projections.timeline_entries import Entry, EntryKind, Lane, StepInfo, Timeline, describe
@@ -51,6 +51,7 @@ class TimelineModel:
         self._by_plan: dict[str, list[Entry]] = {}
         self._marks: dict[str | None, list[Entry]] = {}  # session started/ended, by session
         self._plan_of: dict[str, str] = {}
+        self._infos: dict[str, StepInfo] = {}
         self._position = 0
         self._lock = threading.RLock()
 
@@ -73,8 +74,9 @@ class TimelineModel:
         assert self.store is not None, "a model fed by hand has no store to follow"
         while True:
             notes = page_after(self.store, self._position, PAGE, stop)
-            for position, event in decode(self.store, notes):
-                self.apply(position, event)
+            with paused_gc():  # as the read model's fold (projections.log)
+                for position, event in decode(self.store, notes):
+                    self.apply(position, event)
             if len(notes) < PAGE:
                 return self._position
 
@@ -125,6 +127,8 @@ class TimelineModel:
             if isinstance(event, ev.StepAdded):  # known before its own stream opens
                 self._plan_of[event.step_id] = event.originator_id.removeprefix(
                     PLAN_STREAM_PREFIX)
+            if isinstance(event, ev.StepAdded | ev.StepRevised):
+                self._infos.pop(event.step_id, None)  # its title is new
             entry = describe(position, event, self._info, before)
             if entry is not None:
                 self._entries.append(entry)
@@ -135,12 +139,18 @@ class TimelineModel:
                     self._marks.setdefault(entry.session_id, []).append(entry)
 
     def _info(self, step_id: str) -> StepInfo | None:
+        """The step's plan, number and title as of the event being described (kept until
+        the step is revised: most entries are about steps whose titles never change)."""
+        known = self._infos.get(step_id)
+        if known is not None:
+            return known
         plan = self._plan_of.get(step_id)
         state = self._current().plans.get(PlanSlug(plan)) if plan else None
         definition = state.steps.get(StepId(step_id)) if state else None
         if plan is None or definition is None:
             return None
-        return StepInfo(plan, definition.position + 1, definition.title)
+        info = self._infos[step_id] = StepInfo(plan, definition.position + 1, definition.title)
+        return info
 
     # --- queries ------------------------------------------------------------------
 

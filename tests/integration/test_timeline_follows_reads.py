@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from api.runtime import Runtime
+from ledger.application import NewStep
 from projections.readmodel import ReadModel
 from projections.timeline import Timeline, TimelineModel
 from tests.integration.test_projection_rebuild import random_workload, restarted
@@ -49,3 +50,17 @@ def test_a_server_timeline_after_a_restart_from_a_checkpoint(
     random_workload(rt, clock, seed=34, commands=100)
     _assert_same_as_own_fold(rt, follower)
     rt.close()
+
+
+def test_entries_name_a_step_by_its_title_at_the_time(runtime: Runtime) -> None:
+    _, (step,) = runtime.ledger.create_plan("p", "P", steps=[NewStep("first title")])
+    agent = runtime.ledger.start_session("agent").id
+    follower = TimelineModel(runtime.store, reads=runtime.reads)
+    runtime.ledger.claim(step, agent)
+    follower.timeline()  # joined: what follows, it is told
+    runtime.ledger.revise_step(step, title="second title")
+    runtime.ledger.complete(step, agent)
+    for model in (follower, TimelineModel(runtime.store)):
+        titles = {e.kind: e.step_title for e in model.timeline(plan="p").entries}
+        assert titles["claimed"] == "first title"
+        assert titles["completed"] == "second title"
