@@ -161,7 +161,9 @@ class RemoteClient:
         return self._call(PlanOut, "GET", f"/api/plans/{slug}")
 
     def ready(self, slug: str) -> ReadyOut:
-        return self._call(ReadyOut, "GET", f"/api/plans/{slug}/ready")
+        # With a session, the listing is recorded, as on the embedded store.
+        method = "POST" if "Authorization" in self.http.headers else "GET"
+        return self._call(ReadyOut, method, f"/api/plans/{slug}/ready")
 
     def step(self, step_id: str) -> StepDetailOut:
         return self._call(StepDetailOut, "GET", f"/api/steps/{step_id}")

@@ -99,6 +99,11 @@ def test_the_cli_works_against_a_running_server(
     assert ended["released"] == [s5]
     log = _cli(url, "log", "--limit", "1000")
     assert "ClaimBounced" in [e["type"] for e in log["events"]]
+    listed = [e["session_id"] for e in log["events"] if e["type"] == "ReadyListed"]
+    assert listed == [a["session_id"]]  # `ready` with a session records what it was shown
+    _cli(url, "ready", "auth-refresh")  # without one it only reads
+    again = _cli(url, "log", "--limit", "1000")["events"]
+    assert [e["session_id"] for e in again if e["type"] == "ReadyListed"] == listed
 
 
 def test_no_server_at_the_url_is_an_error_not_a_crash() -> None:
