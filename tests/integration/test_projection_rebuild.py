@@ -2,6 +2,7 @@
 and a restart resumes from the checkpoint's tracked position without applying twice."""
 
 import contextlib
+import itertools
 import random
 from pathlib import Path
 
@@ -190,6 +191,29 @@ def test_a_model_saves_a_checkpoint_every_so_many_events(
     assert saved is not None and model.position - 100 < saved <= model.position
     resumed = ReadModel(runtime.store, clock, checkpoints=checkpoints, pull_on_read=False)
     assert resumed.position == saved
+
+
+def test_on_a_long_log_checkpoints_come_every_quarter_of_its_length(
+    runtime: Runtime, clock: FakeClock
+) -> None:
+    checkpoints = MemoryCheckpointRecorder()
+    model = ReadModel(runtime.store, clock, checkpoints=checkpoints, checkpoint_every=10)
+    saves: list[int] = []
+
+    def note_saves() -> None:
+        saved = checkpoints.max_tracking_id(runtime.store.name)
+        if saved is not None and saved not in saves:
+            saves.append(saved)
+
+    random_workload(runtime, clock, seed=14, commands=300, after_each=model)
+    for _ in range(400):  # catch up after every command, noting each save
+        runtime.ledger.start_session("one more")
+        model.catch_up()
+        note_saves()
+    gaps = list(itertools.pairwise(saves))
+    assert len(gaps) >= 3
+    assert all(later - earlier >= max(10, later // 4) for earlier, later in gaps)
+    assert all(later - earlier < max(10, later // 4) + 2 for earlier, later in gaps)
 
 
 def assert_same_as_a_rebuild(rt: Runtime, clock: FakeClock) -> None:
