@@ -21,8 +21,9 @@ from types import ModuleType
 from typing import Any
 
 import bench
+from bench.apart import run_apart
 
-NOT_BENCHMARKS = {"timing", "ledger_log"}  # shared helpers, no `run`
+NOT_BENCHMARKS = {"timing", "ledger_log", "apart"}  # shared helpers, no `run`
 
 
 def registered() -> dict[str, ModuleType]:
@@ -91,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.names or list(benchmarks):
         started = time.perf_counter()
         print(f"running {name}{' (smoke)' if args.smoke else ''}...", file=sys.stderr, flush=True)
-        figures = benchmarks[name].run(smoke=args.smoke)
+        figures = run_apart(name, args.smoke)
         print(f"  {name} took {time.perf_counter() - started:.1f}s", file=sys.stderr, flush=True)
         found += rows(name, figures)
         dumped[name] = [{**asdict(f), "ratio": f.ratio, "met": f.met} for f in figures]
