@@ -85,6 +85,11 @@ class ReadModel(Queryable, CandidateView):
     def _view(self, view: LedgerView) -> None:
         self._folded = view
 
+    def resume(self) -> int:
+        """Load the checkpoint now, not at the first read (a server, before it answers);
+        returns the position it resumed from (0: none to resume from)."""
+        return self.resumed_from
+
     @property
     def resumed_from(self) -> int:
         """The position of the checkpoint the model started from (0: it folded from the

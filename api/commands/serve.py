@@ -28,6 +28,7 @@ def serve(
     with answering_errors():
         settings = load_settings(db=db, host=host, port=port, lease_default=lease_default)
         runtime = open_runtime(settings.db, checkpoints=True)
+        runtime.reads.resume()  # its first answer should not wait for the checkpoint
         try:
             app = create_app(runtime, settings)
             base = f"http://{settings.host}:{settings.port}"
