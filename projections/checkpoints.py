@@ -39,7 +39,7 @@ class CheckpointRecorder(TrackingRecorder):
     """Saves and loads one checkpoint per upstream application."""
 
     @abstractmethod
-    def save_checkpoint(self, tracking: Tracking, state: bytes) -> bool:
+    def save_checkpoint(self, tracking: Tracking, state: bytes | memoryview) -> bool:
         """Record `state` as of `tracking`; False when a checkpoint at or past that position
         is recorded already (the newer one stays)."""
 
@@ -58,14 +58,14 @@ class MemoryCheckpointRecorder(POPOTrackingRecorder, CheckpointRecorder):
         super().__init__()
         self._states: dict[str, tuple[int, bytes]] = {}
 
-    def save_checkpoint(self, tracking: Tracking, state: bytes) -> bool:
+    def save_checkpoint(self, tracking: Tracking, state: bytes | memoryview) -> bool:
         with self._database_lock:
             try:
                 self._assert_tracking_uniqueness(tracking)
             except IntegrityError:
                 return False
             self._insert_tracking(tracking)
-            self._states[tracking.application_name] = (tracking.notification_id, state)
+            self._states[tracking.application_name] = (tracking.notification_id, bytes(state))
             return True
 
     def load_checkpoint(self, application_name: str) -> tuple[int, bytes] | None:
@@ -84,7 +84,7 @@ class SQLiteCheckpointRecorder(SQLiteTrackingRecorder, CheckpointRecorder):
             "state BLOB NOT NULL)",
         ]
 
-    def save_checkpoint(self, tracking: Tracking, state: bytes) -> bool:
+    def save_checkpoint(self, tracking: Tracking, state: bytes | memoryview) -> bool:
         try:
             with self.datastore.transaction(commit=True) as cursor:
                 self._insert_tracking(cursor, tracking)  # raises unless it moves forward
@@ -128,7 +128,7 @@ class PostgresCheckpointRecorder(PostgresTrackingRecorder, CheckpointRecorder):
             "SELECT notification_id, state FROM {0}.{1} WHERE application_name = %s"
         ).format(*table)
 
-    def save_checkpoint(self, tracking: Tracking, state: bytes) -> bool:
+    def save_checkpoint(self, tracking: Tracking, state: bytes | memoryview) -> bool:
         try:
             with self.datastore.transaction(commit=True) as cursor:
                 self._insert_tracking(cursor, tracking)  # raises unless it moves forward

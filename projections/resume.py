@@ -7,6 +7,7 @@ other event there, or none, and its reader folds from the start instead.
 """
 
 import hashlib
+import io
 import pickle
 
 from eventsourcing.persistence import Notification
@@ -23,20 +24,26 @@ def fingerprint(note: Notification) -> str:
     return digest.hexdigest()
 
 
-def saved_state(view: LedgerView, tip: str) -> bytes:
-    """The bytes to save for `view`, whose last event has the fingerprint `tip`."""
-    return tip.encode() + b"\n" + pickle.dumps(view, protocol=pickle.HIGHEST_PROTOCOL)
+def saved_state(view: LedgerView, tip: str) -> memoryview:
+    """The bytes to save for `view`, whose last event has the fingerprint `tip`: pickled
+    straight behind the tip, in one buffer (a state is tens of MB on a long log, and every
+    copy of it stays in the process's heap afterwards)."""
+    buffer = io.BytesIO()
+    buffer.write(tip.encode() + b"\n")
+    pickle.dump(view, buffer, protocol=pickle.HIGHEST_PROTOCOL)
+    return buffer.getbuffer()
 
 
 def restored_view(store: EventStore, position: int, saved: bytes) -> tuple[LedgerView, str] | None:
     """The view saved at `position`, and its tip, if it was taken of this log and this
     version can read it; else None."""
-    tip, _, state = saved.partition(b"\n")
+    end = saved.find(b"\n")
+    tip = saved[:end] if end >= 0 else b""
     at = store.recorder.select_notifications(start=position, limit=1)
     if not at or at[0].id != position or fingerprint(at[0]).encode() != tip:
         return None
-    try:
-        view = pickle.loads(state)  # our own file, written by saved_state above
+    try:  # our own file, written by saved_state above; read in place, not copied
+        view = pickle.loads(memoryview(saved)[end + 1:])
     except Exception:  # a state this version cannot read
         return None
     if isinstance(view, LedgerView) and view.format == FORMAT and view.position == position:
