@@ -15,20 +15,12 @@ the pool, BEGIN, ROLLBACK): a claim + complete cycle ran five read transactions 
 write transactions, and now runs two.
 """
 
-import contextlib
 import sqlite3
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from eventsourcing.persistence import (
-    DataError,
-    IntegrityError,
-    InterfaceError,
-    InternalError,
-    OperationalError,
-    PersistenceError,
-)
+from eventsourcing.persistence import InterfaceError, OperationalError
 from eventsourcing.sqlite import (
     SQLITE3_DEFAULT_LOCK_TIMEOUT,
     SQLiteConnection,
@@ -36,6 +28,7 @@ from eventsourcing.sqlite import (
     SQLiteCursor,
     SQLiteDatastore,
     SQLiteFactory,
+    SQLiteTransaction,
 )
 from eventsourcing.utils import Environment
 
@@ -69,28 +62,17 @@ class CachingConnectionPool(SQLiteConnectionPool):
         self.is_journal_mode_wal = True
 
 
-# The library's error for each sqlite3 error, as its own transactions raise them (a
-# conflicting insert must surface as its IntegrityError, which the ledger retries on).
-_ERRORS: tuple[tuple[type[sqlite3.Error], type[PersistenceError]], ...] = (
-    (sqlite3.IntegrityError, IntegrityError), (sqlite3.OperationalError, OperationalError),
-    (sqlite3.DataError, DataError), (sqlite3.InterfaceError, InterfaceError),
-    (sqlite3.InternalError, InternalError),
-)
+class _WriteLockFirst(SQLiteTransaction):
+    """The library's transaction (its commit, rollback and error mapping), begun with the
+    write lock taken (BEGIN IMMEDIATE) instead of at the first write."""
 
-
-def _library_error(error: sqlite3.Error) -> PersistenceError:
-    for raw, ours in _ERRORS:
-        if isinstance(error, raw):
-            return ours(error)
-    return PersistenceError(error)
-
-
-@contextmanager
-def _library_errors() -> Iterator[None]:
-    try:
-        yield
-    except sqlite3.Error as error:
-        raise _library_error(error) from error
+    def __enter__(self) -> SQLiteCursor:
+        cursor = self.connection.cursor()
+        try:
+            cursor.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as error:  # still locked by another process
+            raise OperationalError(error) from error
+        return cursor
 
 
 class UnitDatastore(SQLiteDatastore):
@@ -112,11 +94,8 @@ class UnitDatastore(SQLiteDatastore):
         if cursor is None:
             with super().transaction(commit=commit) as fresh:
                 yield fresh
-            return
-        try:
-            yield cursor  # the unit commits or rolls back, once, at its end
-        except sqlite3.Error as error:  # (inline: this runs for every read of a command)
-            raise _library_error(error) from error
+        else:  # the unit commits or rolls back, and maps what failed, once, at its end
+            yield cursor
 
     @contextmanager
     def unit(self) -> Iterator[None]:
@@ -125,23 +104,13 @@ class UnitDatastore(SQLiteDatastore):
         if getattr(self._open, "cursor", None) is not None:
             yield
             return
-        with self.get_connection(commit=True) as connection:
-            cursor = connection.cursor()
-            committed = False
+        with (self.get_connection(commit=True) as connection,
+              _WriteLockFirst(connection, commit=True) as cursor, cursor):
+            self._open.cursor = cursor
             try:
-                with _library_errors():
-                    cursor.execute("BEGIN IMMEDIATE")  # the write lock, before any read
-                self._open.cursor = cursor
                 yield
-                with _library_errors():
-                    connection.commit()
-                committed = True
             finally:
                 self._open.cursor = None
-                if not committed:
-                    with contextlib.suppress(sqlite3.Error):
-                        connection.rollback()
-                cursor.sqlite_cursor.close()
 
 
 class Factory(SQLiteFactory):
