@@ -33,12 +33,10 @@ from projections.history import AsOf, as_of, step_history
 from projections.log import PAGE, decode, page_after, paused_gc
 from projections.queryable import Queryable
 from projections.results import HistoryEntry
-from projections.resume import fingerprint, restored_view, saved_state
+from projections.resume import restored_view, saved_state, tip_at
 from projections.view import LedgerView
 
 CHECKPOINT_EVERY = 50_000
-# Unasked, a closing model saves a checkpoint only at least this far past the last one.
-CLOSE_CHECKPOINT_MIN = 2_000
 RETRY_SECONDS = 0.01
 
 # Told of each applied event: its position, the event, and its step's state before it.
@@ -62,7 +60,6 @@ class ReadModel(Queryable, CandidateView):
         self.pull_on_read = pull_on_read
         self.page = page
         self._folded = LedgerView()
-        self._tip: str | None = None  # the fingerprint of the event at `position`
         self._checkpointed = 0
         self._resumed_from = 0
         self._lock = threading.RLock()
@@ -164,7 +161,6 @@ class ReadModel(Queryable, CandidateView):
                         self._apply_told(decode(self.store, fresh))
                     else:
                         self._view.apply_all(decode(self.store, fresh))
-                self._tip = fingerprint(fresh[-1])
                 self._advanced.notify_all()
             return self._view.position
 
@@ -181,7 +177,7 @@ class ReadModel(Queryable, CandidateView):
 
     def listen(self, listener: "Listener") -> None:
         """Call `listener(position, event, step_before)` for every event applied from now
-        on, in log order, under the model's lock (see `locked`). A timeline follows the log
+        on, in log order, under the model's lock (`lock`). A timeline follows the log
         this way without folding it a second time."""
         with self._lock:
             self._listeners.append(listener)
@@ -195,12 +191,6 @@ class ReadModel(Queryable, CandidateView):
     def view(self) -> LedgerView:
         """The current view (hold `lock` to read it while nothing is applied)."""
         return self._view
-
-    @contextmanager
-    def locked(self) -> Iterator[LedgerView]:
-        """The current view, with the model's lock held: nothing is applied meanwhile."""
-        with self._lock:
-            yield self._view
 
     def wait_for(self, position: int | None, timeout: float = 5.0) -> int:
         """Block until the event at `position` is applied (pulling it in if need be);
@@ -226,20 +216,18 @@ class ReadModel(Queryable, CandidateView):
     def rebuild(self) -> int:
         """Drop the state and fold the whole log again; queries keep answering from the
         old state until the new one has caught up with it."""
-        fresh, tip = LedgerView(), None
+        fresh = LedgerView()
         while True:
             notes = page_after(self.store, fresh.position, self.page)
             with paused_gc():
                 fresh.apply_all(decode(self.store, notes))
-            tip = fingerprint(notes[-1]) if notes else tip
             if len(notes) < self.page:
                 break
         with self._lock:
             while fresh.position < self._view.position:  # appends applied meanwhile
                 notes = page_after(self.store, fresh.position, self.page, self._view.position)
                 fresh.apply_all(decode(self.store, notes))
-                tip = fingerprint(notes[-1]) if notes else tip
-            self._view, self._tip = fresh, tip
+            self._view = fresh
             self._advanced.notify_all()
         return self.catch_up()
 
@@ -251,8 +239,9 @@ class ReadModel(Queryable, CandidateView):
         if self.checkpoints is None:
             return False
         with self._lock:
-            position, tip = self._view.position, self._tip
-            if position <= self._checkpointed or tip is None:
+            position = self._view.position
+            tip = tip_at(self.store, position) if position > self._checkpointed else None
+            if tip is None:
                 return False
             state = saved_state(self._view, tip)
         self._checkpointed = position
@@ -264,20 +253,17 @@ class ReadModel(Queryable, CandidateView):
         found = checkpoints.load_checkpoint(self.store.name)
         restored = restored_view(self.store, *found) if found is not None else None
         if restored is not None:
-            self._folded, self._tip = restored
-            self._checkpointed = self._resumed_from = self._folded.position
+            self._folded = restored
+            self._checkpointed = self._resumed_from = restored.position
 
     def close(self, *, checkpoint: bool = False) -> None:
         """Let the checkpoints go; first save what was applied since the last checkpoint
-        when asked (`checkpoint`: a server shutting down), or when folding it again on the
-        next start would cost more than saving the whole state now (a short-lived process
-        that read far ahead: folding an event costs about ten times pickling one)."""
+        when asked (`checkpoint`: a server shutting down) or when one is due anyway (events
+        applied by a follower, which does not check)."""
         if self.checkpoints is None:
             return
-        if not self._unrestored:
-            ahead = self._folded.position - self._checkpointed
-            if checkpoint or ahead >= max(CLOSE_CHECKPOINT_MIN, self._folded.position // 10):
-                self.checkpoint()
+        if not self._unrestored and (checkpoint or self._checkpoint_due()):
+            self.checkpoint()
         self.checkpoints.close()
         self.checkpoints = None
 

@@ -24,6 +24,12 @@ def fingerprint(note: Notification) -> str:
     return digest.hexdigest()
 
 
+def tip_at(store: EventStore, position: int) -> str | None:
+    """The fingerprint of the event at `position` in the store's log (None: no event)."""
+    at = store.recorder.select_notifications(start=position, limit=1)
+    return fingerprint(at[0]) if at and at[0].id == position else None
+
+
 def saved_state(view: LedgerView, tip: str) -> memoryview:
     """The bytes to save for `view`, whose last event has the fingerprint `tip`: pickled
     straight behind the tip, in one buffer (a state is tens of MB on a long log, and every
@@ -34,18 +40,17 @@ def saved_state(view: LedgerView, tip: str) -> memoryview:
     return buffer.getbuffer()
 
 
-def restored_view(store: EventStore, position: int, saved: bytes) -> tuple[LedgerView, str] | None:
-    """The view saved at `position`, and its tip, if it was taken of this log and this
-    version can read it; else None."""
+def restored_view(store: EventStore, position: int, saved: bytes) -> LedgerView | None:
+    """The view saved at `position`, if it was taken of this log and this version can
+    read it; else None."""
     end = saved.find(b"\n")
-    tip = saved[:end] if end >= 0 else b""
-    at = store.recorder.select_notifications(start=position, limit=1)
-    if not at or at[0].id != position or fingerprint(at[0]).encode() != tip:
+    tip = saved[:end].decode(errors="replace") if end >= 0 else ""
+    if tip_at(store, position) != tip:
         return None
     try:  # our own file, written by saved_state above; read in place, not copied
         view = pickle.loads(memoryview(saved)[end + 1:])
     except Exception:  # a state this version cannot read
         return None
     if isinstance(view, LedgerView) and view.format == FORMAT and view.position == position:
-        return view, tip.decode()
+        return view
     return None

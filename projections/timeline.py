@@ -91,8 +91,8 @@ class TimelineModel:
                 return  # another thread joined first
             with self._lock:
                 self._fold_until(reads.position)
-            with reads.locked() as theirs, self._lock:
-                self._fold_until(theirs.position)  # what it applied meanwhile
+            with reads.lock, self._lock:
+                self._fold_until(reads.position)  # what it applied meanwhile
                 reads.listen(self._told)
                 self._lock = reads.lock  # one lock: it tells us while holding its own
                 self._view = None
