@@ -46,7 +46,6 @@ class TimelineModel:
         self._view: LedgerView | None = LedgerView()  # ours, until the read model's serves
         self._attach = threading.Lock()
         self._entries: list[Entry] = []
-        self._positions: list[int] = []  # of `_entries`, for paging by position
         # Indexes, so one plan's timeline reads that plan's entries, not all of them.
         self._by_plan: dict[str, list[Entry]] = {}
         self._marks: dict[str | None, list[Entry]] = {}  # session started/ended, by session
@@ -132,7 +131,6 @@ class TimelineModel:
             entry = describe(position, event, self._info, before)
             if entry is not None:
                 self._entries.append(entry)
-                self._positions.append(position)
                 if entry.plan is not None:
                     self._by_plan.setdefault(entry.plan, []).append(entry)
                 if entry.kind in _MARKS:
@@ -172,7 +170,7 @@ class TimelineModel:
             self.catch_up()
         with self._lock:
             if plan is None:
-                start = bisect.bisect_right(self._positions, after)
+                start = bisect.bisect_right(self._entries, after, key=_position_of)
                 later = (e for e in self._entries[start:] if keep(e))
                 page, more = _take(later, limit)
             else:
@@ -227,6 +225,10 @@ class TimelineModel:
 
 
 _MARKS = ("session_started", "session_ended")
+
+
+def _position_of(entry: Entry) -> int:
+    return entry.position
 
 
 def _take(entries: Iterable[Entry], limit: int | None) -> tuple[list[Entry], bool]:

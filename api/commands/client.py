@@ -32,6 +32,7 @@ from api.service import Service
 
 T = TypeVar("T")
 
+
 class RemoteError(Replayed):
     """An error answer from a server: its status and body, as `api.errors.problem` reads."""
 

@@ -22,7 +22,7 @@ MAX_POSITION = 2**62
 @router.get("/api/log", response_model=LogPageOut, responses=errors())
 async def log(service: ServiceDep,
               after: Annotated[int, Query(ge=0, le=MAX_POSITION,
-                                    description="Return events after this position.")] = 0,
+                                          description="Return events after this position.")] = 0,
               limit: Annotated[int, Query(ge=1, le=views.MAX_PAGE)] = 100) -> LogPageOut:
     """Every event in the order it was appended, after log position `after`; follow
     `next_after` while `more` is true. Refused attempts (bounces, stale fences) are here
