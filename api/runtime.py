@@ -1,6 +1,6 @@
 """Opening a ledger: the store named by `--db`, the read model, the clock and the ids."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from infra.clock_ids import SystemClock, UlidGenerator
 from infra.pg_schema import ensure_schema
@@ -18,10 +18,15 @@ class Runtime:
     store: EventStore
     ledger: Ledger
     reads: ReadModel
+    closed: bool = field(default=False, init=False)
 
     def close(self, *, checkpoint: bool = False) -> None:
-        """Close the store; with `checkpoint` (a server shutting down), save the read
-        model's state first, however little it moved (see ReadModel.close)."""
+        """Close the store (once: later calls do nothing); with `checkpoint` (a server
+        shutting down), save the read model's state first, however little it moved (see
+        ReadModel.close)."""
+        if self.closed:
+            return
+        self.closed = True
         self.reads.close(checkpoint=checkpoint)
         self.store.close()
 

@@ -1,11 +1,17 @@
 """`planledger serve`: the HTTP API on the embedded SQLite store, no set-up."""
 
-from typing import Annotated
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from starlette.concurrency import run_in_threadpool
 
 from api.commands.common import DbOption, answering_errors
-from api.runtime import open_runtime
+from api.runtime import Runtime, open_runtime
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
 from api.settings import load_settings
 
 
@@ -31,6 +37,7 @@ def serve(
         runtime.reads.resume()  # its first answer should not wait for the checkpoint
         try:
             app = create_app(runtime, settings)
+            _close_on_shutdown(app, runtime)
             base = f"http://{settings.host}:{settings.port}"
             typer.echo(f"planledger: store {settings.db}\n"
                        f"planledger: serving {base} — open {base}/ (the console) or "
@@ -38,4 +45,20 @@ def serve(
                        f"{base}/mcp")
             uvicorn.run(app, host=settings.host, port=settings.port, log_level="info")
         finally:
-            runtime.close(checkpoint=True)  # the next start resumes where this one stopped
+            runtime.close()  # if it never served (a port in use): closed on shutdown else
+
+
+def _close_on_shutdown(app: "FastAPI", runtime: Runtime) -> None:
+    """Close the runtime as the app shuts down, saving the read model's checkpoint so the
+    next start resumes where this one stopped. Not after `uvicorn.run`: once it has
+    stopped serving, uvicorn raises the SIGTERM it caught again, and that ends the process
+    before anything after it runs."""
+    serving = app.router.lifespan_context
+
+    @asynccontextmanager
+    async def lifespan(parent: "FastAPI") -> AsyncIterator[Any]:
+        async with serving(parent) as state:
+            yield state
+        await run_in_threadpool(runtime.close, checkpoint=True)
+
+    app.router.lifespan_context = lifespan

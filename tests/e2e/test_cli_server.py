@@ -17,7 +17,10 @@ from typer.testing import CliRunner
 
 from api.cli import app
 from api.commands.common import EXIT_BOUNCED
+from api.runtime import open_runtime
+from projections.checkpoints import open_checkpoints
 from tests.e2e.test_cli_embedded import PLAN_YAML
+from tests.support.replicas import create_plan, start_replica
 
 PLANLEDGER = str(Path(sys.executable).parent / "planledger")
 START_TIMEOUT = 30.0
@@ -109,3 +112,23 @@ def test_the_cli_works_against_a_running_server(
 def test_no_server_at_the_url_is_an_error_not_a_crash() -> None:
     message = _cli(f"http://127.0.0.1:{_free_port()}", "plan", "list", code=1)
     assert "cannot reach the server" in message
+
+
+def test_a_server_shutting_down_saves_its_read_model_for_the_next_start(tmp_path: Path) -> None:
+    db = str(tmp_path / "ledger.sqlite")
+    replica = start_replica(db)
+    try:
+        create_plan(replica, "p", [{"title": f"step {i}"} for i in range(5)])
+        httpx.get(f"{replica.url}/api/plans/p", timeout=30).raise_for_status()
+    finally:
+        replica.stop()  # SIGTERM: uvicorn shuts down gracefully, then the signal ends it
+    checkpoints = open_checkpoints(db)
+    try:
+        saved = checkpoints.load_checkpoint("planledger")
+    finally:
+        checkpoints.close()
+    reader = open_runtime(db)
+    try:
+        assert saved is not None and saved[0] == reader.store.recorder.max_notification_id()
+    finally:
+        reader.close()
