@@ -210,3 +210,21 @@ def test_steps_are_added_revised_moved_dropped_and_listed_through_the_tools(
             assert ended["released"] == []
 
     anyio.run(shaping)
+
+
+def test_a_tool_call_is_answered_with_one_json_body_not_an_event_stream(server: Replica) -> None:
+    """What a client that accepts both gets back: the JSON-RPC answer as the body."""
+    headers = {"Accept": "application/json, text/event-stream"}
+    with httpx.Client(base_url=server.url, headers=headers, timeout=10) as http:
+        opened = http.post("/mcp", json={
+            "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-03-26", "capabilities": {},
+                "clientInfo": {"name": "raw client", "version": "1"}}})
+        http.headers["mcp-session-id"] = opened.headers["mcp-session-id"]
+        http.post("/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+        called = http.post("/mcp", json={
+            "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "session_start", "arguments": {"name": "raw client"}}})
+    assert called.status_code == 200
+    assert called.headers["content-type"].startswith("application/json")
+    assert called.json()["id"] == 2 and not called.json()["result"].get("isError")
