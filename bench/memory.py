@@ -10,9 +10,11 @@ The figure informs (no goal); bytes per event put it in proportion.
 Then it is asked for a plan's timeline (which the timeline model folds from the log once,
 then follows the read model), and its RSS read again. Then the server stops (saving its read
 model's checkpoint) and starts again on the same log: its first query, resumed from the
-checkpoint, next to the first start's full fold.
+checkpoint, next to the first start's full fold. Last, a command-line `ready` on the same
+log: from the checkpoint the server left, next to the same command with none.
 """
 
+import subprocess
 import time
 from pathlib import Path
 
@@ -22,7 +24,8 @@ from bench.ledger_log import LogBuilder
 from bench.timing import Figure, scratch_dir
 from ledger.storage import store_settings
 from ledger.store import EventStore
-from tests.support.replicas import start_replica
+from projections.checkpoints import checkpoint_path
+from tests.support.replicas import PLANLEDGER, start_replica
 
 PLANS, STEPS_PER_PLAN, EVENTS = 100, 1000, 1_000_000
 SESSIONS = 100
@@ -85,6 +88,10 @@ def run(smoke: bool = False) -> list[Figure]:
         empty_rss, _, _ = served_rss(directory / "empty.sqlite")
         full_rss, loaded, with_timeline = served_rss(directory / "full.sqlite")
         _, resumed, _ = served_rss(directory / "full.sqlite")  # a restart: from the checkpoint
+        cli_resumed = cli_ready_seconds(directory / "full.sqlite")  # the server's checkpoint
+        views = checkpoint_path(str(directory / "full.sqlite"))
+        views.rename(views.with_name(f"{views.name}.aside"))
+        cli_folded = cli_ready_seconds(directory / "full.sqlite")  # none: it folds the log
     mib = 1024 * 1024
     steps = plans * per_plan
     return [
@@ -96,4 +103,16 @@ def run(smoke: bool = False) -> list[Figure]:
         Figure(f"first query folding {written:,} events", written / loaded, "events/s"),
         Figure("a restarted server's first query (resumed from its checkpoint)", resumed,
                "s", "the first start's, folding the whole log", loaded, lower_is_better=True),
+        Figure("`planledger ready` on that log, from the server's checkpoint", cli_resumed,
+               "s", "the same command with no checkpoint (folding the log)", cli_folded,
+               lower_is_better=True),
     ]
+
+
+def cli_ready_seconds(db: Path) -> float:
+    """Seconds a command-line `ready` takes on the embedded store `db`, process start
+    included (what an agent calling the CLI waits)."""
+    started = time.perf_counter()
+    subprocess.run([PLANLEDGER, "ready", "plan-0", "--db", str(db), "--json"], check=True,
+                   capture_output=True, timeout=LOAD_TIMEOUT)
+    return time.perf_counter() - started
