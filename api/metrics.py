@@ -3,7 +3,7 @@
 Each app gets its own registry, so several apps in one process (tests) never collide.
 """
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from api.errors import BOUNCE_REASONS, problem
 from ledger.application import Grant
@@ -28,6 +28,8 @@ class Metrics:
         self.drops = Counter("planledger_drops", "Steps dropped", registry=r)
         self.latency = Histogram("planledger_request_seconds", "HTTP request latency",
                                  ["method", "route", "status"], registry=r)
+        self.in_flight = Gauge("planledger_requests_in_flight", "HTTP requests begun and not "
+                               "yet answered", registry=r)
 
     def granted(self, grant: Grant, took_over: str | None) -> None:
         self.claims.labels(renewed=str(grant.renewed).lower()).inc()

@@ -13,6 +13,12 @@ SQLite's write lock first (BEGIN IMMEDIATE), so no other writer can move what it
 its events commit, and its reads skip the library's per-read transaction (a connection from
 the pool, BEGIN, ROLLBACK): a claim + complete cycle ran five read transactions and two
 write transactions, and now runs two.
+
+An event loop may run a short command itself when the write lock is free (`without_waiting`):
+handing it to a worker thread and back cost more than the command, and eight such threads
+taking turns at the interpreter lock cost more again. Only the first transaction of the
+block may refuse to wait (`WouldWait`, raised before anything is written, so the caller
+can run the whole block again elsewhere); once one has begun, the rest wait as usual.
 """
 
 import sqlite3
@@ -20,7 +26,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from eventsourcing.persistence import InterfaceError, OperationalError
+from eventsourcing.persistence import ConnectionUnavailableError, InterfaceError, OperationalError
 from eventsourcing.sqlite import (
     SQLITE3_DEFAULT_LOCK_TIMEOUT,
     SQLiteConnection,
@@ -31,6 +37,8 @@ from eventsourcing.sqlite import (
     SQLiteTransaction,
 )
 from eventsourcing.utils import Environment
+
+from ledger.store import WouldWait
 
 STATEMENT_CACHE = 64
 
@@ -64,15 +72,35 @@ class CachingConnectionPool(SQLiteConnectionPool):
 
 class _WriteLockFirst(SQLiteTransaction):
     """The library's transaction (its commit, rollback and error mapping), begun with the
-    write lock taken (BEGIN IMMEDIATE) instead of at the first write."""
+    write lock taken (BEGIN IMMEDIATE) instead of at the first write; `eager`, it raises
+    WouldWait at once where it would wait for another connection to let go of the lock."""
+
+    def __init__(self, connection: SQLiteConnection, *, eager: bool) -> None:
+        super().__init__(connection, commit=True)
+        self.eager = eager
 
     def __enter__(self) -> SQLiteCursor:
         cursor = self.connection.cursor()
+        if not self.eager:
+            _begin(cursor)
+            return cursor
+        cursor.execute("PRAGMA busy_timeout")
+        usual = int(cursor.fetchone()[0])
+        cursor.execute("PRAGMA busy_timeout = 0")
         try:
-            cursor.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as error:  # still locked by another process
-            raise OperationalError(error) from error
+            _begin(cursor)
+        except OperationalError as error:
+            raise WouldWait(str(error)) from error
+        finally:
+            cursor.execute(f"PRAGMA busy_timeout = {usual}")
         return cursor
+
+
+def _begin(cursor: SQLiteCursor) -> None:
+    try:
+        cursor.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as error:  # still locked by another process
+        raise OperationalError(error) from error
 
 
 class UnitDatastore(SQLiteDatastore):
@@ -104,13 +132,38 @@ class UnitDatastore(SQLiteDatastore):
         if getattr(self._open, "cursor", None) is not None:
             yield
             return
-        with (self.get_connection(commit=True) as connection,
-              _WriteLockFirst(connection, commit=True) as cursor, cursor):
+        eager = getattr(self._open, "eager", False)
+        self._open.eager = False  # only a block's first transaction may refuse to wait
+        with (self._writer(eager) as connection,
+              _WriteLockFirst(connection, eager=eager) as cursor, cursor):
             self._open.cursor = cursor
             try:
                 yield
             finally:
                 self._open.cursor = None
+
+    @contextmanager
+    def without_waiting(self) -> Iterator[None]:
+        """Inside the block, the first unit raises WouldWait instead of waiting for the
+        write lock (this process's or the database's); the rest wait as usual."""
+        self._open.eager = True
+        try:
+            yield
+        finally:
+            self._open.eager = False
+
+    @contextmanager
+    def _writer(self, eager: bool) -> Iterator[SQLiteConnection]:
+        try:
+            connection = self.pool.get_connection(is_writer=True, timeout=0 if eager else None)
+        except ConnectionUnavailableError as error:
+            if eager:
+                raise WouldWait(str(error)) from error
+            raise
+        try:
+            yield connection
+        finally:
+            self.pool.put_connection(connection)
 
 
 class Factory(SQLiteFactory):

@@ -28,9 +28,14 @@ from ledger.domain.state import (
 )
 from ledger.sealing import Heads, SealingEventStore, UnsealingMapper
 
-__all__ = ["ConflictError", "EventStore"]
+__all__ = ["ConflictError", "EventStore", "WouldWait"]
 
 ConflictError = IntegrityError
+
+
+class WouldWait(Exception):
+    """The write lock is held elsewhere and nothing was written: run the block again where
+    waiting is harmless (`EventStore.without_waiting`)."""
 
 
 SNAPSHOT_INTERVAL = 100
@@ -78,6 +83,8 @@ class EventStore(Application[str]):
         datastore = getattr(self.recorder, "datastore", None)
         self._unit: Callable[[], contextlib.AbstractContextManager[None]] = getattr(
             datastore, "unit", contextlib.nullcontext)
+        self._without_waiting: Callable[[], contextlib.AbstractContextManager[None]] | None = (
+            getattr(datastore, "without_waiting", None))
 
     # Tamper evidence (ledger.chain): every event is sealed to its stream's hash chain as it
     # is appended; the chain keys come off again when events are read.
@@ -122,6 +129,17 @@ class EventStore(Application[str]):
             self._appended.pending = None
         for events, recordings in pending:
             self._committed(events, recordings)
+
+    @contextlib.contextmanager
+    def without_waiting(self) -> Iterator[None]:
+        """Inside the block, the first transaction raises WouldWait, having written nothing,
+        where it would wait for the write lock; the block can then run again where waiting
+        is harmless (a worker thread, not an event loop). A store whose commands always
+        wait on the network (PostgreSQL) raises it at once."""
+        if self._without_waiting is None:
+            raise WouldWait("this store's commands wait on the network")
+        with self._without_waiting():
+            yield
 
     def append(self, events: Sequence[Fact]) -> list[Recording[str]]:
         """Append all events in one transaction (the enclosing `transaction()`'s, if any);

@@ -1,4 +1,4 @@
-"""Request latency into the metrics, as a plain ASGI middleware.
+"""Request latency and requests in flight into the metrics, as a plain ASGI middleware.
 
 Starlette's `@app.middleware("http")` wraps every response in a streaming task (about a
 tenth of a claim's server time in a profile); this one only watches the status go by.
@@ -30,9 +30,11 @@ class LatencyObserver:
                 status = message["status"]
             await send(message)
 
+        self.metrics.in_flight.inc()
         try:
             await self.app(scope, receive, watch)
         finally:
+            self.metrics.in_flight.dec()
             route: Any = scope.get("route")  # the router sets it on this same scope
             self.metrics.latency.labels(scope["method"], getattr(route, "path", "unmatched"),
                                         str(status)).observe(time.perf_counter() - started)

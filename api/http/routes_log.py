@@ -45,7 +45,8 @@ def healthz(service: ServiceDep) -> HealthOut:
 def metrics(service: ServiceDep) -> Response:
     """Prometheus metrics: planledger_claims_total, planledger_bounces_total{reason},
     planledger_lapses_total, planledger_releases_total{reason},
-    planledger_completions_total, planledger_request_seconds."""
+    planledger_completions_total, planledger_request_seconds,
+    planledger_requests_in_flight."""
     return Response(service.metrics.exposition(), media_type=CONTENT_TYPE)
 
 

@@ -5,6 +5,7 @@ from starlette.concurrency import run_in_threadpool
 
 from api import views
 from api.errors import Forbidden
+from api.http.commands import run_command
 from api.http.deps import ActorDep, IdempotencyKeyDep, ServiceDep, SessionPath
 from api.http.docs import errors
 from api.schemas import SessionEndOut, SessionOut, SessionStartIn, SessionStartOut
@@ -17,7 +18,8 @@ async def session_start(service: ServiceDep, key: IdempotencyKeyDep = None,
                         body: SessionStartIn | None = None) -> SessionStartOut:
     """Start a session. The answer carries the session id and its secret token: send the
     token as `Authorization: Bearer <token>` on every call acting for the session."""
-    return await run_in_threadpool(lambda: service.start_session(body.name if body else None, key))
+    return await run_command(service,
+                             lambda: service.start_session(body.name if body else None, key))
 
 
 @router.get("/{session_id}", response_model=SessionOut, responses=errors(404))

@@ -5,6 +5,7 @@ from fastapi import APIRouter
 from starlette.concurrency import run_in_threadpool
 
 from api import views
+from api.http.commands import run_command
 from api.http.deps import (
     ActorDep,
     AdminDep,
@@ -67,7 +68,7 @@ async def claim(service: ServiceDep, step_id: StepPath, actor: ActorDep,
     """Claim a ready (or lapsed) step for the token's session: it moves to in_progress with
     a lease and a fence. Exactly one of any set of concurrent claims wins; the others get
     409 naming the holder. The holder's own re-claim is a heartbeat."""
-    return await run_in_threadpool(
+    return await run_command(service,
         lambda: service.claim(step_id, actor, body.lease_seconds if body else None, key))
 
 
@@ -76,7 +77,7 @@ async def claim(service: ServiceDep, step_id: StepPath, actor: ActorDep,
 async def heartbeat(service: ServiceDep, step_id: StepPath, actor: ActorDep,
                     key: IdempotencyKeyDep = None, body: ClaimIn | None = None) -> ClaimOut:
     """Extend the holder's lease; the fence stays. Refused once the lease has lapsed."""
-    return await run_in_threadpool(
+    return await run_command(service,
         lambda: service.heartbeat(step_id, actor, body.lease_seconds if body else None, key))
 
 
@@ -85,7 +86,7 @@ async def heartbeat(service: ServiceDep, step_id: StepPath, actor: ActorDep,
 async def complete(service: ServiceDep, step_id: StepPath, actor: ActorDep,
                    key: IdempotencyKeyDep = None, body: FenceIn | None = None) -> StepChangeOut:
     """Mark the step done (holder only); releases the claim."""
-    return await run_in_threadpool(
+    return await run_command(service,
         lambda: service.complete(step_id, actor, body.fence if body else None, key))
 
 
@@ -94,7 +95,7 @@ async def complete(service: ServiceDep, step_id: StepPath, actor: ActorDep,
 async def release(service: ServiceDep, step_id: StepPath, actor: ActorDep,
                   key: IdempotencyKeyDep = None, body: FenceIn | None = None) -> StepChangeOut:
     """Give the claim back (holder only); the step is claimable again at once."""
-    return await run_in_threadpool(
+    return await run_command(service,
         lambda: service.release(step_id, actor, body.fence if body else None, key))
 
 
@@ -104,7 +105,7 @@ async def drop(service: ServiceDep, step_id: StepPath, actor: MaybeActorDep,
                key: IdempotencyKeyDep = None, body: FenceIn | None = None) -> StepChangeOut:
     """Drop the step (it no longer blocks its dependants): by its live holder, or by anyone
     when nobody holds it."""
-    return await run_in_threadpool(
+    return await run_command(service,
         lambda: service.drop(step_id, actor, body.fence if body else None, key))
 
 
@@ -114,7 +115,7 @@ async def drop(service: ServiceDep, step_id: StepPath, actor: MaybeActorDep,
 async def reopen(service: ServiceDep, step_id: StepPath, actor: MaybeActorDep,
                  key: IdempotencyKeyDep = None) -> StepChangeOut:
     """Reopen a done or dropped step."""
-    return await run_in_threadpool(lambda: service.reopen(step_id, actor, key))
+    return await run_command(service, lambda: service.reopen(step_id, actor, key))
 
 
 @router.post("/{step_id}/force-release", response_model=ForceReleaseOut,
@@ -123,4 +124,4 @@ async def force_release(service: ServiceDep, step_id: StepPath, _admin: AdminDep
                         key: IdempotencyKeyDep = None) -> ForceReleaseOut:
     """An operator's release of whatever claim the step carries. Needs the admin token
     (`PLANLEDGER_ADMIN_TOKEN`) as the bearer token."""
-    return await run_in_threadpool(lambda: service.force_release(step_id, key))
+    return await run_command(service, lambda: service.force_release(step_id, key))

@@ -1,0 +1,106 @@
+"""SQLite: a block run `without_waiting` (an event loop running a command itself) refuses,
+having written nothing, where its first transaction would wait for the write lock; once
+a transaction has begun, the rest wait as usual."""
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from eventsourcing.persistence import OperationalError
+
+from api.runtime import Runtime, open_runtime
+from ledger.application import NewStep
+from ledger.domain.ids import StepId
+from ledger.storage import SQLITE_LOCK_TIMEOUT_VAR
+from ledger.store import WouldWait
+from tests.support.fakes import FakeClock
+
+
+@contextmanager
+def write_lock_held(db: str) -> Iterator[None]:
+    """Another connection (as another process would) holds SQLite's write lock."""
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+
+
+def _plan(runtime: Runtime, steps: int = 1) -> tuple[list[StepId], str]:
+    _, ids = runtime.ledger.create_plan("p", "P", steps=[NewStep(f"s{i}") for i in range(steps)])
+    return ids, runtime.ledger.start_session("a").id
+
+
+def _position(runtime: Runtime) -> int:
+    return runtime.store.recorder.max_notification_id() or 0
+
+
+def test_a_command_that_would_wait_on_another_process_refuses_having_written_nothing(
+    file_runtime: Runtime, db: str,
+) -> None:
+    (step,), session = _plan(file_runtime)
+    before = _position(file_runtime)
+
+    with write_lock_held(db), pytest.raises(WouldWait), file_runtime.store.without_waiting():
+        file_runtime.ledger.claim(step, session)
+
+    assert _position(file_runtime) == before
+    assert file_runtime.store.step(step).holder is None
+    with file_runtime.store.without_waiting():  # the lock is free: it runs here and now
+        assert file_runtime.ledger.claim(step, session).fence == 1
+    assert file_runtime.store.step(step).holder == session
+
+
+def test_a_command_that_would_wait_on_this_process_refuses_too(file_runtime: Runtime) -> None:
+    """A longer write on another thread of the same process holds the pool's writer lock."""
+    (first, second), session = _plan(file_runtime, 2)
+    inside, leave = threading.Event(), threading.Event()
+
+    def long_write() -> None:
+        with file_runtime.store.transaction():
+            file_runtime.ledger.claim(first, session)
+            inside.set()
+            leave.wait(30)
+
+    writer = threading.Thread(target=long_write)
+    writer.start()
+    try:
+        assert inside.wait(30)
+        with pytest.raises(WouldWait), file_runtime.store.without_waiting():
+            file_runtime.ledger.claim(second, session)
+    finally:
+        leave.set()
+        writer.join(30)
+    assert file_runtime.store.step(first).holder == session
+    assert file_runtime.store.step(second).holder is None
+
+
+def test_once_a_transaction_has_begun_the_rest_wait_as_usual(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Running the block again after a later refusal would repeat what it committed, so a
+    later transaction waits (here until the store's lock timeout, one second)."""
+    monkeypatch.setenv(SQLITE_LOCK_TIMEOUT_VAR, "1")
+    db = str(tmp_path / "ledger.sqlite")
+    runtime = open_runtime(db, clock=FakeClock())
+    try:
+        (first, second), session = _plan(runtime, 2)
+        with runtime.store.without_waiting():
+            runtime.ledger.claim(first, session)
+            with write_lock_held(db), pytest.raises(OperationalError, match="locked"):
+                runtime.ledger.claim(second, session)
+        assert runtime.store.step(first).holder == session
+        assert runtime.store.step(second).holder is None
+    finally:
+        runtime.close()
+
+
+def test_reads_never_refuse(file_runtime: Runtime, db: str) -> None:
+    (step,), _ = _plan(file_runtime)
+    with write_lock_held(db), file_runtime.store.without_waiting():
+        assert file_runtime.store.step(step).status == "open"
