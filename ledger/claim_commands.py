@@ -102,12 +102,14 @@ class ClaimCommands(LedgerCore):
         a timeline and a replay show what each agent chose from. Optional: plain reads of
         the read model record nothing."""
         slug = self.store.plan(PlanSlug(plan)).slug
+        # Read before the write transaction: a read model's first read can fold the whole
+        # log, and on SQLite every other writer would wait for it.
+        shown: list[str] = list(self.view.ready(slug))
 
         def attempt(now: datetime) -> Decision:
             session = self.live_session(session_id)
             listed = ReadyListed(session.id, session.version + 1, timestamp=now,
-                                 session_id=session.id, plan=slug,
-                                 step_ids=list(self.view.ready(slug)))
+                                 session_id=session.id, plan=slug, step_ids=shown)
             return Decision([listed])
 
         event = self._decide(session_id, attempt).events[0]
