@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -70,16 +71,32 @@ def _wait_up(server: Replica, timeout: float = 30.0) -> None:
     raise RuntimeError(f"bare server did not start: {server.output()}")
 
 
-def _concurrently(clients: int, work: Callable[[int], int]) -> float:
+def _cpu_seconds(server: Replica) -> float:
+    """User + system CPU the server process has used (Linux /proc; 0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{server.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Load:
+    rate: float  # requests per second
+    server_cpu: float  # seconds of server CPU per request
+
+
+def _concurrently(server: Replica, clients: int, work: Callable[[int], int]) -> Load:
     """Requests per second of `clients` threads each running `work(i)` (it returns how
-    many requests it made)."""
+    many requests it made), and the server's CPU per request meanwhile."""
     with ThreadPoolExecutor(clients) as pool:
-        started = time.perf_counter()
+        cpu, started = _cpu_seconds(server), time.perf_counter()
         total = sum(pool.map(work, range(clients)))
-        return total / (time.perf_counter() - started)
+        elapsed, cpu = time.perf_counter() - started, _cpu_seconds(server) - cpu
+    return Load(total / elapsed, cpu / total)
 
 
-def bare_rate(server: Replica, clients: int, requests: int) -> float:
+def bare_rate(server: Replica, clients: int, requests: int) -> Load:
     sessions = [httpx.Client(base_url=server.url, timeout=30) for _ in range(clients)]
 
     def work(i: int) -> int:
@@ -88,13 +105,13 @@ def bare_rate(server: Replica, clients: int, requests: int) -> float:
         return requests
 
     try:
-        return _concurrently(clients, work)
+        return _concurrently(server, clients, work)
     finally:
         for client in sessions:
             client.close()
 
 
-def claim_rate(server: Replica, clients: int, requests: int, plan: str) -> float:
+def claim_rate(server: Replica, clients: int, requests: int, plan: str) -> Load:
     steps = create_plan(server, plan, [{"title": f"step {i}"} for i in range(clients * requests)])
     agents = [Agent(server, f"client {i}") for i in range(clients)]
 
@@ -104,7 +121,7 @@ def claim_rate(server: Replica, clients: int, requests: int, plan: str) -> float
         return requests
 
     try:
-        return _concurrently(clients, work)
+        return _concurrently(server, clients, work)
     finally:
         for agent in agents:
             agent.close()
@@ -121,10 +138,24 @@ def run(smoke: bool = False) -> list[Figure]:
                 for r in range(rounds):
                     bases.append(bare_rate(bare, clients, requests))
                     claims.append(claim_rate(server, clients, requests, f"c{clients}-r{r}"))
-                figures.append(Figure(
-                    f"HTTP claim round trips/s, {clients} client(s)", statistics.median(claims),
-                    "req/s", "bare FastAPI route doing nothing, same uvicorn",
-                    statistics.median(bases), GOAL, rounds=rounds))
+                figures += _figures(clients, claims, bases, rounds)
         finally:
             server.stop()
     return figures
+
+
+def _figures(clients: int, claims: list[Load], bases: list[Load], rounds: int) -> list[Figure]:
+    def median(loads: list[Load], of: Callable[[Load], float]) -> float:
+        return statistics.median(of(load) for load in loads)
+
+    rate, cpu = (lambda load: load.rate), (lambda load: load.server_cpu * 1e6)
+    return [
+        Figure(f"HTTP claim round trips/s, {clients} client(s)", median(claims, rate),
+               "req/s", "bare FastAPI route doing nothing, same uvicorn",
+               median(bases, rate), GOAL, rounds=rounds),
+        # Informs: what the server spends on each request, which the clients' share of the
+        # machine's two cores does not blur the way it blurs the rates.
+        Figure(f"HTTP server CPU per claim, {clients} client(s)", median(claims, cpu), "us",
+               "server CPU per bare request", median(bases, cpu), lower_is_better=True,
+               rounds=rounds),
+    ]
