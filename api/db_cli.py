@@ -3,10 +3,8 @@
 from collections.abc import Callable
 from typing import Annotated, TypeVar
 
-import psycopg
 import typer
 
-from infra.pg_schema import init_schema, missing_objects
 from ledger.storage import StorageConfigError, is_postgres, resolve_db
 
 db_app = typer.Typer(help="Set up and inspect the store (PostgreSQL schema creation).",
@@ -21,6 +19,8 @@ T = TypeVar("T")
 
 def _on_postgres(db: str | None, action: Callable[[str], T]) -> T | None:
     """Run `action` on the PostgreSQL URL, turning set-up failures into a readable exit."""
+    import psycopg  # here, not at the top: every `planledger` command imports this module
+
     resolved = resolve_db(db)
     if not is_postgres(resolved):
         typer.echo(f"{resolved}: an embedded store creates its tables on first use")
@@ -38,6 +38,8 @@ def _on_postgres(db: str | None, action: Callable[[str], T]) -> T | None:
 @db_app.command("init")
 def init(db: DbOption = None) -> None:
     """Create the PostgreSQL schema and tables; safe to run at once from many processes."""
+    from infra.pg_schema import init_schema
+
     report = _on_postgres(db, init_schema)
     if report is None:
         return
@@ -50,6 +52,8 @@ def init(db: DbOption = None) -> None:
 @db_app.command("status")
 def status(db: DbOption = None) -> None:
     """Say whether the PostgreSQL schema is ready; exit 1 if `db init` is still needed."""
+    from infra.pg_schema import missing_objects
+
     missing = _on_postgres(db, missing_objects)
     if missing is None:
         return

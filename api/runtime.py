@@ -3,7 +3,6 @@
 from dataclasses import dataclass, field
 
 from infra.clock_ids import SystemClock, UlidGenerator
-from infra.pg_schema import ensure_schema
 from ledger.application import Ledger
 from ledger.ports import Clock, IdGenerator
 from ledger.storage import is_postgres, resolve_db, store_settings
@@ -41,6 +40,7 @@ def open_runtime(
     command-line and MCP-stdio processes agents run use them."""
     resolved = resolve_db(db)
     if is_postgres(resolved):
+        from infra.pg_schema import ensure_schema  # the driver only where it is needed
         ensure_schema(resolved)  # replicas never create tables themselves: see infra.pg_schema
     store = EventStore(store_settings(resolved))
     the_clock = clock or SystemClock()

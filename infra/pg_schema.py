@@ -16,7 +16,7 @@ from psycopg.conninfo import make_conninfo
 
 from ledger.storage import postgres_conninfo, postgres_options, store_settings
 from ledger.store import EventStore
-from projections.checkpoints import PG_CHECKPOINT_TABLE, PG_TRACKING_TABLE, postgres_checkpoints
+from projections.pg_checkpoints import PG_CHECKPOINT_TABLE, PG_TRACKING_TABLE, postgres_checkpoints
 
 # The library names its table after the application and its row type after the id type.
 EVENTS_TABLE = f"{EventStore.name.lower()}_events"

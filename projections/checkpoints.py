@@ -11,8 +11,8 @@ Several processes following the same log fold the same state at the same positio
 they may share one checkpoint: a CLI process starts from whatever a server saved.
 
 Backends: in-process (`memory`), SQLite (a file beside the log, so the log's writers never
-wait on a checkpoint), and PostgreSQL (two tables in the log's own schema, made by
-`planledger db init` with the log's: every replica of the log shares them).
+wait on a checkpoint), and PostgreSQL (`projections.pg_checkpoints`: two tables in the
+log's own schema, made by `planledger db init` with the log's; every replica shares them).
 """
 
 from abc import abstractmethod
@@ -21,18 +21,11 @@ from typing import Any
 
 from eventsourcing.persistence import IntegrityError, Tracking, TrackingRecorder
 from eventsourcing.popo import POPOTrackingRecorder
-from eventsourcing.postgres import PostgresDatastore, PostgresFactory, PostgresTrackingRecorder
 from eventsourcing.sqlite import SQLiteDatastore, SQLiteTrackingRecorder
-from eventsourcing.utils import Environment
-from psycopg.sql import SQL, Identifier
 
-from ledger.storage import MEMORY, is_postgres, store_settings
-from ledger.store import EventStore
+from ledger.storage import MEMORY, is_postgres
 
 CHECKPOINT_TABLE = "readmodel_checkpoints"
-# PostgreSQL: beside the log's own tables, so named after the application like them.
-PG_CHECKPOINT_TABLE = f"{EventStore.name.lower()}_{CHECKPOINT_TABLE}"
-PG_TRACKING_TABLE = f"{EventStore.name.lower()}_readmodel_tracking"
 
 
 class CheckpointRecorder(TrackingRecorder):
@@ -111,57 +104,6 @@ class SQLiteCheckpointRecorder(SQLiteTrackingRecorder, CheckpointRecorder):
         self.datastore.close()
 
 
-class PostgresCheckpointRecorder(PostgresTrackingRecorder, CheckpointRecorder):
-    """Checkpoints in the log's PostgreSQL schema, beside the library's tracking table."""
-
-    def __init__(self, datastore: PostgresDatastore) -> None:
-        super().__init__(datastore, tracking_table_name=PG_TRACKING_TABLE)
-        table = (Identifier(datastore.schema), Identifier(PG_CHECKPOINT_TABLE))
-        self.sql_create_statements.append(SQL(
-            "CREATE TABLE IF NOT EXISTS {0}.{1} (application_name text PRIMARY KEY, "
-            "notification_id bigint NOT NULL, state bytea NOT NULL)").format(*table))
-        self._upsert = SQL(
-            "INSERT INTO {0}.{1} VALUES (%s, %s, %s) ON CONFLICT (application_name) DO "
-            "UPDATE SET notification_id = EXCLUDED.notification_id, state = EXCLUDED.state"
-        ).format(*table)
-        self._select = SQL(
-            "SELECT notification_id, state FROM {0}.{1} WHERE application_name = %s"
-        ).format(*table)
-
-    def save_checkpoint(self, tracking: Tracking, state: bytes | memoryview) -> bool:
-        try:
-            with self.datastore.transaction(commit=True) as cursor:
-                self._insert_tracking(cursor, tracking)  # raises unless it moves forward
-                cursor.execute(self._upsert, (tracking.application_name,
-                                              tracking.notification_id, state))
-        except IntegrityError:
-            return False
-        return True
-
-    def load_checkpoint(self, application_name: str) -> tuple[int, bytes] | None:
-        with self.datastore.transaction(commit=False) as cursor:
-            cursor.execute(self._select, (application_name,))
-            row: Any = cursor.fetchone()
-            tracked = self._max_tracking_id(application_name, cursor)
-        if row is None or row["notification_id"] != tracked:
-            return None  # never a state whose position the tracking table does not vouch for
-        return int(row["notification_id"]), bytes(row["state"])
-
-    def close(self) -> None:
-        self.datastore.close()
-
-
-def postgres_checkpoints(db: str, *, create: bool = False) -> PostgresCheckpointRecorder:
-    """The checkpoint recorder of the PostgreSQL log at `db`, on a pool of its own (one
-    connection: it saves rarely); `create` makes its tables (`planledger db init` does)."""
-    settings = {**store_settings(db), "POSTGRES_POOL_SIZE": "1", "POSTGRES_MAX_OVERFLOW": "1"}
-    factory = PostgresFactory(Environment(EventStore.name, settings))
-    recorder = PostgresCheckpointRecorder(factory.datastore)
-    if create:
-        recorder.create_table()
-    return recorder
-
-
 def checkpoint_path(db: str) -> Path:
     """Where the checkpoints of the SQLite log at `db` live: `ledger.sqlite` keeps them in
     `ledger.views.sqlite`."""
@@ -174,6 +116,9 @@ def open_checkpoints(db: str) -> CheckpointRecorder:
     if db == MEMORY:
         return MemoryCheckpointRecorder()
     if is_postgres(db):
+        # Imported here: the PostgreSQL driver costs an embedded store's every command-line
+        # process a sixth of its start-up.
+        from projections.pg_checkpoints import postgres_checkpoints
         return postgres_checkpoints(db)
     datastore = SQLiteDatastore(str(checkpoint_path(db)), lock_timeout=30,
                                 originator_id_type="text")
