@@ -1,10 +1,17 @@
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
+# pytest-xdist's workers export COLUMNS=80 and LINES=24, and rich fixes a console's width
+# from COLUMNS when the console is made (the CLI's are made at import): the command-line
+# tests' own COLUMNS would then be ignored and their tables wrapped at 80 columns.
+for _name in ("COLUMNS", "LINES"):
+    os.environ.pop(_name, None)
 
-from api.runtime import Runtime, open_runtime
-from tests.support.fakes import FakeClock, SequentialIds
+import pytest  # noqa: E402
+
+from api.runtime import Runtime, open_runtime  # noqa: E402
+from tests.support.fakes import FakeClock, SequentialIds  # noqa: E402
 
 
 @pytest.fixture
