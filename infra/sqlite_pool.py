@@ -90,9 +90,12 @@ class _WriteLockFirst(SQLiteTransaction):
         try:
             _begin(cursor)
         except OperationalError as error:
-            raise WouldWait(str(error)) from error
-        finally:
             cursor.execute(f"PRAGMA busy_timeout = {usual}")
+            cursor.sqlite_cursor.close()
+            if "locked" in str(error) or "busy" in str(error):
+                raise WouldWait(str(error)) from error
+            raise  # not the lock (a disk error, say): the caller's usual error handling
+        cursor.execute(f"PRAGMA busy_timeout = {usual}")
         return cursor
 
 
