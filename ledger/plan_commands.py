@@ -40,6 +40,10 @@ class PlanCommands(LedgerCore):
 
     def end_session(self, session_id: str) -> list[StepId]:
         """End the session and release, each as its own event, every step it holds."""
+        # The read model catches up here, before the write transaction: its first read can
+        # fold the whole log, and on SQLite every other writer would wait for it. Inside,
+        # it is asked again and adds only what landed since.
+        self.view.held_by(SessionId(session_id))
 
         def attempt(now: datetime) -> Decision:
             session = self.store.session(SessionId(session_id))
