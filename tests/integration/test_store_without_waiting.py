@@ -1,10 +1,11 @@
 """SQLite: a block run `without_waiting` (an event loop running a command itself) refuses,
 having written nothing, where its first transaction would wait for the write lock; once
-a transaction has begun, the rest wait as usual."""
+a transaction has begun, the rest wait as usual. And commands that ask the read model do
+so before they take the write lock, not while holding it."""
 
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -12,8 +13,9 @@ import pytest
 from eventsourcing.persistence import OperationalError
 
 from api.runtime import Runtime, open_runtime
-from ledger.application import NewStep
-from ledger.domain.ids import StepId
+from ledger.application import Ledger, NewStep
+from ledger.domain.ids import PlanSlug, SessionId, StepId
+from ledger.ports import CandidateView
 from ledger.storage import SQLITE_LOCK_TIMEOUT_VAR
 from ledger.store import WouldWait
 from tests.support.fakes import FakeClock
@@ -104,3 +106,55 @@ def test_reads_never_refuse(file_runtime: Runtime, db: str) -> None:
     (step,), _ = _plan(file_runtime)
     with write_lock_held(db), file_runtime.store.without_waiting():
         assert file_runtime.store.step(step).status == "open"
+
+
+class LockProbingView(CandidateView):
+    """The real read model, noting for each question whether SQLite's write lock was free
+    while it answered (a read model's first answer can fold the whole log)."""
+
+    def __init__(self, inner: CandidateView, db: str) -> None:
+        self.inner, self.db = inner, db
+        self.lock_free: list[bool] = []
+
+    def _probe(self) -> None:
+        probe = sqlite3.connect(self.db, isolation_level=None, timeout=0)
+        try:
+            probe.execute("BEGIN IMMEDIATE")
+            probe.execute("ROLLBACK")
+            self.lock_free.append(True)
+        except sqlite3.OperationalError:
+            self.lock_free.append(False)
+        finally:
+            probe.close()
+
+    def held_by(self, session: SessionId) -> Sequence[StepId]:
+        self._probe()
+        return self.inner.held_by(session)
+
+    def ready(self, plan: PlanSlug) -> Sequence[StepId]:
+        self._probe()
+        return self.inner.ready(plan)
+
+
+def _probed_ledger(runtime: Runtime, db: str) -> tuple[Ledger, LockProbingView]:
+    view = LockProbingView(runtime.reads, db)
+    return Ledger(runtime.store, runtime.ledger.clock, runtime.ledger.ids, view), view
+
+
+def test_a_recorded_ready_listing_reads_the_read_model_before_the_write_lock(
+    file_runtime: Runtime, db: str,
+) -> None:
+    (step,), session = _plan(file_runtime)
+    ledger, view = _probed_ledger(file_runtime, db)
+    assert ledger.list_ready("p", session) == [step]
+    assert view.lock_free == [True]
+
+
+def test_a_session_end_first_asks_the_read_model_with_the_write_lock_free(
+    file_runtime: Runtime, db: str,
+) -> None:
+    (step,), session = _plan(file_runtime)
+    file_runtime.ledger.claim(step, session)
+    ledger, view = _probed_ledger(file_runtime, db)
+    assert ledger.end_session(session) == [step]
+    assert view.lock_free[0] is True  # the catch-up; asked again inside, under the lock
