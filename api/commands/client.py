@@ -4,7 +4,6 @@ running server (its HTTP API). Commands call a `Client` and never care which."""
 from types import TracebackType
 from typing import Any, Protocol, TypeVar
 
-import httpx
 from pydantic import BaseModel, TypeAdapter
 
 from api import views
@@ -35,6 +34,11 @@ T = TypeVar("T")
 
 class RemoteError(Replayed):
     """An error answer from a server: its status and body, as `api.errors.problem` reads."""
+
+
+class Unreachable(ConnectionError):
+    """The server did not answer (refused, timed out, cut off): the HTTP client's own error
+    as a message, so callers need not load the client to catch it."""
 
 
 class Client(Protocol):
@@ -126,13 +130,22 @@ class RemoteClient:
     """A running server, over its HTTP API, with the session token (if any)."""
 
     def __init__(self, url: str, token: str | None, timeout: float = 30.0) -> None:
+        import httpx  # here: an embedded store's commands never need it (a fifth of start-up)
+
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self.http = httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=timeout)
+        self.http: httpx.Client = httpx.Client(base_url=url.rstrip("/"), headers=headers,
+                                               timeout=timeout)
 
     def _call(self, out: type[T], method: str, path: str, body: BaseModel | None = None,
               params: dict[str, Any] | None = None) -> T:
-        response = self.http.request(method, path, params=params,
-                                     json=body.model_dump(exclude_none=True) if body else None)
+        import httpx  # loaded by __init__ already: this only names it
+
+        try:
+            response = self.http.request(
+                method, path, params=params,
+                json=body.model_dump(exclude_none=True) if body else None)
+        except httpx.HTTPError as cut:
+            raise Unreachable(str(cut)) from cut
         if response.status_code >= 400:
             try:
                 error = response.json()
@@ -211,3 +224,4 @@ class RemoteClient:
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
+

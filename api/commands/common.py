@@ -10,11 +10,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any, TypeVar
 
-import httpx
 import typer
 from rich.console import Console
 
-from api.commands.client import Client, LocalClient, RemoteClient
+from api.commands.client import Client, LocalClient, RemoteClient, Unreachable
 from api.errors import BOUNCE_REASONS, ConfigError, problem
 from api.identity import Identity, load_secret
 from api.runtime import open_runtime
@@ -76,7 +75,7 @@ def answering_errors() -> Iterator[None]:
         yield
     except typer.Exit:
         raise
-    except httpx.HTTPError as error:
+    except Unreachable as error:
         errors.print(f"cannot reach the server: {error}", markup=False)
         raise typer.Exit(EXIT_ERROR) from None
     except (ConfigError, ValueError) as error:

@@ -162,11 +162,12 @@ def test_a_command_resumes_from_the_servers_checkpoint_and_sees_what_came_after(
         assert client.service.runtime.reads.resumed_from == saved_at
 
 
-def test_a_command_on_the_embedded_store_never_loads_the_postgresql_driver(
+def test_a_command_on_the_embedded_store_loads_no_postgresql_driver_and_no_http_client(
     tmp_path: Path,
 ) -> None:
     """Importing psycopg was a sixth of every command's start-up (`planledger --help`
-    1.2 s -> 1.0 s on a slow machine); agents run these commands by the hundred."""
+    1.2 s -> 1.0 s on a slow machine) and httpx a fifth of what was left; agents run these
+    commands by the hundred."""
     db = str(tmp_path / "l.sqlite")
     probe = ("import sys\n"
              "from typer.testing import CliRunner\n"
@@ -174,7 +175,7 @@ def test_a_command_on_the_embedded_store_never_loads_the_postgresql_driver(
              f"done = CliRunner().invoke(app, ['session', 'start', '--db', {db!r}])\n"
              "assert done.exit_code == 0, done.output\n"
              "print(sorted(m for m in sys.modules\n"
-             "             if m.split('.')[0] in ('psycopg', 'psycopg_pool')))\n")
+             "             if m.split('.')[0] in ('psycopg', 'psycopg_pool', 'httpx')))\n")
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                             check=True, timeout=120)
     assert loaded.stdout.strip() == "[]", loaded.stdout + loaded.stderr
