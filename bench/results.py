@@ -101,8 +101,10 @@ def plot(points: list[tuple[int, float]], path: Path) -> None:
     plt.close(fig)
 
 
-def write(figures: dict[str, list[dict[str, Any]]], out: Path, notes: str = "") -> Path:
-    """Write RESULTS.md (and the plot, when there are contention figures) into `out`."""
+def write(figures: dict[str, list[dict[str, Any]]], out: Path, notes: str = "",
+          measured: datetime | None = None) -> Path:
+    """Write RESULTS.md (and the plot, when there are contention figures) into `out`;
+    `measured` is when the figures were taken (default now)."""
     points = claims_by_agents(figures)
     picture = ""
     if points:
@@ -112,7 +114,7 @@ def write(figures: dict[str, list[dict[str, Any]]], out: Path, notes: str = "") 
     page.write_text(
         "# planledger benchmark results\n\n"
         f"- machine: {machine()}\n"
-        f"- date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC\n"
+        f"- measured: {measured or datetime.now(UTC):%Y-%m-%d %H:%M} UTC\n"
         f"- command: `{COMMAND}`\n\n"
         "Every figure is a median of several rounds; each round measures the path and its\n"
         "baseline back to back in the same run, so the ratio is what to read (these machines\n"
@@ -130,7 +132,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="markdown appended under the table (default bench/findings.md)")
     args = parser.parse_args(argv)
     notes = "\n" + args.notes.read_text() if args.notes else ""
-    print(write(json.loads(args.figures.read_text()), args.out, notes))
+    # The figures were taken when the run wrote its file, not when the page is made.
+    measured = datetime.fromtimestamp(args.figures.stat().st_mtime, UTC)
+    print(write(json.loads(args.figures.read_text()), args.out, notes, measured))
     return 0
 
 
