@@ -8,8 +8,8 @@ from pathlib import Path
 
 import httpx
 
-from tests.integration.test_store_without_waiting import write_lock_held
 from tests.support.replicas import Agent, create_plan, start_replica
+from tests.support.sqlite_lock import write_lock_held
 
 
 def _in_flight(url: str) -> float:

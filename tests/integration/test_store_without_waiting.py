@@ -5,8 +5,7 @@ so before they take the write lock, not while holding it."""
 
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -19,18 +18,7 @@ from ledger.ports import CandidateView
 from ledger.storage import SQLITE_LOCK_TIMEOUT_VAR
 from ledger.store import WouldWait
 from tests.support.fakes import FakeClock
-
-
-@contextmanager
-def write_lock_held(db: str) -> Iterator[None]:
-    """Another connection (as another process would) holds SQLite's write lock."""
-    holder = sqlite3.connect(db, isolation_level=None)
-    holder.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    finally:
-        holder.execute("ROLLBACK")
-        holder.close()
+from tests.support.sqlite_lock import write_lock_held
 
 
 def _plan(runtime: Runtime, steps: int = 1) -> tuple[list[StepId], str]:
