@@ -19,12 +19,12 @@ T = TypeVar("T")
 
 def _on_postgres(db: str | None, action: Callable[[str], T]) -> T | None:
     """Run `action` on the PostgreSQL URL, turning set-up failures into a readable exit."""
-    import psycopg  # here, not at the top: every `planledger` command imports this module
-
     resolved = resolve_db(db)
     if not is_postgres(resolved):
         typer.echo(f"{resolved}: an embedded store creates its tables on first use")
         return None
+    import psycopg  # here, not at the top: every `planledger` command imports this module
+
     try:
         return action(resolved)
     except StorageConfigError as error:

@@ -46,13 +46,18 @@ STATEMENT_CACHE = 64
 class CachingConnectionPool(SQLiteConnectionPool):
     """The library's pool; its connections cache prepared statements."""
 
+    @property
+    def wait_seconds(self) -> float:
+        """How long a connection waits for another to let go of the write lock (SQLite's
+        busy timeout)."""
+        return self.lock_timeout or SQLITE3_DEFAULT_LOCK_TIMEOUT
+
     def _create_connection(self) -> SQLiteConnection:
         try:
             conn = sqlite3.connect(
                 database=self.db_name, uri=True, check_same_thread=False,
                 isolation_level=None,  # autocommit: transactions begin explicitly
-                cached_statements=STATEMENT_CACHE,
-                timeout=self.lock_timeout or SQLITE3_DEFAULT_LOCK_TIMEOUT,
+                cached_statements=STATEMENT_CACHE, timeout=self.wait_seconds,
             )
         except (sqlite3.Error, TypeError) as error:
             raise InterfaceError(error) from error
@@ -72,20 +77,20 @@ class CachingConnectionPool(SQLiteConnectionPool):
 
 class _WriteLockFirst(SQLiteTransaction):
     """The library's transaction (its commit, rollback and error mapping), begun with the
-    write lock taken (BEGIN IMMEDIATE) instead of at the first write; `eager`, it raises
-    WouldWait at once where it would wait for another connection to let go of the lock."""
+    write lock taken (BEGIN IMMEDIATE) instead of at the first write. `eager` (given the
+    connection's usual busy timeout, to put back), it raises WouldWait at once where it
+    would wait for another connection to let go of the lock."""
 
-    def __init__(self, connection: SQLiteConnection, *, eager: bool) -> None:
+    def __init__(self, connection: SQLiteConnection, *, eager: bool, usual_ms: int) -> None:
         super().__init__(connection, commit=True)
-        self.eager = eager
+        self.eager, self.usual_ms = eager, usual_ms
 
     def __enter__(self) -> SQLiteCursor:
         cursor = self.connection.cursor()
         if not self.eager:
             _begin(cursor)
             return cursor
-        cursor.execute("PRAGMA busy_timeout")
-        usual = int(cursor.fetchone()[0])
+        usual = self.usual_ms
         cursor.execute("PRAGMA busy_timeout = 0")
         try:
             _begin(cursor)
@@ -116,7 +121,8 @@ class UnitDatastore(SQLiteDatastore):
                          single_row_tracking=single_row_tracking,
                          originator_id_type=originator_id_type)  # type: ignore[arg-type]
         self.pool.close()  # it never opened a connection: nothing used it yet
-        self.pool = CachingConnectionPool(db_name=db_name, lock_timeout=lock_timeout)
+        self.pool = pool = CachingConnectionPool(db_name=db_name, lock_timeout=lock_timeout)
+        self._wait_ms = int(pool.wait_seconds * 1000)
         self._open = threading.local()
 
     @contextmanager
@@ -138,7 +144,7 @@ class UnitDatastore(SQLiteDatastore):
         eager = getattr(self._open, "eager", False)
         self._open.eager = False  # only a block's first transaction may refuse to wait
         with (self._writer(eager) as connection,
-              _WriteLockFirst(connection, eager=eager) as cursor, cursor):
+              _WriteLockFirst(connection, eager=eager, usual_ms=self._wait_ms) as cursor, cursor):
             self._open.cursor = cursor
             try:
                 yield

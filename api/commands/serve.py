@@ -9,10 +9,10 @@ from starlette.concurrency import run_in_threadpool
 
 from api.commands.common import DbOption, answering_errors
 from api.runtime import Runtime, open_runtime
+from api.settings import load_settings
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
-from api.settings import load_settings
 
 
 def serve(

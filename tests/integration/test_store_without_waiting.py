@@ -7,6 +7,7 @@ import sqlite3
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from eventsourcing.persistence import OperationalError
@@ -88,6 +89,22 @@ def test_once_a_transaction_has_begun_the_rest_wait_as_usual(
         assert runtime.store.step(second).holder is None
     finally:
         runtime.close()
+
+
+def test_a_refused_or_eager_command_leaves_its_connection_waiting_as_usual(
+    file_runtime: Runtime, db: str,
+) -> None:
+    """The busy timeout is set to 0 for an eager BEGIN only: a connection left at 0 would
+    fail every later write at once instead of waiting its turn."""
+    (first, second), session = _plan(file_runtime, 2)
+    with write_lock_held(db), pytest.raises(WouldWait), file_runtime.store.without_waiting():
+        file_runtime.ledger.claim(first, session)
+    with file_runtime.store.without_waiting():
+        file_runtime.ledger.claim(second, session)
+    recorder: Any = file_runtime.store.recorder
+    pool = recorder.datastore.pool
+    timeouts = {c._sqlite_conn.execute("PRAGMA busy_timeout").fetchone()[0] for c in pool._pool}
+    assert timeouts == {30_000}  # PLANLEDGER_SQLITE_LOCK_TIMEOUT's default, in ms
 
 
 def test_reads_never_refuse(file_runtime: Runtime, db: str) -> None:
