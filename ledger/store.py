@@ -26,6 +26,7 @@ from ledger.domain.state import (
     fold_session,
     fold_step,
 )
+from ledger.followed import Appended, FollowedStates
 from ledger.sealing import Heads, SealingEventStore, UnsealingMapper
 
 __all__ = ["ConflictError", "EventStore", "WouldWait"]
@@ -68,6 +69,11 @@ _STARTS: dict[type, Callable[..., Any]] = {ev.StepOpened: fold_step,
                                            ev.SessionStarted: fold_session}
 
 
+def _fold_for(known: Any, event: Appended) -> Callable[..., Any] | None:
+    if known is None:
+        return _STARTS.get(type(event))
+    return _FOLDS.get(type(known))
+
 
 class EventStore(Application[str]):
     """Appends events with optimistic concurrency and loads stream states."""
@@ -85,6 +91,11 @@ class EventStore(Application[str]):
             datastore, "unit", contextlib.nullcontext)
         self._without_waiting: Callable[[], contextlib.AbstractContextManager[None]] | None = (
             getattr(datastore, "without_waiting", None))
+        # Where a unit holds the write lock from its start, commands read their streams
+        # from states that follow the log (ledger.followed) instead of reading each again.
+        kept = int(self.env.get("AGGREGATE_CACHE_MAXSIZE") or 0)  # as many as the cache
+        self._followed = (FollowedStates(kept) if kept
+                          and self._unit is not contextlib.nullcontext else None)
 
     # Tamper evidence (ledger.chain): every event is sealed to its stream's hash chain as it
     # is appended; the chain keys come off again when events are read.
@@ -119,6 +130,7 @@ class EventStore(Application[str]):
             return
         pending: list[tuple[Sequence[Fact], list[Recording[str]]]] = []
         self._appended.pending = pending
+        self._appended.caught_up = False
         try:
             with self._unit():
                 yield
@@ -129,6 +141,10 @@ class EventStore(Application[str]):
             self._appended.pending = None
         for events, recordings in pending:
             self._committed(events, recordings)
+        if self._appended.caught_up and pending and pending[-1][1]:
+            assert self._followed is not None
+            self._followed.committed([e for events, _ in pending for e in events],
+                                     pending[-1][1][-1].notification.id, _fold_for)
 
     @contextlib.contextmanager
     def without_waiting(self) -> Iterator[None]:
@@ -153,6 +169,8 @@ class EventStore(Application[str]):
         # The library's event store directly: `Application.save` would first test each
         # event against a runtime-checkable Protocol (~7 us an event) to tell it from an
         # aggregate, and then run hooks this application leaves empty.
+        if self._followed is not None:
+            self._catch_up(self._followed)
         recordings = self.events.put(list(events))
         pending.append((events, recordings))
         return recordings
@@ -188,6 +206,19 @@ class EventStore(Application[str]):
             self.snapshots.put([StepSnapshot.take(state, at.timestamp)])
 
     def _load(self, stream: str, fold: Callable[..., Any]) -> Any:
+        """The stream's current state: inside a unit, from the followed states (after one
+        look at the log's end per unit); elsewhere through the aggregate cache."""
+        followed = self._followed
+        if followed is None or getattr(self._appended, "pending", None) is None:
+            return self._load_cached(stream, fold)
+        self._catch_up(followed)
+        state = followed.get(stream)
+        if state is None:
+            state = self._load_cached(stream, fold)  # its reads join the unit
+            followed.put(stream, state)
+        return state
+
+    def _load_cached(self, stream: str, fold: Callable[..., Any]) -> Any:
         """Load through the aggregate cache, and keep the fast-forwarded state there.
 
         The library's repository fast-forwards a cached state on every read but caches only
@@ -212,6 +243,18 @@ class EventStore(Application[str]):
                 raise AggregateNotFoundError(stream)
         cache.put(stream, state)
         return state
+
+    def _catch_up(self, followed: FollowedStates) -> None:
+        """Once per unit, before its first read or append (so that what it appends is
+        followed too: a step a plan opens is claimed next without a read)."""
+        if not self._appended.caught_up:
+            followed.catch_up(self.recorder.max_notification_id() or 0, self._streams_in)
+            self._appended.caught_up = True
+
+    def _streams_in(self, after: int, upto: int) -> Iterator[str]:
+        found = self.recorder.select_notifications(start=after + 1, limit=upto - after,
+                                                   stop=upto)
+        return (str(n.originator_id) for n in found)
 
     def plan(self, slug: PlanSlug) -> PlanState:
         try:
@@ -243,8 +286,9 @@ class EventStore(Application[str]):
     def step(self, step_id: StepId, *, cached: bool = False) -> StepState:
         """The step's state, read fresh; or with `cached`, this process's cached state
         without a read (None of the store's guarantees: only for a caller that appends to
-        the step at the next version, so that a stale state fails as a conflict)."""
-        if cached and self.repository.cache is not None:
+        the step at the next version, so that a stale state fails as a conflict). Where
+        states follow the log, the fresh read is as cheap, and is taken."""
+        if cached and self._followed is None and self.repository.cache is not None:
             with contextlib.suppress(KeyError):
                 known = self.repository.cache.get(step_id)
                 if isinstance(known, StepState):
