@@ -8,8 +8,8 @@ reads none of its streams again (a claim + complete cycle read four streams, eac
 that found nothing new). What was appended in between, by another process or another store
 on the same file, marks its streams stale: they are read (fast-forwarded) at their next use.
 
-Read only inside such units, which one process runs one at a time (the pool's writer lock);
-a unit's own appends are folded in after its commit, when the next unit may have begun, so
+Read only inside such units, which one process runs one at a time (its writer lock); a
+unit's own appends are folded in after its commit, when the next unit may have begun, so
 each change is made under a lock of its own. A state folded in late is at worst older than
 one read meanwhile: it is dropped, or read again; `position` only ever names a log position
 up to which every kept state was current. Reads outside units keep using the library's
@@ -68,10 +68,13 @@ class FollowedStates:
         with self._lock:
             self._put(stream, state)
 
-    def committed(self, events: Sequence[Appended], position: int, fold_for: FoldFor) -> None:
+    def committed(
+        self, events: Sequence[Appended], position: int, fold_for: FoldFor
+    ) -> dict[str, Any]:
         """A unit that caught up has committed `events`, the last at `position`: fold them
         onto their kept states (a state not right before its event, or one not folded here,
-        is dropped), and the log is followed up to there."""
+        is dropped), and the log is followed up to there. Returns the states folded."""
+        folded: dict[str, Any] = {}
         with self._lock:
             for event in events:
                 stream, version = event.originator_id, event.originator_version
@@ -80,11 +83,14 @@ class FollowedStates:
                 at_next = (known is None and version == 1) or (
                     known is not None and known.version == version - 1)
                 if fold is not None and at_next:
-                    self._put(stream, fold(known, [event]))
+                    folded[stream] = state = fold(known, [event])
+                    self._put(stream, state)
                 else:
+                    folded.pop(stream, None)
                     self._states.pop(stream, None)
                     self._stale.discard(stream)
             self.position = position
+        return folded
 
     def _get(self, stream: str) -> Any | None:
         if stream in self._stale:

@@ -139,12 +139,13 @@ class EventStore(Application[str]):
             raise
         finally:
             self._appended.pending = None
-        for events, recordings in pending:
-            self._committed(events, recordings)
+        folded: dict[str, Any] = {}
         if self._appended.caught_up and pending and pending[-1][1]:
             assert self._followed is not None
-            self._followed.committed([e for events, _ in pending for e in events],
-                                     pending[-1][1][-1].notification.id, _fold_for)
+            folded = self._followed.committed([e for events, _ in pending for e in events],
+                                              pending[-1][1][-1].notification.id, _fold_for)
+        for events, recordings in pending:
+            self._committed(events, recordings, folded)
 
     @contextlib.contextmanager
     def without_waiting(self) -> Iterator[None]:
@@ -175,11 +176,13 @@ class EventStore(Application[str]):
         pending.append((events, recordings))
         return recordings
 
-    def _committed(self, events: Sequence[Fact], recordings: list[Recording[str]]) -> None:
+    def _committed(
+        self, events: Sequence[Fact], recordings: list[Recording[str]], folded: dict[str, Any]
+    ) -> None:
         """What this process learns once its append has committed, and not before."""
         if recordings:
             self._appended.position = recordings[-1].notification.id
-        self._advance_cached(events)
+        self._advance_cached(events, folded)
         for event in events:
             if event.originator_version % SNAPSHOT_INTERVAL == 0 and _is_step_event(event):
                 self._snapshot_step(StepId(event.originator_id), event)
@@ -263,15 +266,19 @@ class EventStore(Application[str]):
             raise errors.UnknownPlan(slug) from None
         return state
 
-    def _advance_cached(self, events: Sequence[Fact]) -> None:
+    def _advance_cached(self, events: Sequence[Fact], folded: dict[str, Any]) -> None:
         """Fold just-appended step and session events onto their cached states, so this
         process's cache stays current with its own writes (see `step(cached=True)`). Only
         a state at the version right before an event is advanced: an older or newer one
-        (another thread's read) is left to the next fast-forward."""
+        (another thread's read) is left to the next fast-forward. States the followed ones
+        have just folded (`folded`, current as of this commit) are taken as they are."""
         cache = self.repository.cache
         if cache is None:
             return
         for event in events:
+            if (state := folded.get(event.originator_id)) is not None:
+                cache.put(event.originator_id, state)
+                continue
             try:
                 cached = cache.get(event.originator_id)
             except KeyError:

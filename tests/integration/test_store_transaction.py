@@ -120,3 +120,17 @@ def test_an_id_asked_as_the_wrong_kind_after_its_stream_moved_elsewhere_is_unkno
     finally:
         ours.close()
         theirs.close()
+
+
+def test_closing_the_store_lets_go_of_the_file(tmp_path: Path, clock: FakeClock) -> None:
+    """Every connection closes, the writer's too: SQLite then folds its write-ahead log
+    into the file and removes it, so the file alone can be copied or moved."""
+    db = tmp_path / "ledger.sqlite"
+    runtime = open_runtime(str(db), clock=clock)
+    _, (step,) = runtime.ledger.create_plan("p", "P", steps=[NewStep("job")])
+    runtime.ledger.claim(step, runtime.ledger.start_session("a").id)
+    assert (tmp_path / "ledger.sqlite-wal").exists()
+
+    runtime.close()
+
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ledger.sqlite"]

@@ -48,7 +48,7 @@ def test_a_command_that_would_wait_on_another_process_refuses_having_written_not
 
 
 def test_a_command_that_would_wait_on_this_process_refuses_too(file_runtime: Runtime) -> None:
-    """A longer write on another thread of the same process holds the pool's writer lock."""
+    """A longer write on another thread of the same process holds the process's writer lock."""
     (first, second), session = _plan(file_runtime, 2)
     inside, leave = threading.Event(), threading.Event()
 
