@@ -17,16 +17,22 @@ EXIT_BAD_CONFIG = 2
 T = TypeVar("T")
 
 
-def _on_postgres(db: str | None, action: Callable[[str], T]) -> T | None:
-    """Run `action` on the PostgreSQL URL, turning set-up failures into a readable exit."""
+def _postgres_url(db: str | None) -> str | None:
+    """The PostgreSQL URL to set up; None (having said why) for an embedded store, before
+    anything of PostgreSQL's is imported."""
     resolved = resolve_db(db)
     if not is_postgres(resolved):
         typer.echo(f"{resolved}: an embedded store creates its tables on first use")
         return None
+    return resolved
+
+
+def _on_postgres(url: str, action: Callable[[str], T]) -> T:
+    """Run `action` on the PostgreSQL URL, turning set-up failures into a readable exit."""
     import psycopg  # here, not at the top: every `planledger` command imports this module
 
     try:
-        return action(resolved)
+        return action(url)
     except StorageConfigError as error:
         typer.echo(str(error), err=True)
         raise typer.Exit(EXIT_BAD_CONFIG) from None
@@ -38,11 +44,12 @@ def _on_postgres(db: str | None, action: Callable[[str], T]) -> T | None:
 @db_app.command("init")
 def init(db: DbOption = None) -> None:
     """Create the PostgreSQL schema and tables; safe to run at once from many processes."""
+    url = _postgres_url(db)
+    if url is None:
+        return
     from infra.pg_schema import init_schema
 
-    report = _on_postgres(db, init_schema)
-    if report is None:
-        return
+    report = _on_postgres(url, init_schema)
     if report.created:
         typer.echo(f"schema {report.schema}: created {', '.join(report.created)}")
     else:
@@ -52,11 +59,12 @@ def init(db: DbOption = None) -> None:
 @db_app.command("status")
 def status(db: DbOption = None) -> None:
     """Say whether the PostgreSQL schema is ready; exit 1 if `db init` is still needed."""
+    url = _postgres_url(db)
+    if url is None:
+        return
     from infra.pg_schema import missing_objects
 
-    missing = _on_postgres(db, missing_objects)
-    if missing is None:
-        return
+    missing = _on_postgres(url, missing_objects)
     if missing:
         typer.echo(f"not initialised: missing {', '.join(missing)}; run `planledger db init`")
         raise typer.Exit(EXIT_NOT_READY)

@@ -162,8 +162,9 @@ def test_a_command_resumes_from_the_servers_checkpoint_and_sees_what_came_after(
         assert client.service.runtime.reads.resumed_from == saved_at
 
 
+@pytest.mark.parametrize("command", [["session", "start"], ["db", "status"], ["db", "init"]])
 def test_a_command_on_the_embedded_store_loads_no_postgresql_driver_and_no_http_client(
-    tmp_path: Path,
+    tmp_path: Path, command: list[str]
 ) -> None:
     """Importing psycopg was a sixth of every command's start-up (`planledger --help`
     1.2 s -> 1.0 s on a slow machine) and httpx a fifth of what was left; agents run these
@@ -172,7 +173,7 @@ def test_a_command_on_the_embedded_store_loads_no_postgresql_driver_and_no_http_
     probe = ("import sys\n"
              "from typer.testing import CliRunner\n"
              "from api.cli import app\n"
-             f"done = CliRunner().invoke(app, ['session', 'start', '--db', {db!r}])\n"
+             f"done = CliRunner().invoke(app, [*{command!r}, '--db', {db!r}])\n"
              "assert done.exit_code == 0, done.output\n"
              "print(sorted(m for m in sys.modules\n"
              "             if m.split('.')[0] in ('psycopg', 'psycopg_pool', 'httpx')))\n")
