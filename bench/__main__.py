@@ -23,7 +23,7 @@ from typing import Any
 import bench
 from bench.apart import run_apart
 
-NOT_BENCHMARKS = {"timing", "ledger_log", "apart"}  # shared helpers, no `run`
+NOT_BENCHMARKS = {"timing", "ledger_log", "apart", "compare"}  # shared helpers, no `run`
 
 
 def registered() -> dict[str, ModuleType]:

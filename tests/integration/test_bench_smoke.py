@@ -4,12 +4,13 @@ checked here (tiny sizes on a shared machine say nothing about speed)."""
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bench import results
+from bench import compare, results
 from bench.__main__ import main, registered
 
 
@@ -43,3 +44,19 @@ def test_results_page_lists_every_figure_with_the_machine_and_draws_the_plot(
             assert figure["name"] in page
     plot = tmp_path / results.PLOT
     assert plot.read_bytes().startswith(b"\x89PNG")
+
+
+def test_compare_runs_this_tree_against_a_revision_side_by_side(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    compare.main(["HEAD", "--rounds", "1", "--cycles", "20"])
+
+    out = capsys.readouterr().out
+    assert out.startswith("round 1: user_us ")
+    assert "HEAD -> this tree" in out
+    assert re.search(r"  wall_us +\d+ -> +\d+  \(\d+\.\d{3}x\)", out), out
+
+
+def test_compare_refuses_a_revision_git_does_not_know() -> None:
+    with pytest.raises(SystemExit, match="cannot check out 'no-such-revision'"):
+        compare.main(["no-such-revision", "--rounds", "1", "--cycles", "5"])
