@@ -136,7 +136,10 @@ def run(smoke: bool = False) -> list[Figure]:
     for _ in range(rounds):
         with scratch_dir("claims") as directory:
             found.append(interleaved(directory, cycles, block))
-    ours, bare, shaped, appends = (statistics.median(f[i] for f in found) for i in range(4))
+    ours = statistics.median(f[0] for f in found)
+    bare = statistics.median(f[1] for f in found)
+    shaped = statistics.median(f[2] for f in found)
+    appends = statistics.median(f[3] for f in found)
     pragmas, blocks = found[0][4], rounds * (cycles // block)
     return [
         Figure(TITLE, ours, "cycles/s",
