@@ -23,10 +23,16 @@ can run the whole block again elsewhere); once one has begun, the rest wait as u
 
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 
-from eventsourcing.persistence import ConnectionUnavailableError, InterfaceError, OperationalError
+from eventsourcing.persistence import (
+    ConnectionUnavailableError,
+    InterfaceError,
+    OperationalError,
+    StoredEvent,
+)
 from eventsourcing.sqlite import (
     SQLITE3_DEFAULT_LOCK_TIMEOUT,
     SQLiteApplicationRecorder,
@@ -146,18 +152,23 @@ class UnitDatastore(SQLiteDatastore):
     def unit(self) -> Iterator[None]:
         """One write transaction for everything inside the block: committed when the block
         ends, rolled back if it raises. Nested units join the outer one."""
-        if getattr(self.open_units, "cursor", None) is not None:
+        units = self.open_units
+        if getattr(units, "cursor", None) is not None:
             yield
             return
-        eager = getattr(self.open_units, "eager", False)
-        self.open_units.eager = False  # only a block's first transaction may refuse to wait
-        with (self._writer(eager) as connection,
-              _WriteLockFirst(connection, eager=eager, usual_ms=self._wait_ms) as cursor, cursor):
-            self.open_units.cursor = cursor
-            try:
-                yield
-            finally:
-                self.open_units.cursor = None
+        eager = getattr(units, "eager", False)
+        units.eager = False  # only a block's first transaction may refuse to wait
+        connection = self._take_writer(eager)
+        try:
+            with _WriteLockFirst(connection, eager=eager, usual_ms=self._wait_ms) as cursor:
+                units.cursor = cursor
+                try:
+                    yield
+                finally:
+                    units.cursor = None
+                    cursor.sqlite_cursor.close()
+        finally:
+            self._writer_lock.release()
 
     @contextmanager
     def without_waiting(self) -> Iterator[None]:
@@ -169,24 +180,24 @@ class UnitDatastore(SQLiteDatastore):
         finally:
             self.open_units.eager = False
 
-    @contextmanager
-    def _writer(self, eager: bool) -> Iterator[SQLiteConnection]:
-        """The one connection this process writes on, one unit at a time: units queue
-        here (as long as the pool would have let them) rather than on SQLite's busy
-        timeout. Kept open, not taken from the pool and put back for every unit, which
-        cost a tenth of a claim."""
+    def _take_writer(self, eager: bool) -> SQLiteConnection:
+        """The one connection this process writes on, one unit at a time (release
+        `_writer_lock` after): units queue here (as long as the pool would have let them)
+        rather than on SQLite's busy timeout. Kept open, not taken from the pool and put
+        back for every unit, which cost a tenth of a claim."""
         if not self._writer_lock.acquire(timeout=0 if eager else self._pool.pool_timeout):
             message = "Timed out waiting for return of writer"
             if eager:
                 raise WouldWait(message)
             raise ConnectionUnavailableError(message)
-        try:
-            connection = self._writer_connection
-            if connection is None or connection.closed:
+        connection = self._writer_connection
+        if connection is None or connection.closed:
+            try:
                 connection = self._writer_connection = self._pool.create_connection()
-            yield connection
-        finally:
-            self._writer_lock.release()
+            except BaseException:
+                self._writer_lock.release()
+                raise
+        return connection
 
     def close(self) -> None:
         with self._writer_lock:
@@ -197,11 +208,20 @@ class UnitDatastore(SQLiteDatastore):
 
 
 class UnitRecorder(SQLiteApplicationRecorder):
-    """The library's recorder; inside a unit, the log's end is read on the unit's cursor
-    directly. Commands ask it once per unit (ledger.followed), and the library's way (a
-    transaction block that the unit then joins) cost as much as the SELECT itself."""
+    """The library's recorder; inside a unit, events are inserted and the log's end is read
+    on the unit's cursor directly: the library's way, a transaction block that the unit
+    then joins, cost as much as the SELECT of the log's end (asked once per unit, see
+    ledger.followed)."""
 
     datastore: "UnitDatastore"
+
+    def insert_events(
+        self, stored_events: Sequence[StoredEvent], **kwargs: Any
+    ) -> Sequence[int] | None:
+        cursor: SQLiteCursor | None = getattr(self.datastore.open_units, "cursor", None)
+        if cursor is None:
+            return super().insert_events(stored_events, **kwargs)
+        return self._insert_events(cursor, stored_events, **kwargs)
 
     def max_notification_id(self) -> int:
         cursor: SQLiteCursor | None = getattr(self.datastore.open_units, "cursor", None)
