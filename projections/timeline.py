@@ -11,10 +11,8 @@ from then on is told each event the read model applies: one fold of the log, not
 """
 
 import bisect
-import itertools
 import logging
 import threading
-from collections.abc import Callable, Iterable
 from datetime import datetime
 
 from ledger.domain import events as ev
@@ -26,6 +24,7 @@ from projections.log import PAGE, decode, page_after, paused_gc
 from projections.readmodel import ReadModel
 from projections.results import Progress
 from projections.timeline_entries import Entry, EntryKind, Lane, StepInfo, Timeline, describe
+from projections.timeline_pages import PlanIndex, chosen, position_of, take
 from projections.view import LedgerView
 
 __all__ = ["Entry", "EntryKind", "Lane", "Progress", "Timeline", "TimelineModel"]
@@ -46,9 +45,7 @@ class TimelineModel:
         self._view: LedgerView | None = LedgerView()  # ours, until the read model's serves
         self._attach = threading.Lock()
         self._entries: list[Entry] = []
-        # Indexes, so one plan's timeline reads that plan's entries, not all of them.
-        self._by_plan: dict[str, list[Entry]] = {}
-        self._marks: dict[str | None, list[Entry]] = {}  # session started/ended, by session
+        self._plans = PlanIndex()  # so one plan's timeline reads that plan's entries only
         self._plan_of: dict[str, str] = {}
         self._infos: dict[str, StepInfo] = {}
         self._position = 0
@@ -131,10 +128,7 @@ class TimelineModel:
             entry = describe(position, event, self._info, before)
             if entry is not None:
                 self._entries.append(entry)
-                if entry.plan is not None:
-                    self._by_plan.setdefault(entry.plan, []).append(entry)
-                if entry.kind in _MARKS:
-                    self._marks.setdefault(entry.session_id, []).append(entry)
+                self._plans.add(entry)
 
     def _info(self, step_id: str) -> StepInfo | None:
         """The step's plan, number and title as of the event being described (kept until
@@ -163,38 +157,20 @@ class TimelineModel:
         timeline also carries the start of each session whose first act on the plan is on
         the page, even when that start came before `after`: a reader adding pages to what
         it holds (in position order) gets the same timeline as one read whole."""
-        def keep(e: Entry) -> bool:
-            return _chosen(e, sessions, since, until)
-
         if self.store is not None:
             self.catch_up()
         with self._lock:
             if plan is None:
-                start = bisect.bisect_right(self._entries, after, key=_position_of)
-                later = (e for e in self._entries[start:] if keep(e))
-                page, more = _take(later, limit)
+                start = bisect.bisect_right(self._entries, after, key=position_of)
+                later = (e for e in self._entries[start:] if chosen(e, sessions, since, until))
+                page, more = take(later, limit)
             else:
-                page, more = self._plan_page(plan, keep, after, limit)
+                page, more = self._plans.page(plan, sessions, since, until, after, limit)
             plans = [plan] if plan is not None else list(dict.fromkeys(
                 e.plan for e in page if e.plan is not None))
             next_after = max((e.position for e in page), default=after)
             return Timeline(self._lanes(page), tuple(page), self._progress(plans), more,
                             next_after)
-
-    def _plan_page(
-        self, plan: str, keep: Callable[[Entry], bool], after: int, limit: int | None
-    ) -> tuple[list[Entry], bool]:
-        acts = [e for e in self._by_plan.get(plan, ()) if keep(e)]
-        first_act: dict[str | None, int] = {}
-        for e in acts:
-            first_act.setdefault(e.session_id, e.position)
-        marks = [m for s in first_act for m in self._marks.get(s, ()) if keep(m)]
-        merged = sorted(acts + marks, key=lambda e: e.position)
-        page, more = _take((e for e in merged if e.position > after), limit)
-        last = page[-1].position if page else after
-        starts = [m for m in marks if m.kind == "session_started"
-                  and m.position <= after < first_act[m.session_id] <= last]
-        return sorted(starts + page, key=lambda e: e.position), more
 
     def _lanes(self, entries: list[Entry]) -> tuple[Lane, ...]:
         order = list(dict.fromkeys(e.session_id for e in entries))
@@ -223,27 +199,3 @@ class TimelineModel:
             return ()
         return tuple(queries.progress(view, PlanSlug(p), now) for p in plans if p in view.plans)
 
-
-_MARKS = ("session_started", "session_ended")
-
-
-def _position_of(entry: Entry) -> int:
-    return entry.position
-
-
-def _take(entries: Iterable[Entry], limit: int | None) -> tuple[list[Entry], bool]:
-    """The first `limit` entries (all when None), and whether any were left."""
-    if limit is None:
-        return list(entries), False
-    page = list(itertools.islice(entries, limit + 1))
-    return page[:limit], len(page) > limit
-
-
-def _chosen(
-    entry: Entry, sessions: tuple[str, ...], since: datetime | None, until: datetime | None
-) -> bool:
-    if sessions and entry.session_id not in sessions:
-        return False
-    if since is not None and entry.at < since:
-        return False
-    return until is None or entry.at <= until

@@ -2,6 +2,7 @@
 for what came since (`after=next_after`) ends up with what a reader of the whole has."""
 
 import contextlib
+from typing import Any
 
 import pytest
 
@@ -60,3 +61,41 @@ def test_what_came_since_completes_what_a_reader_held(runtime: Runtime, clock: F
     started = [e for e in model.timeline(plan=plans[0]).entries
                if e.kind == "session_started" and e.session_id == waiting]
     assert started, "the late session acted on the plan: its start belongs to the timeline"
+
+
+def _paged(model: TimelineModel, plan: str, limit: int, **chosen: Any) -> list[Entry]:
+    pages, after, more = [], 0, True
+    while more:
+        page = model.timeline(plan=plan, after=after, limit=limit, **chosen)
+        pages.append(page.entries)
+        after, more = page.next_after, page.more
+    return _merged(*pages)
+
+
+@pytest.mark.parametrize("limit", [1, 9])
+def test_pages_of_some_sessions_lanes_add_up_to_those_lanes_of_the_whole(
+    runtime: Runtime, clock: FakeClock, limit: int
+) -> None:
+    random_workload(runtime, clock, seed=24, commands=150)
+    model = TimelineModel(runtime.store)
+    for plan in runtime.reads.plan_slugs():
+        whole = model.timeline(plan=plan)
+        lanes = tuple(lane.session_id for lane in whole.lanes if lane.session_id)[:2]
+        assert lanes, "sessions acted on every plan"
+        theirs = [e for e in whole.entries if e.session_id in lanes]
+        assert list(model.timeline(plan=plan, sessions=lanes).entries) == theirs
+        assert _paged(model, plan, limit, sessions=lanes) == theirs
+
+
+def test_pages_within_a_time_window_add_up_to_the_window(
+    runtime: Runtime, clock: FakeClock
+) -> None:
+    random_workload(runtime, clock, seed=25, commands=150)
+    model = TimelineModel(runtime.store)
+    for plan in runtime.reads.plan_slugs():
+        times = sorted(e.at for e in model.timeline(plan=plan).entries)
+        since, until = times[len(times) // 3], times[2 * len(times) // 3]
+        window = model.timeline(plan=plan, since=since, until=until).entries
+        assert 0 < len(window) < len(times)
+        assert all(since <= e.at <= until for e in window)
+        assert _paged(model, plan, 4, since=since, until=until) == list(window)
