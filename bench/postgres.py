@@ -2,8 +2,10 @@
 
 Baseline, same run and same database: the `eventsourcing` library's bare insert, one
 stored event per transaction (what a claim appends: a StepClaimed encoded by the store's
-own mapper), from as many writer threads as there are HTTP clients. Each claim is one HTTP
-request on a step nobody else claims, so the figure is throughput, not contention.
+own mapper), from as many writer threads as there are HTTP clients. Informing, beside it:
+the same inserts through our own append (infra.pg_append: one function call the server
+commits), the floor of a claim's write. Each claim is one HTTP request on a step nobody
+else claims, so the figure is throughput, not contention.
 
 Beside each figure, where the CPU went per operation (replica processes, this process's
 HTTP clients, the PostgreSQL backends serving them, found by their PGAPPNAME label), read
@@ -11,9 +13,10 @@ from /proc, and the rate the machine's cores would allow at that cost. That says
 ceiling is. Two limits meet here:
 
 - the database's: every append from every replica takes the log table's EXCLUSIVE lock
-  and holds it through its commit (the library does so, so that notification ids follow
-  commit order and tailing readers never skip), so appends are serialized: one WAL flush
-  at a time, no group commit. The bare insert rate is that limit;
+  and holds it through its commit (so that notification ids follow commit order and
+  tailing readers never skip), so appends are serialized: one WAL flush at a time, no
+  group commit. The bare insert rate is that limit (the library's holds the lock across a
+  round trip to the client as well; ours does not);
 - the cores': a claim costs several times a bare insert in CPU (HTTP, the session token,
   loading session, step and plan with a round trip each, deciding, encoding, the reply).
   When the claims' CPU per op times their rate reaches the cores, adding replicas on the
@@ -36,8 +39,10 @@ from datetime import UTC, datetime
 
 import psycopg
 from eventsourcing.persistence import StoredEvent
+from eventsourcing.postgres import PostgresApplicationRecorder
 
 from bench.timing import Figure
+from infra.pg_schema import EVENTS_TABLE
 from ledger.domain.events import StepClaimed
 from ledger.storage import store_settings
 from ledger.store import EventStore
@@ -45,6 +50,8 @@ from tests.support.postgres import BASE_URL, fresh_schema, postgres_reachable
 from tests.support.replicas import Agent, Replica, app_name, create_plan, replicas
 
 CLIENTS = 8
+LIBRARY = f"library bare insert, 1 event/txn, {CLIENTS} threads"
+OURS = f"our append function, bare, 1 event/txn, {CLIENTS} threads"
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -106,11 +113,16 @@ def backends(url: str, names: Sequence[str]) -> list[int]:
     return [int(row[0]) for row in rows]
 
 
-def bare_inserts(url: str, count: int, writers: int) -> Run:
-    """The library's insert, one event per transaction, from `writers` threads."""
+def bare_inserts(url: str, count: int, writers: int, library: bool) -> Run:
+    """Inserts, one event per transaction, from `writers` threads: by the library's own
+    recorder (`library`), or by the store's (our append function)."""
     label = f"planledger-bench-{os.getpid()}"
     os.environ["PGAPPNAME"] = label  # labels this store's connections in pg_stat_activity
     store = EventStore(store_settings(url))
+    recorder = store.recorder
+    if library:
+        recorder = PostgresApplicationRecorder(store.recorder.datastore,  # type: ignore[attr-defined]
+                                               events_table_name=EVENTS_TABLE)
     try:
         now, run_id = datetime.now(UTC), uuid.uuid4().hex[:8]
         batches = [[store.mapper.to_stored_event(StepClaimed(
@@ -120,7 +132,7 @@ def bare_inserts(url: str, count: int, writers: int) -> Run:
 
         def insert(batch: list[StoredEvent]) -> None:
             for stored in batch:
-                store.recorder.insert_events([stored])
+                recorder.insert_events([stored])
 
         def work() -> None:
             with ThreadPoolExecutor(writers) as pool:
@@ -184,21 +196,22 @@ def run(smoke: bool = False) -> list[Figure]:
         return []
     count, rounds, sizes = (40, 1, (1,)) if smoke else (600, 3, (1, 2, 3))
     claims: dict[int, list[Run]] = {n: [] for n in sizes}
-    bare: list[Run] = []
+    bare: dict[str, list[Run]] = {LIBRARY: [], OURS: []}
     with fresh_schema() as url, replicas(url, max(sizes)) as cluster:
         for r in range(rounds):
-            bare.append(bare_inserts(url, count, CLIENTS))
+            for name, runs in bare.items():
+                runs.append(bare_inserts(url, count, CLIENTS, library=name == LIBRARY))
             for n in sizes:
                 claims[n].append(http_claims(cluster[:n], count, f"bench-{r}-{n}"))
-    base = statistics.median(b.rate for b in bare)
-    print(_explain(f"bench postgres: bare inserts, {CLIENTS} threads", bare))
+    for name, runs in bare.items():
+        print(_explain(f"bench postgres: {name}", runs))
     figures = []
     for n in sizes:
         print(_explain(f"bench postgres: claims, {n} replica(s)", claims[n]))
-        figures.append(Figure(
-            f"claims/s, {n} replica(s), {CLIENTS} HTTP clients", statistics.median(
-                c.rate for c in claims[n]), "claims/s",
-            f"library bare insert, 1 event/txn, {CLIENTS} threads", base, rounds=rounds))
+        rate = statistics.median(c.rate for c in claims[n])
+        figures += [Figure(f"claims/s, {n} replica(s), {CLIENTS} HTTP clients", rate,
+                           "claims/s", name, statistics.median(b.rate for b in runs),
+                           rounds=rounds) for name, runs in bare.items()]
     return figures
 
 

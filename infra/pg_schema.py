@@ -14,6 +14,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
+from infra.pg_append import APPEND_ARGUMENTS, APPEND_FUNCTION
 from ledger.storage import postgres_conninfo, postgres_options, store_settings
 from ledger.store import EventStore
 from projections.pg_checkpoints import PG_CHECKPOINT_TABLE, PG_TRACKING_TABLE, postgres_checkpoints
@@ -33,7 +34,8 @@ SELECT name FROM (VALUES
     ('type', to_regtype(%(type)s)::text),
     ('index', to_regclass(%(index)s)::text),
     ('checkpoints', to_regclass(%(checkpoints)s)::text),
-    ('checkpoint tracking', to_regclass(%(checkpoint tracking)s)::text)
+    ('checkpoint tracking', to_regclass(%(checkpoint tracking)s)::text),
+    ('append function', to_regprocedure(%(append function)s)::text)
 ) AS objects(name, found)
 WHERE found IS NULL
 """
@@ -61,6 +63,7 @@ def _missing(conn: psycopg.Connection[tuple[object, ...]], schema: str) -> tuple
         "index": f'"{schema}".{NOTIFICATION_INDEX}',
         "checkpoints": f'"{schema}".{PG_CHECKPOINT_TABLE}',
         "checkpoint tracking": f'"{schema}".{PG_TRACKING_TABLE}',
+        "append function": f'"{schema}".{APPEND_FUNCTION}({APPEND_ARGUMENTS})',
     }
     has_schema = conn.execute(
         "SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone()

@@ -116,7 +116,9 @@ def postgres_conninfo(url: str) -> dict[str, str]:
 def _postgres_settings(url: str) -> dict[str, str]:
     conn = postgres_conninfo(url)
     settings = {
-        "PERSISTENCE_MODULE": "eventsourcing.postgres",
+        # The library's PostgreSQL persistence, each append one call of a function that the
+        # server runs and commits (see the module).
+        "PERSISTENCE_MODULE": "infra.pg_append:Factory",
         "POSTGRES_DBNAME": conn["dbname"],
         "POSTGRES_HOST": conn["host"],
         "POSTGRES_PORT": conn["port"],
@@ -127,7 +129,7 @@ def _postgres_settings(url: str) -> dict[str, str]:
         "CREATE_TABLE": "no",
         "PLANLEDGER_CREATE_TABLE": "no",  # the library reads this spelling first
         # Kept off on purpose: its insert function skips the table lock, so a reader
-        # tailing the log could pass over an event that commits late.
+        # tailing the log could pass over an event that commits late (ours takes it).
         "POSTGRES_ENABLE_DB_FUNCTIONS": "no",
     }
     for name, value in postgres_options(url).items():

@@ -140,9 +140,15 @@ def follow(model: "ReadModel", interval: float = DEFAULT_INTERVAL) -> Follower:
     The model is caught up first, so the follower's `position` is the end of the log as it
     stood when this returns (not wherever the model happened to be)."""
     model.catch_up()
-    if type(model.store.recorder).__module__.startswith("eventsourcing.postgres"):
+    if _is_postgres(model.store.recorder):
         from projections.pg_follower import PgFollower
 
         return PgFollower(model.store, model.apply_notifications, model.position).start()
     return PollingFollower(model.store, model.apply_notifications, model.position,
                            interval).start()
+
+
+def _is_postgres(recorder: object) -> bool:
+    """Whether the recorder is (derived from) the library's PostgreSQL one; asked by name,
+    so an embedded store's process never imports the PostgreSQL driver."""
+    return any(c.__module__.startswith("eventsourcing.postgres") for c in type(recorder).__mro__)

@@ -7,9 +7,14 @@ from multiprocessing.synchronize import Barrier
 from pathlib import Path
 from typing import Any
 
+import psycopg
+from psycopg import sql
+
 from api.runtime import open_runtime
+from infra.pg_append import APPEND_FUNCTION
 from infra.pg_schema import init_schema, missing_objects
-from tests.support.postgres import fresh_schema
+from ledger.storage import postgres_options
+from tests.support.postgres import BASE_URL, fresh_schema
 
 TIMEOUT = 60
 PLANLEDGER = str(Path(sys.executable).parent / "planledger")  # the installed command
@@ -61,3 +66,19 @@ def test_a_replica_opened_on_an_empty_schema_initialises_it_and_works() -> None:
             assert runtime.store.session(session.id).name == "first"
         finally:
             runtime.close()
+
+
+def test_a_schema_made_before_the_append_function_gets_it_on_the_next_start() -> None:
+    with fresh_schema() as url:
+        schema = postgres_options(url)["schema"]
+        with psycopg.connect(BASE_URL, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP FUNCTION {}.{}").format(
+                sql.Identifier(schema), sql.Identifier(APPEND_FUNCTION)))
+        assert missing_objects(url) == ("append function",)
+        runtime = open_runtime(url)
+        try:
+            session = runtime.ledger.start_session("after the upgrade")
+            assert runtime.store.session(session.id).name == "after the upgrade"
+        finally:
+            runtime.close()
+        assert missing_objects(url) == ()
