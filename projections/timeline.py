@@ -33,6 +33,8 @@ LEDGER_LANE = "ledger"
 
 log = logging.getLogger(__name__)
 
+_RETITLED = ev.StepAdded | ev.StepRevised  # built once, not for every event
+
 
 class TimelineModel:
     """Entries folded from the log beside a `LedgerView` of the same events (which names
@@ -123,7 +125,7 @@ class TimelineModel:
             if isinstance(event, ev.StepAdded):  # known before its own stream opens
                 self._plan_of[event.step_id] = event.originator_id.removeprefix(
                     PLAN_STREAM_PREFIX)
-            if isinstance(event, ev.StepAdded | ev.StepRevised):
+            if isinstance(event, _RETITLED):
                 self._infos.pop(event.step_id, None)  # its title is new
             entry = describe(position, event, self._info, before)
             if entry is not None:

@@ -81,13 +81,17 @@ def describe(
         step = info(step_id)
         return f"step {step.number}" if step else f"step {step_id}"
 
-    if isinstance(event, ev.PlanCreated | ev.StepAdded | ev.StepRevised
-                  | ev.DependenciesDeclared):
+    if isinstance(event, _PLAN_EVENTS):
         return _plan_entry(event, entry, ref)
-    if isinstance(event, ev.SessionStarted | ev.SessionEnded | ev.ReadyListed
-                  | ev.ClaimBounced | ev.ClaimRefused | ev.StaleFenceRejected):
+    if isinstance(event, _SESSION_EVENTS):
         return _session_entry(event, entry, ref, info)
     return _step_entry(event, before, entry, ref)
+
+
+# Built once: a union written inside `describe` was built again for every event.
+_PLAN_EVENTS = ev.PlanCreated | ev.StepAdded | ev.StepRevised | ev.DependenciesDeclared
+_SESSION_EVENTS = (ev.SessionStarted | ev.SessionEnded | ev.ReadyListed | ev.ClaimBounced
+                   | ev.ClaimRefused | ev.StaleFenceRejected)
 
 
 def _plan_entry(event: ev.LedgerEvent, entry: EntryFn, ref: RefFn) -> Entry | None:
@@ -150,7 +154,7 @@ def _step_entry(
                      f"{event.lease_seconds} s{after})", step, holder=lapsed, fence=event.fence)
     if isinstance(event, ev.LeaseRenewed):
         return entry("renewed", f"heartbeat on {ref(step)}: lease until "
-                     f"{event.expires_at:%H:%M:%S}", step, fence=event.fence)
+                     f"{_clock(event.expires_at)}", step, fence=event.fence)
     if isinstance(event, ev.StepReleased):
         why = {"released": "released", "session_ended": "released (session ended)",
                "forced": f'force-released (held by "{event.holder}")'}[event.reason]
@@ -163,6 +167,11 @@ def _step_entry(
     if isinstance(event, ev.StepReopened):
         return entry("reopened", f"reopened {ref(step)}", step)
     return None
+
+
+def _clock(at: datetime) -> str:
+    """HH:MM:SS, as `f"{at:%H:%M:%S}"` writes it in a seventh of the time (no strftime)."""
+    return at.time().isoformat("seconds")
 
 
 @dataclass(frozen=True)
