@@ -12,6 +12,7 @@ from then on is told each event the read model applies: one fold of the log, not
 
 import bisect
 import logging
+import sys
 import threading
 from datetime import datetime
 
@@ -143,7 +144,8 @@ class TimelineModel:
         definition = state.steps.get(StepId(step_id)) if state else None
         if plan is None or definition is None:
             return None
-        info = self._infos[step_id] = StepInfo(plan, definition.position + 1, definition.title)
+        info = self._infos[step_id] = StepInfo(plan, definition.position + 1, definition.title,
+                                               sys.intern(step_id))
         return info
 
     # --- queries ------------------------------------------------------------------

@@ -34,6 +34,7 @@ class StepInfo:
     plan: str
     number: int  # 1-based place in its plan
     title: str
+    step_id: str  # shared by every entry about the step (see _shared)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,23 +69,31 @@ def describe(
 ) -> Entry | None:
     """The entry for `event` (None for bookkeeping such as StepOpened); `info` knows the
     steps as of this event, `before` is the step's state before a step event."""
+    known: dict[str, StepInfo | None] = {}  # an entry names its step twice: one look-up
+
+    def about(step_id: str) -> StepInfo | None:
+        if step_id not in known:
+            known[step_id] = info(step_id)
+        return known[step_id]
+
     def entry(kind: EntryKind, text: str, step_id: str | None = None, **extra: Any) -> Entry:
-        step = info(step_id) if step_id else None
+        step = about(step_id) if step_id else None
         plan = extra.pop("plan", None)
-        plan = step.plan if step else plan
+        if step is None:
+            return Entry(position, event.timestamp, _shared(event.session_id), kind, text,
+                         plan=plan, step_id=_shared(step_id), **extra)
         return Entry(position, event.timestamp, _shared(event.session_id), kind, text,
-                     plan=plan, step_id=_shared(step_id),
-                     step_number=step.number if step else None,
-                     step_title=step.title if step else None, **extra)
+                     plan=step.plan, step_id=step.step_id, step_number=step.number,
+                     step_title=step.title, **extra)
 
     def ref(step_id: str) -> str:
-        step = info(step_id)
+        step = about(step_id)
         return f"step {step.number}" if step else f"step {step_id}"
 
     if isinstance(event, _PLAN_EVENTS):
         return _plan_entry(event, entry, ref)
     if isinstance(event, _SESSION_EVENTS):
-        return _session_entry(event, entry, ref, info)
+        return _session_entry(event, entry, ref, about)
     return _step_entry(event, before, entry, ref)
 
 
