@@ -1,9 +1,10 @@
 """Queries over a `LedgerView` at a moment: ready, blocked, holders, progress, verdicts.
 
-The index already holds the open steps' verdicts; only in-progress steps are judged here,
-with the claim rule and the caller's `now`, because a lease lapses with the clock and
-writes nothing. So a query costs what it returns plus the steps in flight, never the
-size of the plan or of the log.
+The index already holds the open steps' verdicts; only in-progress steps whose claim may
+have lapsed by the caller's `now` are judged here, with the claim rule, because a lease
+lapses with the clock and writes nothing (the index keeps leases in expiry order, so
+finding them is a bisection). So a query costs what it returns plus the lapsed claims,
+never the size of the plan, of its steps in flight, or of the log.
 """
 
 import heapq
@@ -24,16 +25,17 @@ def _index(view: LedgerView, plan: PlanSlug) -> PlanIndex:
     return index
 
 
-def _judged_in_flight(
+def _judged_lapsed(
     view: LedgerView, index: PlanIndex, now: datetime
 ) -> list[tuple[StepId, Verdict]]:
-    return [(step_id, view.verdict(step_id, now)) for step_id in index.in_progress]
+    """Verdicts on the steps in progress whose claim may have lapsed; the rest are held."""
+    return [(step_id, view.verdict(step_id, now)) for step_id in view.maybe_lapsed(index, now)]
 
 
 def ready_ids(view: LedgerView, plan: PlanSlug, now: datetime) -> list[StepId]:
     """The plan's claimable steps at `now`, oldest first, ties by id."""
     index = _index(view, plan)
-    lapsed = [s for s, v in _judged_in_flight(view, index, now) if v.kind == "claimable"]
+    lapsed = [s for s, v in _judged_lapsed(view, index, now) if v.kind == "claimable"]
     if not lapsed:
         return list(index.ready)
     key = index.keys.__getitem__
@@ -68,7 +70,7 @@ def blocked_steps(
     found = []
     for slug in [plan] if plan is not None else list(view.indexes):
         index = _index(view, slug)
-        for step_id in index.in_order([*index.blocked, *index.in_progress]):
+        for step_id in index.in_order([*index.blocked, *view.maybe_lapsed(index, now)]):
             verdict = view.verdict(step_id, now)
             if verdict.kind == "blocked":
                 found.append(_blocked_step(view, step_id, verdict))
@@ -127,12 +129,12 @@ def holding(view: LedgerView, step_id: StepId, now: datetime) -> Holding | None:
 def progress(view: LedgerView, plan: PlanSlug, now: datetime) -> Progress:
     """The plan's counts at `now`: in-progress steps are split by what the clock says."""
     index = _index(view, plan)
-    kinds = [verdict.kind for _, verdict in _judged_in_flight(view, index, now)]
+    kinds = [verdict.kind for _, verdict in _judged_lapsed(view, index, now)]
     state = view.plans[plan]
     return Progress(
         plan=plan, title=state.title, total=len(index.order),
         done=index.counts["done"], dropped=index.counts["dropped"],
-        in_flight=kinds.count("held"),
+        in_flight=index.counts["in_progress"] - len(kinds) + kinds.count("held"),
         claimable=index.counts["ready"] + kinds.count("claimable"),
         blocked=index.counts["blocked"] + kinds.count("blocked"),
     )

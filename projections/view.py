@@ -35,7 +35,7 @@ from projections.index import PlanIndex
 # An open step's verdict does not depend on the time (only a held lease does), so the
 # index judges open steps once, when they or their dependencies change, at any moment.
 TIMELESS = datetime.min.replace(tzinfo=UTC)
-FORMAT = 1  # bump when the pickled shape changes: older checkpoints are then rebuilt
+FORMAT = 2  # bump when the pickled shape changes: older checkpoints are then rebuilt
 
 _PLAN_EVENTS = (ev.PlanCreated, ev.StepAdded, ev.StepRevised, ev.DependenciesDeclared)
 _STEP_EVENTS = (ev.StepOpened, ev.StepClaimed, ev.LeaseRenewed, ev.StepReleased,
@@ -57,6 +57,7 @@ class LedgerView:
         self.indexes: dict[PlanSlug, PlanIndex] = {}
         self.dependents: dict[StepId, set[StepId]] = {}
         self.held: dict[SessionId, set[StepId]] = {}
+        self.ended_holders: set[SessionId] = set()  # ended, still named as holders
         self.history: dict[StepId, array[int]] = {}
         self._dirty: set[StepId] = set()
         self._handlers = self._dispatch()
@@ -85,6 +86,7 @@ class LedgerView:
             "steps": self.steps, "sessions": self.sessions, "indexes": self.indexes,
             "dependents": self.dependents, "history": self.history,
             "held": {session: steps for session, steps in self.held.items() if steps},
+            "ended_holders": self.ended_holders,
         }
 
     # --- folding ------------------------------------------------------------------
@@ -150,16 +152,41 @@ class LedgerView:
             self._dirty.add(step_id)
             if (before.status in SATISFYING) != (after.status in SATISFYING):
                 self._dirty.update(self.dependents.get(step_id, ()))
+        if after.status == "in_progress" or (before is not None
+                                             and before.status == "in_progress"):
+            self._note_lease(step_id, after)
         if before is not None and before.holder == after.holder:
             return  # a heartbeat, the usual event: nobody's holdings change
         if before is not None and before.holder is not None:
-            self.held.get(before.holder, set()).discard(step_id)
+            self._let_go(before.holder, step_id)
         if after.holder is not None:
             self.held.setdefault(after.holder, set()).add(step_id)
+            if self.holder_ended(after):
+                self.ended_holders.add(after.holder)
+
+    def _note_lease(self, step_id: StepId, step: StepState) -> None:
+        """Keep the plan's expiry order: a lease with no expiry or holder lapsed already."""
+        index = self.indexes.get(step.plan)
+        if index is None:
+            return
+        if step.status != "in_progress":
+            index.hold_until(step_id, None)
+        else:
+            held = step.holder is not None and step.expires_at is not None
+            index.hold_until(step_id, step.expires_at if held else TIMELESS)
+
+    def _let_go(self, session_id: SessionId, step_id: StepId) -> None:
+        held = self.held.get(session_id)
+        if held is not None:
+            held.discard(step_id)
+            if not held:
+                self.ended_holders.discard(session_id)
 
     def _on_session(self, event: ev.LedgerEvent, position: int) -> None:
         session_id = SessionId(event.originator_id)
         self.sessions[session_id] = evolve_session(self.sessions.get(session_id), event)
+        if isinstance(event, ev.SessionEnded) and self.held.get(session_id):
+            self.ended_holders.add(session_id)  # its claims lapse now, releases or not
         step_id = getattr(event, "step_id", None)
         if step_id is not None:  # a refused attempt on a step belongs to its history
             self._remember(StepId(step_id), position)
@@ -206,6 +233,15 @@ class LedgerView:
             return False
         session = self.sessions.get(step.holder)
         return session is not None and session.ended
+
+    def maybe_lapsed(self, index: PlanIndex, now: datetime) -> list[StepId]:
+        """The plan's steps in progress whose claim may have lapsed by `now` (lease at or
+        past expiry, or holder's session ended); every other one is held, by the claim
+        rule, whatever its dependencies say."""
+        found = set(index.lapsed_by(now))
+        for session_id in self.ended_holders:
+            found.update(self.held.get(session_id, ()))
+        return [s for s in found if index.bucket.get(s) == "in_progress"]
 
     def verdict(self, step_id: StepId, now: datetime) -> Verdict:
         """What a claim on the step would meet at `now`: the claim rule itself."""

@@ -131,6 +131,25 @@ def test_progress_rolls_up_in_one_line(rt: Runtime, clock: FakeClock) -> None:
     assert [p.plan for p in rt.reads.progress_all()] == [PLAN]
 
 
+def test_leases_lapse_in_expiry_order_and_a_heartbeat_moves_a_lease_back(
+    rt: Runtime, clock: FakeClock
+) -> None:
+    _, steps = rt.ledger.create_plan(PLAN, "Plan", steps=[NewStep(f"s{i}") for i in range(4)])
+    agent = rt.ledger.start_session("x")
+    for i, step in enumerate(steps):  # s0 lapses last, s3 first
+        rt.ledger.claim(step, agent.id, lease_seconds=40 - 10 * i)
+    clock.advance(5)
+    rt.ledger.heartbeat(steps[3], agent.id, lease_seconds=30)  # 10 s -> 35 s from the start
+    clock.advance(15)  # 20 s: the 20 s lease of s2 has lapsed, the renewed s3 holds
+    assert rt.reads.ready(PLAN) == [steps[2]]
+    assert rt.reads.progress(PLAN).rollup == "p: 0/4 done, 1 claimable, 3 in flight"
+    clock.advance(10)  # 30 s: s1 too
+    assert rt.reads.ready(PLAN) == [steps[1], steps[2]]
+    clock.advance(5)  # 35 s: the renewed s3 too
+    assert rt.reads.ready(PLAN) == steps[1:]
+    assert [h.step_id for h in rt.reads.holders()] == [steps[0]]
+
+
 def test_history_is_every_event_of_the_step_in_log_order(rt: Runtime, clock: FakeClock) -> None:
     a, b, *_ = chain(rt)
     one, two = rt.ledger.start_session("one"), rt.ledger.start_session("two")
