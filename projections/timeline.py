@@ -25,7 +25,7 @@ from projections.log import PAGE, decode, page_after, paused_gc
 from projections.readmodel import ReadModel
 from projections.results import Progress
 from projections.timeline_entries import Entry, EntryKind, Lane, StepInfo, Timeline, describe
-from projections.timeline_pages import PlanIndex, chosen, position_of, take
+from projections.timeline_pages import EntryIndex, chosen, position_of, take
 from projections.view import LedgerView
 
 __all__ = ["Entry", "EntryKind", "Lane", "Progress", "Timeline", "TimelineModel"]
@@ -48,7 +48,7 @@ class TimelineModel:
         self._view: LedgerView | None = LedgerView()  # ours, until the read model's serves
         self._attach = threading.Lock()
         self._entries: list[Entry] = []
-        self._plans = PlanIndex()  # so one plan's timeline reads that plan's entries only
+        self._plans = EntryIndex()  # so one plan's timeline reads that plan's entries only
         self._plan_of: dict[str, str] = {}
         self._infos: dict[str, StepInfo] = {}
         self._position = 0

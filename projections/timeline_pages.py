@@ -33,7 +33,7 @@ class PlanEntries:
         self.first_acts: list[tuple[int, str | None]] = []
 
 
-class PlanIndex:
+class EntryIndex:
     """Entries by plan and marks by session, as the timeline model adds them."""
 
     def __init__(self) -> None:
