@@ -58,14 +58,18 @@ def test_db_init_reports_what_it_created_then_that_all_is_there() -> None:
         assert run("status").stdout.strip() == "ready"
 
 
+def _a_replica_opened_starts_a_session(url: str, name: str) -> None:
+    runtime = open_runtime(url)
+    try:
+        session = runtime.ledger.start_session(name)
+        assert runtime.store.session(session.id).name == name
+    finally:
+        runtime.close()
+
+
 def test_a_replica_opened_on_an_empty_schema_initialises_it_and_works() -> None:
     with fresh_schema(init=False) as url:
-        runtime = open_runtime(url)
-        try:
-            session = runtime.ledger.start_session("first")
-            assert runtime.store.session(session.id).name == "first"
-        finally:
-            runtime.close()
+        _a_replica_opened_starts_a_session(url, "first")
 
 
 def test_a_schema_made_before_the_append_function_gets_it_on_the_next_start() -> None:
@@ -75,10 +79,5 @@ def test_a_schema_made_before_the_append_function_gets_it_on_the_next_start() ->
             conn.execute(sql.SQL("DROP FUNCTION {}.{}").format(
                 sql.Identifier(schema), sql.Identifier(APPEND_FUNCTION)))
         assert missing_objects(url) == ("append function",)
-        runtime = open_runtime(url)
-        try:
-            session = runtime.ledger.start_session("after the upgrade")
-            assert runtime.store.session(session.id).name == "after the upgrade"
-        finally:
-            runtime.close()
+        _a_replica_opened_starts_a_session(url, "after the upgrade")
         assert missing_objects(url) == ()
