@@ -165,7 +165,8 @@ class LedgerView:
                 self.ended_holders.add(after.holder)
 
     def _note_lease(self, step_id: StepId, step: StepState) -> None:
-        """Keep the plan's expiry order: a lease with no expiry or holder lapsed already."""
+        """Keep the plan's expiry order (a step in progress with no holder or no expiry
+        counts as lapsed from the start, as the claim rule judges it)."""
         index = self.indexes.get(step.plan)
         if index is None:
             return
