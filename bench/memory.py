@@ -7,11 +7,12 @@ query (which folds the whole log into its read model); its resident set size is 
 from /proc. Baseline, same run: the same server on an empty log after the same query.
 The figure informs (no goal); bytes per event put it in proportion.
 
-Then it is asked for a plan's timeline (which the timeline model folds from the log once,
-then follows the read model), and its RSS read again. Then the server stops (saving its read
-model's checkpoint) and starts again on the same log: its first query, resumed from the
-checkpoint, next to the first start's full fold. Last, a command-line `ready` on the same
-log: from the checkpoint the server left, next to the same command with none.
+Then it is asked for a plan's timeline (read from the log on demand: that plan's events
+only, then told what the read model applies), and its RSS read again. Then the server
+stops (saving its read model's checkpoint) and starts again on the same log: its first
+query, resumed from the checkpoint, next to the first start's full fold. Last, a
+command-line `ready` on the same log: from the checkpoint the server left, next to the
+same command with none.
 """
 
 import subprocess

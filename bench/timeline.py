@@ -2,8 +2,8 @@
 
 One `planledger serve` on a log of 30 plans of 1,000 steps, claimed, half completed, the
 rest heartbeated up to 300,000 events (bench.memory.build_log). Figures: the server's first
-plan timeline (its timeline folds only what the read model has applied, so the log is
-folded once for both), the same plan's whole timeline read again, and what came since
+plan timeline (the read model's first fold of the log, then that plan's events read at
+their positions), the same plan's whole timeline read again, and what came since
 (`after=next_after`, the console's refresh on every change) next to the whole. Medians of
 several reads; informs (no goal).
 """

@@ -182,6 +182,12 @@ class ReadModel(Queryable, CandidateView):
         with self._lock:
             self._listeners.append(listener)
 
+    def unlisten(self, listener: "Listener") -> None:
+        """Stop telling `listener` (one that is not listening is ignored)."""
+        with self._lock:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
     @property
     def lock(self) -> threading.RLock:
         """The lock under which events are applied (and listeners told)."""

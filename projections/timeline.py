@@ -6,8 +6,10 @@ each stamped with the time its command ran. Bounces name the holder they bounced
 
 `TimelineModel` follows a store's notification log like the other read models (`catch_up`),
 or is fed events by hand (`apply`) when the log comes from a recording file. Beside a live
-`ReadModel` (a server), it folds the log once by itself up to where the read model is, and
-from then on is told each event the read model applies: one fold of the log, not two.
+`ReadModel` (a server), a plan's timeline (what the console reads) is read from the log on
+demand, that plan's events only (projections.plan_timelines); the timeline of some sessions
+or of everything folds the log once by itself up to where the read model is, and from then
+on is told each event the read model applies: one fold of the log, not two.
 """
 
 import bisect
@@ -22,6 +24,7 @@ from ledger.domain.state import StepState
 from ledger.store import EventStore
 from projections import queries
 from projections.log import PAGE, decode, page_after, paused_gc
+from projections.plan_timelines import PlanTimelines
 from projections.readmodel import ReadModel
 from projections.results import Progress
 from projections.timeline_entries import Entry, EntryKind, Lane, StepInfo, Timeline, describe
@@ -53,6 +56,9 @@ class TimelineModel:
         self._infos: dict[str, StepInfo] = {}
         self._position = 0
         self._lock = threading.RLock()
+        # Beside a live read model, a plan's timeline is read from the log on demand.
+        self._plan_timelines = (PlanTimelines(store, reads, TimelineModel)
+                                if store is not None and reads is not None else None)
 
     @property
     def position(self) -> int:
@@ -161,6 +167,8 @@ class TimelineModel:
         timeline also carries the start of each session whose first act on the plan is on
         the page, even when that start came before `after`: a reader adding pages to what
         it holds (in position order) gets the same timeline as one read whole."""
+        if plan is not None and self._plan_timelines is not None:
+            return self._plan_timelines.timeline(plan, sessions, since, until, after, limit)
         if self.store is not None:
             self.catch_up()
         with self._lock:

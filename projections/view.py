@@ -35,7 +35,7 @@ from projections.index import PlanIndex
 # An open step's verdict does not depend on the time (only a held lease does), so the
 # index judges open steps once, when they or their dependencies change, at any moment.
 TIMELESS = datetime.min.replace(tzinfo=UTC)
-FORMAT = 2  # bump when the pickled shape changes: older checkpoints are then rebuilt
+FORMAT = 3  # bump when the pickled shape changes: older checkpoints are then rebuilt
 
 _PLAN_EVENTS = (ev.PlanCreated, ev.StepAdded, ev.StepRevised, ev.DependenciesDeclared)
 _STEP_EVENTS = (ev.StepOpened, ev.StepClaimed, ev.LeaseRenewed, ev.StepReleased,
@@ -59,6 +59,10 @@ class LedgerView:
         self.held: dict[SessionId, set[StepId]] = {}
         self.ended_holders: set[SessionId] = set()  # ended, still named as holders
         self.history: dict[StepId, array[int]] = {}
+        # Positions of the events about a plan but no step (PlanCreated, ReadyListed), and
+        # of every session's start and end: with `history`, where a plan's timeline is.
+        self.plan_marks: dict[PlanSlug, array[int]] = {}
+        self.session_marks: array[int] = array("q")
         self._dirty: set[StepId] = set()
         self._handlers = self._dispatch()
 
@@ -85,6 +89,7 @@ class LedgerView:
             "position": self.position, "last_time": self.last_time, "plans": self.plans,
             "steps": self.steps, "sessions": self.sessions, "indexes": self.indexes,
             "dependents": self.dependents, "history": self.history,
+            "plan_marks": self.plan_marks, "session_marks": self.session_marks,
             "held": {session: steps for session, steps in self.held.items() if steps},
             "ended_holders": self.ended_holders,
         }
@@ -128,6 +133,7 @@ class LedgerView:
         self.plans[slug] = plan
         if isinstance(event, ev.PlanCreated):
             self.indexes[slug] = PlanIndex(slug)
+            self.plan_marks.setdefault(slug, array("q")).append(position)
             return
         step_id = StepId(event.step_id)  # type: ignore[attr-defined]
         self._remember(step_id, position)
@@ -186,8 +192,12 @@ class LedgerView:
     def _on_session(self, event: ev.LedgerEvent, position: int) -> None:
         session_id = SessionId(event.originator_id)
         self.sessions[session_id] = evolve_session(self.sessions.get(session_id), event)
-        if isinstance(event, ev.SessionEnded) and self.held.get(session_id):
-            self.ended_holders.add(session_id)  # its claims lapse now, releases or not
+        if isinstance(event, ev.SessionStarted | ev.SessionEnded):
+            self.session_marks.append(position)
+            if isinstance(event, ev.SessionEnded) and self.held.get(session_id):
+                self.ended_holders.add(session_id)  # its claims lapse now, releases or not
+        elif isinstance(event, ev.ReadyListed):
+            self.plan_marks.setdefault(PlanSlug(event.plan), array("q")).append(position)
         step_id = getattr(event, "step_id", None)
         if step_id is not None:  # a refused attempt on a step belongs to its history
             self._remember(StepId(step_id), position)

@@ -40,6 +40,23 @@ def test_a_timeline_joining_a_read_model_reads_as_its_own_fold(
     assert reads.position == follower.position
 
 
+def test_pages_of_a_server_plan_timeline_read_as_the_pages_of_its_own_fold(
+    runtime: Runtime, clock: FakeClock
+) -> None:
+    random_workload(runtime, clock, seed=35, commands=160)
+    follower, own = TimelineModel(runtime.store, reads=runtime.reads), TimelineModel(runtime.store)
+    for plan in runtime.reads.plan_slugs():
+        whole = own.timeline(plan=plan).entries
+        positions = [0, *(e.position for e in whole[::5])]
+        for after in positions:
+            for limit in (1, 4, None):
+                assert follower.timeline(plan=plan, after=after, limit=limit) == own.timeline(
+                    plan=plan, after=after, limit=limit), (plan, after, limit)
+        agents = tuple(sorted({e.session_id for e in whole if e.session_id})[:1])
+        assert follower.timeline(plan=plan, sessions=agents) == own.timeline(
+            plan=plan, sessions=agents)
+
+
 def test_a_server_timeline_after_a_restart_from_a_checkpoint(
     tmp_path: Path, clock: FakeClock
 ) -> None:
