@@ -13,6 +13,7 @@ entries, read in a fraction of a second, instead of an entry for every event of 
 folded on the first request.
 """
 
+import logging
 import threading
 from bisect import bisect_right
 from collections import OrderedDict
@@ -32,6 +33,8 @@ from projections.view import LedgerView
 
 if TYPE_CHECKING:  # the model imports this module
     from projections.timeline import TimelineModel
+
+log = logging.getLogger(__name__)
 
 KEPT = 8  # plans whose timelines are kept current; a console watches one at a time
 
@@ -117,8 +120,12 @@ class PlanTimelines:
         stream, reads = plan_stream(plan), self.reads
 
         def told(position: int, event: object, before: object) -> None:
-            if position > model.position and concerns(reads.view, plan, stream, event):
-                model.apply(position, event)
+            try:
+                if position > model.position and concerns(reads.view, plan, stream, event):
+                    model.apply(position, event)
+            except Exception:  # a timeline entry is never worth failing the read model
+                log.exception("timeline of %s: event at position %s not described",
+                              plan, position)
         return told
 
 
