@@ -8,6 +8,7 @@ import pytest
 
 from api.runtime import Runtime
 from ledger.application import NewStep
+from projections.plan_timelines import PlanTimelines
 from projections.readmodel import ReadModel
 from projections.timeline import Timeline, TimelineModel
 from tests.integration.test_projection_rebuild import random_workload, restarted
@@ -55,6 +56,26 @@ def test_pages_of_a_server_plan_timeline_read_as_the_pages_of_its_own_fold(
         agents = tuple(sorted({e.session_id for e in whole if e.session_id})[:1])
         assert follower.timeline(plan=plan, sessions=agents) == own.timeline(
             plan=plan, sessions=agents)
+
+
+def test_a_plan_timeline_dropped_from_the_kept_ones_reads_right_when_asked_again(
+    runtime: Runtime, clock: FakeClock
+) -> None:
+    random_workload(runtime, clock, seed=36, commands=80)
+    first, second, *_ = runtime.reads.plan_slugs()
+    kept = PlanTimelines(runtime.store, runtime.reads, TimelineModel, kept=1)
+
+    def read(plan: str) -> Timeline:
+        return kept.timeline(plan, (), None, None, 0, None)
+
+    read(first)
+    read(second)  # the first one's model goes, and stops listening
+    late = runtime.ledger.start_session("late").id
+    step = runtime.ledger.add_step(first, "late step", actor=late)
+    runtime.ledger.claim(step, late)
+    runtime.ledger.complete(step, late)
+    for plan in (first, second):
+        assert read(plan) == TimelineModel(runtime.store).timeline(plan=plan)
 
 
 def test_a_server_timeline_after_a_restart_from_a_checkpoint(
