@@ -25,11 +25,21 @@ def _index(view: LedgerView, plan: PlanSlug) -> PlanIndex:
     return index
 
 
+def _maybe_lapsed(view: LedgerView, index: PlanIndex, now: datetime) -> list[StepId]:
+    """The plan's steps in progress whose claim may have lapsed by `now` (lease at or past
+    expiry, or holder's session ended); every other one is held, by the claim rule,
+    whatever its dependencies say."""
+    found = set(index.lapsed_by(now))
+    for session_id in view.ended_holders:
+        found.update(view.held.get(session_id, ()))
+    return [s for s in found if index.bucket.get(s) == "in_progress"]
+
+
 def _judged_lapsed(
     view: LedgerView, index: PlanIndex, now: datetime
 ) -> list[tuple[StepId, Verdict]]:
     """Verdicts on the steps in progress whose claim may have lapsed; the rest are held."""
-    return [(step_id, view.verdict(step_id, now)) for step_id in view.maybe_lapsed(index, now)]
+    return [(step_id, view.verdict(step_id, now)) for step_id in _maybe_lapsed(view, index, now)]
 
 
 def ready_ids(view: LedgerView, plan: PlanSlug, now: datetime) -> list[StepId]:
@@ -70,7 +80,7 @@ def blocked_steps(
     found = []
     for slug in [plan] if plan is not None else list(view.indexes):
         index = _index(view, slug)
-        for step_id in index.in_order([*index.blocked, *view.maybe_lapsed(index, now)]):
+        for step_id in index.in_order([*index.blocked, *_maybe_lapsed(view, index, now)]):
             verdict = view.verdict(step_id, now)
             if verdict.kind == "blocked":
                 found.append(_blocked_step(view, step_id, verdict))

@@ -245,15 +245,6 @@ class LedgerView:
         session = self.sessions.get(step.holder)
         return session is not None and session.ended
 
-    def maybe_lapsed(self, index: PlanIndex, now: datetime) -> list[StepId]:
-        """The plan's steps in progress whose claim may have lapsed by `now` (lease at or
-        past expiry, or holder's session ended); every other one is held, by the claim
-        rule, whatever its dependencies say."""
-        found = set(index.lapsed_by(now))
-        for session_id in self.ended_holders:
-            found.update(self.held.get(session_id, ()))
-        return [s for s in found if index.bucket.get(s) == "in_progress"]
-
     def verdict(self, step_id: StepId, now: datetime) -> Verdict:
         """What a claim on the step would meet at `now`: the claim rule itself."""
         step = self.step(step_id)
