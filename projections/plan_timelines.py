@@ -24,10 +24,11 @@ from typing import TYPE_CHECKING
 
 from ledger.domain import events as ev
 from ledger.domain.ids import PlanSlug, StepId, plan_stream
+from ledger.domain.state import StepState
 from ledger.store import EventStore
 from projections import queries
 from projections.log import at_positions, paused_gc
-from projections.readmodel import ReadModel
+from projections.readmodel import Listener, ReadModel
 from projections.timeline_entries import Timeline
 from projections.view import LedgerView
 
@@ -37,9 +38,6 @@ if TYPE_CHECKING:  # the model imports this module
 log = logging.getLogger(__name__)
 
 KEPT = 8  # plans whose timelines are kept current; a console watches one at a time
-
-Told = Callable[[int, object, object], None]
-
 
 def plan_positions(view: LedgerView, plan: PlanSlug, after: int, upto: int) -> list[int]:
     """The ascending log positions in (after, upto] of every event a timeline of the plan
@@ -56,7 +54,7 @@ def plan_positions(view: LedgerView, plan: PlanSlug, after: int, upto: int) -> l
 class _Watched:
     """One plan's model and the listener that keeps it current."""
 
-    def __init__(self, model: "TimelineModel", told: Told) -> None:
+    def __init__(self, model: "TimelineModel", told: Listener) -> None:
         self.model, self.told = model, told
 
 
@@ -78,10 +76,7 @@ class PlanTimelines:
             return Timeline((), (), ())
         found = self._watching(plan).timeline(plan, sessions, since, until, after, limit)
         with self.reads.lock:
-            view = self.reads.view
-            view.settle()
-            now = view.last_time
-            progress = () if now is None else (queries.progress(view, PlanSlug(plan), now),)
+            progress = queries.progress_as_of_last(self.reads.view, [plan])
         return replace(found, progress=progress)
 
     def _watching(self, plan: str) -> "TimelineModel":
@@ -116,10 +111,10 @@ class PlanTimelines:
             for position, event in at_positions(self.store, positions):
                 model.apply(position, event)
 
-    def _teller(self, model: "TimelineModel", plan: PlanSlug) -> Told:
+    def _teller(self, model: "TimelineModel", plan: PlanSlug) -> Listener:
         stream, reads = plan_stream(plan), self.reads
 
-        def told(position: int, event: object, before: object) -> None:
+        def told(position: int, event: object, before: StepState | None) -> None:
             try:
                 if position > model.position and concerns(reads.view, plan, stream, event):
                     model.apply(position, event)

@@ -148,3 +148,12 @@ def progress(view: LedgerView, plan: PlanSlug, now: datetime) -> Progress:
         claimable=index.counts["ready"] + kinds.count("claimable"),
         blocked=index.counts["blocked"] + kinds.count("blocked"),
     )
+
+
+def progress_as_of_last(view: LedgerView, plans: list[str]) -> tuple[Progress, ...]:
+    """Each known plan's progress as of the view's last event (a timeline's reckoning)."""
+    view.settle()
+    now = view.last_time
+    if now is None:
+        return ()
+    return tuple(progress(view, PlanSlug(p), now) for p in plans if p in view.plans)

@@ -204,10 +204,5 @@ class TimelineModel:
 
     def _progress(self, plans: list[str]) -> tuple[Progress, ...]:
         """Progress as of the last event applied: the read side's own counting."""
-        view = self._current()
-        view.settle()
-        now = view.last_time
-        if now is None:
-            return ()
-        return tuple(queries.progress(view, PlanSlug(p), now) for p in plans if p in view.plans)
+        return queries.progress_as_of_last(self._current(), plans)
 
