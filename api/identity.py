@@ -3,61 +3,17 @@
 A session token is `<session id>.<signature>`, the signature an HMAC-SHA256 of the session
 id under the server's secret. Nothing is stored per token, so a token keeps working across
 restarts and on every replica that shares the secret, and it never appears in the event
-log (recordings are exported). The secret comes from `PLANLEDGER_SECRET`; without it an
-SQLite store keeps one generated beside its file (`<file>.secret`, mode 0600), an
-in-memory store makes one per process, and PostgreSQL refuses to start: its replicas
-must share one secret, so it has to come from the environment.
+log (recordings are exported). The secret is the store's (`infra.secret`).
 """
 
 import base64
 import hashlib
 import hmac
-import os
-import secrets
-from pathlib import Path
 
-from api.errors import ConfigError, Forbidden, Unauthorized
+from api.errors import Forbidden, Unauthorized
 from ledger.domain.ids import SessionId
-from ledger.storage import MEMORY, is_postgres
 
-SECRET_ENV = "PLANLEDGER_SECRET"
 _CONTEXT = b"planledger-session-token:"
-
-
-def secret_path(db: str) -> Path:
-    path = Path(db).expanduser()
-    return path.with_name(path.name + ".secret")
-
-
-def load_secret(db: str, configured: str | None) -> bytes:
-    """The token secret: configured, else kept beside an SQLite file, else per process."""
-    if configured:
-        return configured.encode()
-    if db == MEMORY:
-        return secrets.token_bytes(32)
-    if is_postgres(db):
-        raise ConfigError(
-            f"{SECRET_ENV} is required with PostgreSQL: every replica must sign session "
-            "tokens with the same secret (e.g. `export PLANLEDGER_SECRET=$(openssl rand -hex 32)`)")
-    return _read_or_create(secret_path(db))
-
-
-def _read_or_create(path: Path) -> bytes:
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # Write a private temporary file, then link it into place: the link fails if a
-        # concurrent process got there first, and nobody ever reads a half-written secret.
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as handle:
-            handle.write(secrets.token_hex(32))
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            pass
-        finally:
-            tmp.unlink()
-    return path.read_text().strip().encode()
 
 
 class Identity:

@@ -1,8 +1,10 @@
 """Opening a ledger: the store named by `--db`, the read model, the clock and the ids."""
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from infra.clock_ids import SystemClock, UlidGenerator
+from infra.secret import load_secret
 from ledger.application import Ledger
 from ledger.ports import Clock, IdGenerator
 from ledger.storage import is_postgres, resolve_db, store_settings
@@ -17,7 +19,14 @@ class Runtime:
     store: EventStore
     ledger: Ledger
     reads: ReadModel
+    given_secret: bytes | None = field(default=None, repr=False)
     closed: bool = field(default=False, init=False)
+
+    @cached_property
+    def secret(self) -> bytes:
+        """The store's secret (infra.secret), read when first needed: a PostgreSQL store
+        without `PLANLEDGER_SECRET` opens for reads and refuses only what needs it."""
+        return self.given_secret or load_secret(self.db)
 
     def close(self, *, checkpoint: bool = False) -> None:
         """Close the store (once: later calls do nothing); with `checkpoint` (a server
@@ -32,7 +41,7 @@ class Runtime:
 
 def open_runtime(
     db: str | None = None, clock: Clock | None = None, ids: IdGenerator | None = None,
-    *, checkpoints: bool = False,
+    *, checkpoints: bool = False, secret: bytes | None = None,
 ) -> Runtime:
     """The ledger on `db`. With `checkpoints`, the read model starts from the last
     checkpoint of this log (when first read) instead of folding all of it, and saves one
@@ -47,4 +56,4 @@ def open_runtime(
     reads = ReadModel(store, the_clock,
                       checkpoints=open_checkpoints(resolved) if checkpoints else None)
     ledger = Ledger(store, the_clock, ids or UlidGenerator(), reads)
-    return Runtime(resolved, store, ledger, reads)
+    return Runtime(resolved, store, ledger, reads, secret)

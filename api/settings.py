@@ -6,7 +6,7 @@
 | bind address | `--host` | `PLANLEDGER_HOST` (default 127.0.0.1: this machine only) |
 | port | `--port` | `PLANLEDGER_PORT` (default 8765) |
 | default lease | `--lease-default` | `PLANLEDGER_LEASE_DEFAULT` (seconds, default 900) |
-| token secret | — | `PLANLEDGER_SECRET` (see api.identity) |
+| secret | — | `PLANLEDGER_SECRET` (see infra.secret) |
 | admin token | — | `PLANLEDGER_ADMIN_TOKEN` (unset: no force-release over the API) |
 """
 
@@ -26,7 +26,6 @@ class Settings:
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
     lease_default: int = DEFAULT_LEASE_SECONDS
-    secret: str | None = None
     admin_token: str | None = None
 
     def __repr__(self) -> str:
@@ -56,6 +55,5 @@ def load_settings(
         host=host or os.environ.get("PLANLEDGER_HOST") or DEFAULT_HOST,
         port=port or _env_int("PLANLEDGER_PORT", DEFAULT_PORT),
         lease_default=check_lease(lease),
-        secret=os.environ.get("PLANLEDGER_SECRET") or None,
         admin_token=os.environ.get("PLANLEDGER_ADMIN_TOKEN") or None,
     )

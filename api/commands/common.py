@@ -15,7 +15,7 @@ from rich.console import Console
 
 from api.commands.client import Client, LocalClient, RemoteClient, Unreachable
 from api.errors import BOUNCE_REASONS, ConfigError, problem
-from api.identity import Identity, load_secret
+from api.identity import Identity
 from api.runtime import open_runtime
 from api.service import Service
 from api.settings import load_settings
@@ -60,7 +60,7 @@ def open_client(db: str | None, url: str | None, session: str | None = None,
         else:
             settings = load_settings(db=db)
             runtime = open_runtime(settings.db, checkpoints=True)
-            identity = Identity(load_secret(runtime.db, settings.secret), settings.admin_token)
+            identity = Identity(runtime.secret, settings.admin_token)
             actor = identity.session_of(token) if token and not session else session
             client = LocalClient(Service(runtime, settings, identity), actor)
         try:

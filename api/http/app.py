@@ -23,7 +23,7 @@ from api.errors import ApiError, Replayed, problem
 from api.http import routes_log, routes_plans, routes_sessions, routes_steps
 from api.http.latency import LatencyObserver
 from api.http.limits import BodyLimit
-from api.identity import Identity, load_secret
+from api.identity import Identity
 from api.mcp.http import install_mcp
 from api.runtime import Runtime
 from api.schemas import ErrorOut
@@ -44,8 +44,7 @@ Send `Idempotency-Key` on a write to make a retry safe."""
 def create_app(runtime: Runtime, settings: Settings, identity: Identity | None = None,
                ) -> FastAPI:
     """The HTTP API over `runtime`. CORS stays closed: no cross-origin headers are sent."""
-    identity = identity or Identity(load_secret(runtime.db, settings.secret),
-                                    settings.admin_token)
+    identity = identity or Identity(runtime.secret, settings.admin_token)
     app = FastAPI(title="planledger", version="0.1.0", description=DESCRIPTION)
     app.state.service = Service(runtime, settings, identity)
     # The routes join the app's own table (their paths carry their prefixes already):

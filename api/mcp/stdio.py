@@ -36,7 +36,7 @@ def mcp(
 def _serve_embedded(db: str | None, lease_default: int | None) -> None:
     import anyio
 
-    from api.identity import Identity, load_secret
+    from api.identity import Identity
     from api.mcp.server import build_server
     from api.runtime import open_runtime
     from api.service import Service
@@ -45,7 +45,7 @@ def _serve_embedded(db: str | None, lease_default: int | None) -> None:
     settings = load_settings(db=db, lease_default=lease_default)
     runtime = open_runtime(settings.db, checkpoints=True)
     try:
-        identity = Identity(load_secret(runtime.db, settings.secret), settings.admin_token)
+        identity = Identity(runtime.secret, settings.admin_token)
         server = build_server(Service(runtime, settings, identity), single_connection=True)
         anyio.run(server.run_stdio_async)
     finally:

@@ -7,9 +7,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api.http.app import create_app
-from api.identity import secret_path
 from api.runtime import Runtime, open_runtime
 from api.settings import Settings
+from infra.secret import secret_path
 from tests.support.fakes import FakeClock
 from tests.support.live_server import live_server, session
 from tests.support.seed import seed_auth_refresh

@@ -1,0 +1,81 @@
+"""The server's secret: what session tokens, checkpoints, signed log heads and idempotency
+stream names are authenticated under.
+
+It comes from `PLANLEDGER_SECRET`; without it an SQLite store keeps one generated beside
+its file (`<file>.secret`, mode 0600), an in-memory store makes one per process, and
+PostgreSQL refuses to start: its replicas must share one secret, so it has to come from
+the environment. A secret under `MIN_SECRET_BYTES` is refused wherever it comes from (an
+empty file would let anyone forge every token); a file others can read is warned about.
+"""
+
+import logging
+import os
+import secrets
+import stat
+from pathlib import Path
+
+from ledger.storage import MEMORY, is_postgres
+
+SECRET_ENV = "PLANLEDGER_SECRET"
+MIN_SECRET_BYTES = 32
+
+log = logging.getLogger("planledger.secret")
+
+
+class SecretError(ValueError):
+    """No usable secret: missing where one is required, or too short to be one."""
+
+
+def secret_path(db: str) -> Path:
+    path = Path(db).expanduser()
+    return path.with_name(path.name + ".secret")
+
+
+def load_secret(db: str, configured: str | None = None) -> bytes:
+    """The secret for the store `db`: `configured` (else `PLANLEDGER_SECRET`), else kept
+    beside an SQLite file, else made for this process (an in-memory store)."""
+    configured = configured if configured is not None else os.environ.get(SECRET_ENV)
+    if configured:
+        return _long_enough(configured.encode(), SECRET_ENV)
+    if db == MEMORY:
+        return secrets.token_bytes(MIN_SECRET_BYTES)
+    if is_postgres(db):
+        raise SecretError(
+            f"{SECRET_ENV} is required with PostgreSQL: every replica must sign session "
+            "tokens with the same secret (e.g. `export PLANLEDGER_SECRET=$(openssl rand -hex 32)`)")
+    path = secret_path(db)
+    return _long_enough(_read_or_create(path), str(path))
+
+
+def _long_enough(secret: bytes, where: str) -> bytes:
+    if len(secret) < MIN_SECRET_BYTES:
+        raise SecretError(
+            f"the secret in {where} is {len(secret)} bytes; at least {MIN_SECRET_BYTES} are "
+            "needed (anyone could forge tokens under a short one): e.g. "
+            "`openssl rand -hex 32`")
+    return secret
+
+
+def _read_or_create(path: Path) -> bytes:
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # Write a private temporary file, then link it into place: the link fails if a
+        # concurrent process got there first, and nobody ever reads a half-written secret.
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(secrets.token_hex(32))
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass
+        finally:
+            tmp.unlink()
+    mode = path.stat().st_mode
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        log.warning("the secret file %s is readable by group or others (mode %o): "
+                    "`chmod 600 %s`", path, stat.S_IMODE(mode), path)
+    try:
+        return path.read_text().strip().encode()
+    except UnicodeDecodeError:
+        return path.read_bytes().strip()
