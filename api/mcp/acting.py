@@ -3,15 +3,21 @@
 A token names its session and proves it, so a call carrying one (alone, or with the
 `session_id` it belongs to) acts for that session. Otherwise the call acts for the session
 started on its MCP connection: a stdio server is one connection; over streamable HTTP a
-connection is an MCP session (the `Mcp-Session-Id` of handshake-era clients, which is what
-Claude Code and Codex speak). A stateless client (protocol 2026-07-28) has no connection to
-remember anything by, so it passes its token on every call. Several sessions started on
-one connection are never guessed between: the call must name one.
+connection is an MCP session that the SDK's session manager opened with an `initialize`
+handshake and still holds (what Claude Code and Codex speak). A connection is the SDK's own
+`Connection` object, never a header: a stateless call (protocol 2026-07-28) arrives on a
+fresh connection of its own, so whatever `Mcp-Session-Id` it sends, it has nothing
+remembered and passes its token on every call. When an MCP session ends (DELETE /mcp, idle
+timeout, shutdown) the sessions bound to it are forgotten. Several sessions started on one
+connection are never guessed between: the call must name one.
 """
 
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from typing import Any
+
+from mcp.server.connection import Connection
+from mcp.server.mcpserver import Context
 
 from api.errors import ApiError, Forbidden, Unauthorized
 from api.identity import Identity
@@ -19,7 +25,7 @@ from ledger.domain.ids import SessionId
 
 STDIO = "stdio"
 MAX_CONNECTIONS = 10_000  # as many as the SDK's session manager keeps open by default
-SESSION_HEADER = "mcp-session-id"  # mcp.server.streamable_http.MCP_SESSION_ID_HEADER
+WATCHED = "planledger.watched"  # set in a connection's state once its end is hooked
 
 
 class NoActingSession(ApiError):
@@ -50,11 +56,27 @@ class Connections:
         self._started: OrderedDict[str, list[SessionId]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def key(self, headers: Mapping[str, str] | None) -> str | None:
-        """The connection a call arrived on; None for a stateless HTTP call."""
+    def key(self, connection: Connection | None) -> str | None:
+        """The connection a call arrived on: the id the session manager gave the MCP
+        session it created; None for a stateless call (its connection has no id)."""
         if self.single:
             return STDIO
-        return headers.get(SESSION_HEADER) if headers else None
+        return connection.session_id if connection is not None else None
+
+    def watch(self, connection: Connection | None) -> None:
+        """Forget the sessions bound to `connection` once its MCP session ends. Call it on
+        the event loop as a call arrives: the SDK unwinds a connection's exit stack after
+        every call on it has finished, so nothing is remembered for it afterwards."""
+        key = self.key(connection)
+        if self.single or connection is None or key is None or WATCHED in connection.state:
+            return
+        connection.state[WATCHED] = True
+        connection.exit_stack.callback(self.ended, key)
+
+    def ended(self, key: str) -> None:
+        """The connection's MCP session ended: its sessions act nowhere through it now."""
+        with self._lock:
+            self._started.pop(key, None)
 
     def remember(self, key: str | None, session_id: str) -> None:
         if key is None:
@@ -104,3 +126,16 @@ class Connections:
         if token or session_id or len(self.started(key)) == 1:
             return self.actor(key, session_id, token)
         return None
+
+
+def mcp_connection(ctx: Context[Any, Any]) -> Connection | None:
+    """The SDK's `Connection` a tool call arrived on.
+
+    mcp 2.3 builds one per handshake-era MCP session (its `session_id` is the id the
+    session manager issued and routes by) and a fresh one per stateless call, but hands a
+    tool only the request's `ServerSession`, which keeps it private (the SDK's own
+    `mcp.server.context.Context.connection` is not built for tools yet). Should a later SDK
+    move it, every call reads as connectionless and needs its token: never a wider grant.
+    """
+    found = getattr(ctx.request_context.session, "_connection", None)
+    return found if isinstance(found, Connection) else None

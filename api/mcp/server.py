@@ -16,7 +16,7 @@ from mcp.types import CallToolResult, InputRequiredResult, TextContent
 from pydantic import ValidationError
 
 from api.errors import problem
-from api.mcp.acting import Connections
+from api.mcp.acting import Connections, mcp_connection
 from api.mcp.tools_claims import ClaimTools
 from api.mcp.tools_plans import PlanTools
 from api.mcp.tools_sessions import SessionTools
@@ -34,11 +34,19 @@ step alone: call tasks_ready again and claim from the fresh list. session_end wh
 
 
 class LedgerMCP(MCPServer[Any]):
-    """The SDK's server, answering refusals with the API's own messages."""
+    """The SDK's server, answering refusals with the API's own messages and forgetting a
+    connection's sessions when its MCP session ends."""
+
+    def __init__(self, connections: Connections) -> None:
+        super().__init__("planledger", title="planledger", version="0.1.0",
+                         instructions=INSTRUCTIONS, log_level="WARNING")
+        self.connections = connections
 
     async def call_tool(self, name: str, arguments: dict[str, Any],
                         context: Context[Any, Any] | None = None,
                         ) -> CallToolResult | InputRequiredResult:
+        if context is not None:  # here, on the event loop: tools run in worker threads
+            self.connections.watch(mcp_connection(context))
         unexpected = unexpected_arguments(self._tool_input_schema(name), arguments)
         if unexpected is not None:
             return CallToolResult(content=[TextContent(type="text", text=unexpected)],
@@ -89,9 +97,8 @@ def readable(error: ValidationError) -> str:
 def build_server(service: Service, single_connection: bool) -> LedgerMCP:
     """The tools over `service`. `single_connection`: the process serves one connection
     (stdio), so the session it starts acts for every later call."""
-    server = LedgerMCP("planledger", title="planledger", version="0.1.0",
-                       instructions=INSTRUCTIONS, log_level="WARNING")
     connections = Connections(service.identity, single=single_connection)
+    server = LedgerMCP(connections)
     for group in (SessionTools, StepTools, ClaimTools, PlanTools):
         for tool in group(service, connections).tools():
             server.add_tool(tool, description=inspect.cleandoc(tool.__doc__ or ""))

@@ -5,7 +5,7 @@ from typing import Any
 
 from mcp.server.mcpserver import Context
 
-from api.mcp.acting import Connections
+from api.mcp.acting import Connections, mcp_connection
 from api.mcp.briefing import plans_in_motion
 from api.runtime import Runtime
 from api.service import Service
@@ -28,7 +28,7 @@ class Tools:
         raise NotImplementedError
 
     def connection(self, ctx: Context[Any, Any]) -> str | None:
-        return self.connections.key(ctx.headers)
+        return self.connections.key(mcp_connection(ctx))
 
     def actor(self, ctx: Context[Any, Any], session_id: str | None, token: str | None,
               ) -> SessionId:
