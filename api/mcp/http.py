@@ -39,6 +39,7 @@ class _Endpoint:
 def install_mcp(app: FastAPI, service: Service, host: str) -> None:
     """Serve the MCP tools over `service` at /mcp on `app` (bound to `host`)."""
     server = build_server(service, single_connection=False)
+    app.state.mcp = server  # what operators and tests inspect (its connections)
     app.router.routes.append(Route(PATH, endpoint=_Endpoint(server)))
     outer = app.router.lifespan_context
 

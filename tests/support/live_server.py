@@ -11,9 +11,11 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Literal
 
 import httpx
 import uvicorn
+from fastapi import FastAPI
 
 from api.http.app import create_app
 from api.runtime import Runtime
@@ -26,6 +28,7 @@ START_TIMEOUT = 15.0
 class LiveServer:
     url: str
     runtime: Runtime
+    app: FastAPI
 
     def client(self, token: str | None = None) -> httpx.Client:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -33,13 +36,15 @@ class LiveServer:
 
 
 @contextmanager
-def live_server(runtime: Runtime, settings: Settings | None = None) -> Iterator[LiveServer]:
-    """Serve `runtime` until the block ends."""
+def live_server(runtime: Runtime, settings: Settings | None = None,
+                lifespan: Literal["on", "off"] = "off") -> Iterator[LiveServer]:
+    """Serve `runtime` until the block ends (`lifespan="on"`: with `/mcp`, which runs in the
+    app's lifespan)."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     app = create_app(runtime, settings or Settings(db=runtime.db, port=port))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan=lifespan))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + START_TIMEOUT
@@ -48,7 +53,7 @@ def live_server(runtime: Runtime, settings: Settings | None = None) -> Iterator[
             raise RuntimeError("the test server did not start")
         time.sleep(0.01)
     try:
-        yield LiveServer(f"http://127.0.0.1:{port}", runtime)
+        yield LiveServer(f"http://127.0.0.1:{port}", runtime, app)
     finally:
         server.should_exit = True
         thread.join(10)
