@@ -1,24 +1,25 @@
-"""The console's routes: the page at `/`, its assets under `/console/`, one snapshot at
-`/api/console` and the stream of log changes at `/api/console/events`."""
+"""The console's routes: the page at `/`, its assets under `/console/`, a bounded first
+read at `/api/console`, pages of a plan's steps at `/api/console/steps` and the stream of
+what each append changed at `/api/console/events`."""
 
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Annotated
 
 import anyio
-from anyio import to_thread
 from fastapi import APIRouter, FastAPI, Header, Query, Request
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
-from api import views
+from api.console.changes import SharedChanges, message_after
 from api.console.live import LogWatch
-from api.console.schemas import ConsoleOut
-from api.console.snapshot import snapshot
+from api.console.schemas import ConsoleOut, StepPageOut
+from api.console.snapshot import snapshot, steps_page
+from api.console.steps import MAX_PAGE, Show
 from api.http.deps import ServiceDep
 from api.http.docs import errors
-from api.runtime import Runtime
 
 STATIC = Path(__file__).with_name("static")
 # The page loads nothing from outside the server, and the browser is told to refuse to.
@@ -26,6 +27,9 @@ POLICY = ("default-src 'self'; connect-src 'self'; img-src 'self' data:; style-s
           "script-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; "
           "frame-ancestors 'none'")
 PAGE = 200  # events per message; a longer backlog goes out as several messages
+# A Last-Event-ID the stream resumes from: a log position, as the stream wrote it. Anything
+# else (thousands of digits, digits of other scripts) is ignored, as a stream with no id.
+EVENT_ID = re.compile(r"[0-9]{1,18}")
 KEEP_WAITING = 15.0
 RETRY_MS = 1000  # how soon a browser reconnects after losing the stream
 
@@ -34,7 +38,9 @@ router = APIRouter(tags=["console"])
 
 def install_console(app: FastAPI) -> None:
     """Serve the console on `app` (whose state holds the API's service)."""
-    app.state.log_watch = LogWatch(app.state.service.runtime.reads)
+    runtime = app.state.service.runtime
+    app.state.log_watch = LogWatch(runtime.reads)
+    app.state.console_changes = SharedChanges(lambda after: message_after(runtime, after, PAGE))
     app.include_router(router)
     app.mount("/console", StaticFiles(directory=STATIC), name="console")
 
@@ -49,9 +55,27 @@ def page() -> FileResponse:
 def console(service: ServiceDep, plan: Annotated[str | None, Query(
         pattern=r"^[a-z0-9-]{1,64}$", description="Show this plan's steps even if it is "
         "finished.")] = None) -> ConsoleOut:
-    """What the console shows at one log position: every plan's progress, the steps of
-    the unfinished ones, the live sessions and what each holds (fence, expiry)."""
+    """What the console shows first, at one log position: every plan's progress, the first
+    page of each unfinished plan's steps, lapsed claims, the live sessions and what each
+    holds (fence, expiry). Its size does not grow with a plan's steps: more come from
+    `/api/console/steps`, changes from `/api/console/events`."""
     return snapshot(service, plan)
+
+
+@router.get("/api/console/steps", response_model=StepPageOut, responses=errors(404))
+def console_steps(
+    service: ServiceDep,
+    plan: Annotated[str, Query(pattern=r"^[a-z0-9-]{1,64}$")],
+    offset: Annotated[int, Query(ge=0, le=10**9, description="The step number (from 0) "
+                                 "to start at: a page's next_offset.")] = 0,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
+    show: Annotated[Show, Query(description="Only steps of this kind.")] = "all",
+    text: Annotated[str, Query(max_length=100, description="Only steps whose title holds "
+                               "this text (any case).")] = "",
+) -> StepPageOut:
+    """A page of a plan's steps by number, with the plan's progress: what the console
+    reads when a person asks for more, or filters."""
+    return steps_page(service.runtime, plan, offset, limit, show, text)
 
 
 @router.get("/api/console/events", response_class=EventSourceResponse,
@@ -64,19 +88,26 @@ async def events(
     last_event_id: Annotated[str | None, Header()] = None,
 ) -> EventSourceResponse:
     """Log changes as they happen: a `ready` message with the position streaming starts
-    from, then a `log` message (a page of `/api/log`) within a second of every append,
-    by this process or any other sharing the store. Each message's id is the log position
-    it reaches, so a reconnecting browser resumes where it left off."""
+    from, then a `log` message within a second of every append, by this process or any
+    other sharing the store: a page of `/api/log` with what it changed (the steps touched,
+    their plans' progress, the sessions concerned, as they are now). Each message's id is
+    the log position it reaches, so a reconnecting browser resumes where it left off; a
+    `Last-Event-ID` that is not such a position is ignored."""
     watch: LogWatch = request.app.state.log_watch
     resume = _position(last_event_id)
-    return EventSourceResponse(_stream(service.runtime, watch, resume or after))
+    changes: SharedChanges = request.app.state.console_changes
+    return EventSourceResponse(_stream(changes, watch, resume if resume is not None
+                                       else after))
 
 
 def _position(event_id: str | None) -> int | None:
-    return int(event_id) if event_id and event_id.isdigit() else None
+    """The log position a Last-Event-ID names; None for anything else."""
+    if event_id is None or not EVENT_ID.fullmatch(event_id.strip()):
+        return None
+    return int(event_id)
 
 
-async def _stream(runtime: Runtime, watch: LogWatch, after: int | None,
+async def _stream(changes: SharedChanges, watch: LogWatch, after: int | None,
                   ) -> AsyncIterator[ServerSentEvent]:
     reached = await watch.join()
     try:
@@ -86,9 +117,10 @@ async def _stream(runtime: Runtime, watch: LogWatch, after: int | None,
         while True:
             if not await watch.moved_past(position, KEEP_WAITING):
                 continue
-            found = await to_thread.run_sync(views.log_page, runtime, position, PAGE)
+            message = await changes.after(position)
+            found = message.change
             position = max(found.next_after, position if found.events else watch.position)
-            yield ServerSentEvent(found.model_dump_json(), event="log", id=str(position))
+            yield ServerSentEvent(message.text, event="log", id=str(position))
     finally:
         with anyio.CancelScope(shield=True):
             await watch.leave()

@@ -1,37 +1,71 @@
-"""The console's snapshot: plans, live sessions and names, built from `api.views`."""
+"""The console's first read: plans, the first page of each unfinished plan's steps, live
+sessions, lapsed claims and names, built from `api.views` and `api.console.steps`."""
+
+from collections.abc import Iterable
 
 from api import views
-from api.console.schemas import ConsoleOut, SessionNameOut
+from api.console.schemas import ConsoleOut, PlanPageOut, SessionNameOut, StepPageOut
+from api.console.steps import Show, lapsed, page_of
 from api.runtime import Runtime
-from api.schemas import PlanOut, SessionOut
+from api.schemas import SessionOut, StepOut
 from api.service import Service
-from ledger.domain.ids import SessionId
+from ledger.domain import errors
+from ledger.domain.ids import PlanSlug, SessionId
 from ledger.domain.state import SessionState
+from projections import queries
+from projections.view import LedgerView
 
 MAX_IDLE = 12  # idle sessions shown as cards; an agent that never ended stays "live"
 
 
 def snapshot(service: Service, plan: str | None = None) -> ConsoleOut:
-    """The console's state at one log position; `plan` is shown in full even if finished."""
+    """The console's state at one log position; `plan` is shown even if finished."""
     runtime = service.runtime
-    position = runtime.reads.catch_up()  # before reading: a later event is streamed again
-    summaries = views.plans(runtime)
-    details = [views.plan(runtime, p.slug) for p in summaries
-               if p.slug == plan or p.progress.done + p.progress.dropped < p.progress.total
-               or p.progress.total == 0]
-    sessions, hidden = _live_sessions(runtime)
-    return ConsoleOut(now=views.now(runtime), position=position,
+    with runtime.reads.reading() as (view, moment):
+        summaries = views.plans(runtime)  # the last to catch up: the rest reads `view` as is
+        position = view.position
+        shown = [p for p in summaries if p.slug == plan or p.progress.done
+                 + p.progress.dropped < p.progress.total or p.progress.total == 0]
+        details = []
+        for summary in shown:
+            page = page_of(view, summary.slug, moment)
+            details.append(PlanPageOut(**dict(summary), steps=page.steps,
+                                       next_offset=page.next_offset,
+                                       constraints=dict(view.plans[PlanSlug(summary.slug)]
+                                                        .constraints)))
+        loose, loose_hidden = lapsed(view, moment)
+        live = live_sessions(view)
+    sessions, hidden = _shown_sessions(runtime, live)
+    steps = [s for p in details for s in p.steps] + loose
+    return ConsoleOut(now=moment, position=position,
                       admin=service.settings.admin_token is not None, plans=summaries,
                       details=details, sessions=sessions, idle_hidden=hidden,
-                      names=_names(runtime, details, sessions))
+                      live_sessions=len(live), loose=loose, loose_hidden=loose_hidden,
+                      names=names(runtime, _named(steps, sessions)))
 
 
-def _live_sessions(runtime: Runtime) -> tuple[list[SessionOut], int]:
+def steps_page(runtime: Runtime, slug: str, offset: int, limit: int, show: Show,
+               text: str) -> StepPageOut:
+    """A page of the plan's steps for the console (see `api.console.steps.page_of`)."""
+    with runtime.reads.reading() as (view, moment):
+        if PlanSlug(slug) not in view.plans:
+            raise errors.UnknownPlan(slug)
+        page = page_of(view, slug, moment, offset, limit, show, text)
+        progress = views.progress_out(queries.progress(view, PlanSlug(slug), moment))
+        position = view.position
+    return StepPageOut(now=moment, position=position, plan=slug, progress=progress,
+                       offset=offset, steps=page.steps, next_offset=page.next_offset,
+                       names=names(runtime, _named(page.steps, [])))
+
+
+def live_sessions(view: LedgerView) -> list[SessionState]:
+    return [s for s in view.sessions.values() if not s.ended]
+
+
+def _shown_sessions(runtime: Runtime, live: list[SessionState]) -> tuple[list[SessionOut], int]:
     """Sessions holding steps (oldest first), then the newest idle ones; and how many idle
     ones were left out."""
     holding = {h.session_id for h in runtime.reads.holders()}
-    with runtime.reads.reading() as (view, _):
-        live = [s for s in view.sessions.values() if not s.ended]
     busy = sorted((s for s in live if s.id in holding), key=_started)
     idle = sorted((s for s in live if s.id not in holding), key=_started, reverse=True)
     shown = busy + idle[:MAX_IDLE]
@@ -42,11 +76,14 @@ def _started(session: SessionState) -> tuple[object, str]:
     return session.started_at, session.id
 
 
-def _names(runtime: Runtime, plans: list[PlanOut], sessions: list[SessionOut],
-           ) -> dict[str, SessionNameOut]:
+def _named(steps: Iterable[StepOut], sessions: Iterable[SessionOut]) -> set[str]:
     ids = {s.session_id for s in sessions}
-    ids.update(who for p in plans for s in p.steps for who in (s.holder, s.lapsed_holder)
-               if who is not None)
+    ids.update(who for s in steps for who in (s.holder, s.lapsed_holder) if who is not None)
+    return ids
+
+
+def names(runtime: Runtime, ids: Iterable[str]) -> dict[str, SessionNameOut]:
+    """The name of each of these sessions, and whether it ended (unknown ids left out)."""
     with runtime.reads.reading() as (view, _):
         found = {i: view.sessions.get(SessionId(i)) for i in ids}
     return {i: SessionNameOut(name=s.name, ended=s.ended)

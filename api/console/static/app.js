@@ -1,17 +1,23 @@
-// The console: reads /api/console and /api/timeline, then reads again whenever the log
-// moves (server-sent events from /api/console/events) or a lease runs out. Read-only
-// unless an operator unlocks force-release with the admin token.
+// The console: reads a bounded first view (GET /api/console) and the chosen plan's
+// timeline, then applies what each stream message says changed (GET /api/console/events),
+// step by step, without reading everything again. More of a plan's steps, or only some
+// kinds, come a page at a time (GET /api/console/steps). When a lease runs out (nothing is
+// written) it reads the first view again. Read-only unless an operator unlocks
+// force-release with the admin token.
 
 import { Drawer } from "./detail.js";
 import { clock, labeller } from "./dom.js";
 import { serverNow, setServerTime, tick } from "./lease.js";
 import { renderLoose, renderNow } from "./now.js";
-import { renderPlans } from "./plans.js";
+import { moreRow, renderPlans, stepRow, updatePlanHead } from "./plans.js";
+import { Store, finished } from "./store.js";
 import { renderTabs, renderTimeline } from "./timeline.js";
 
 const TOKEN_KEY = "planledger.admin-token";
+const PAGE = 100;  // steps per "show more"
 const $ = (id) => document.getElementById(id);
-const state = { snap: null, timeline: null, plan: null, changed: new Set(), token: sessionStorage.getItem(TOKEN_KEY) };
+const store = new Store();
+const state = { timeline: null, plan: null, changed: new Set(), loading: new Set(), token: sessionStorage.getItem(TOKEN_KEY) };
 
 async function getJSON(url, init) {
   const response = await fetch(url, { headers: { Accept: "application/json" }, ...init });
@@ -25,40 +31,50 @@ async function getJSON(url, init) {
 const ctx = {
   getJSON,
   label: (id) => id,
-  stepNumber: (id) => stepIndex().get(id)?.number,
-  stepTitle: (id) => stepIndex().get(id)?.title,
-  leaseOf: (id) => stepIndex().get(id)?.lease,
-  operator: () => Boolean(state.token && state.snap?.admin),
+  stepNumber: (id) => { const s = store.step(id) || holdOf(id); return s?.position === undefined ? undefined : s.position + 1; },
+  stepTitle: (id) => (store.step(id) || holdOf(id))?.title,
+  stepStatus: (id) => store.step(id)?.status,
+  leaseOf: (id) => holdOf(id)?.lease_seconds,
+  operator: () => Boolean(state.token && store.admin),
   openStep: (id, opener) => drawer.openStep(id, opener).catch(report),
   openEntry: (entry, opener) => drawer.openEntry(entry, opener).catch(report),
   selectPlan: (slug, scroll) => selectPlan(slug, scroll),
+  filterPlan: (slug, change) => filterPlan(slug, change).catch(report),
+  morePlan: (slug) => morePlan(slug).catch(report),
   forceRelease: (id) => forceRelease(id),
   tip: { show: showTip, hide: hideTip },
   refocus,
 };
-let index = null;
+let holds = null;
 
-function stepIndex() {
-  if (index) return index;
-  index = new Map();
-  for (const plan of state.snap?.details || []) {
-    for (const s of plan.steps) index.set(s.step_id, { number: s.position + 1, title: s.title });
+function holdOf(stepId) {
+  if (!holds) {
+    holds = new Map();
+    for (const { session } of store.sessions.values()) for (const held of session.holds) holds.set(held.step_id, held);
   }
-  for (const session of state.snap?.sessions || []) {
-    for (const held of session.holds) {
-      const known = index.get(held.step_id) || { title: held.title };
-      index.set(held.step_id, { ...known, lease: held.lease_seconds });
-    }
-  }
-  return index;
+  return holds.get(stepId);
 }
 
 function names() {
-  const all = { ...(state.snap?.names || {}) };
+  const all = { ...store.names };
   for (const lane of state.timeline?.lanes || []) {
     if (lane.session_id && !all[lane.session_id]) all[lane.session_id] = { name: lane.name, ended: false };
   }
   return all;
+}
+
+// What the sections draw, from what the store holds.
+function view() {
+  const plans = [...store.plans.values()].map((p) => p.summary);
+  const cards = new Map();
+  for (const plan of plans) {
+    const detail = store.details.get(plan.slug);
+    if (detail && (!finished(plan) || plan.slug === state.plan)) {
+      cards.set(plan.slug, { ...detail, steps: store.listed(plan.slug), loading: state.loading.has(plan.slug) });
+    }
+  }
+  const { shown, hidden } = store.shownSessions();
+  return { plans, cards, sessions: shown, idle_hidden: hidden, names: store.names, loose: store.loose(), looseHidden: store.looseHidden };
 }
 
 // --- reading --------------------------------------------------------------------------
@@ -66,6 +82,8 @@ function names() {
 let loading = null;
 let again = false;
 
+// Reads the first view again (at the start, after a lapse or a break, for a plan not read
+// yet) and merges it into what the page holds; one read at a time.
 function refresh() {
   if (loading) { again = true; return loading; }
   loading = (async () => {
@@ -74,15 +92,16 @@ function refresh() {
   return loading;
 }
 
-function pickPlan(snap) {
-  const slugs = snap.plans.map((p) => p.slug);
-  if (state.plan && slugs.includes(state.plan)) return state.plan;
-  const busy = snap.details.find((p) => p.progress.in_flight > 0) || snap.details[0];
-  return busy ? busy.slug : slugs[slugs.length - 1] || null;
+function pickPlan() {
+  const plans = [...store.plans.values()].map((p) => p.summary);
+  if (state.plan && store.plans.has(state.plan)) return state.plan;
+  const open = plans.filter((p) => store.details.has(p.slug) && !finished(p));
+  const busy = open.find((p) => p.progress.in_flight > 0) || open[0];
+  return busy ? busy.slug : plans[plans.length - 1]?.slug || null;
 }
 
 // A plan's timeline is read whole once, then only what came since (`after`): on a long
-// log the whole of it is megabytes, and the console reads again on every change.
+// log the whole of it is megabytes.
 async function timelineOf(slug) {
   const held = state.timeline?.plan === slug ? state.timeline : null;
   const since = held ? `&after=${held.next_after}` : "";
@@ -105,47 +124,181 @@ function merged(held, page) {
 async function load() {
   const sent = Date.now();
   const asked = state.plan;
-  // Both reads at once when the plan is known: one round trip, not two, per change.
+  // Both reads at once when the plan is known: one round trip, not two.
   const [snap, early] = await Promise.all([
     getJSON(`/api/console${asked ? `?plan=${encodeURIComponent(asked)}` : ""}`),
     asked ? timelineOf(asked).catch(() => null) : null]);
   setServerTime(snap.now, sent, Date.now());
-  state.plan = pickPlan(snap);
+  store.takeSnapshot(snap);
+  state.plan = pickPlan();
   const timeline = state.plan === asked && early ? early : state.plan ? await timelineOf(state.plan) : null;
-  if (state.plan && !snap.details.some((p) => p.slug === state.plan) && state.plan !== asked) {
+  if (state.plan && !store.details.has(state.plan) && state.plan !== asked) {
     again = true;  // a finished plan chosen on the first read: its steps come with the next
   }
-  state.snap = snap;
   state.timeline = timeline;
   $("problem").hidden = true;
   render();
 }
 
+// The chosen plan's timeline: what came since, one read at a time.
+let timelineLoading = null;
+let timelineAgain = false;
+
+function refreshTimeline() {
+  if (timelineLoading) { timelineAgain = true; return timelineLoading; }
+  timelineLoading = (async () => {
+    do {
+      timelineAgain = false;
+      const slug = state.plan;
+      if (!slug) return;
+      const timeline = await timelineOf(slug);
+      if (slug === state.plan) { state.timeline = timeline; drawTimeline(); }
+    } while (timelineAgain);
+  })().catch(report).finally(() => { timelineLoading = null; });
+  return timelineLoading;
+}
+
+// --- applying changes -----------------------------------------------------------------
+
+function applyChange(change) {
+  const { steps, plansChanged, stale } = store.takeChange(change);
+  for (const id of steps) state.changed.add(id);
+  for (const event of change.events) state.changed.add(event.data?.step_id || event.stream);
+  if (stale.length) {
+    for (const slug of stale) { store.details.delete(slug); store.forgetSteps(slug); }
+    refresh();  // too wide to send step by step: read their first pages again
+  } else if (plansChanged) {
+    render();
+  } else {
+    redraw(steps, change.plans.map((p) => p.slug));
+  }
+  refreshTimeline();
+  if (drawer.open && steps.includes(drawer.stepId)) drawer.refresh().catch(report);
+}
+
+// Redraws in place what a change touched: each changed step's row, each touched plan's
+// rollup and bar, and the Now and Loose ends sections (a few cards each).
+function redraw(steps, plans) {
+  const focused = document.activeElement?.dataset?.key;
+  prepare();
+  drawSide();
+  for (const slug of plans) {
+    const card = document.querySelector(`article.plan[data-plan="${CSS.escape(slug)}"]`);
+    if (card) updatePlanHead(card, store.summary(slug));
+    else $("plan-list").replaceChildren(...renderPlans(view(), ctx));  // a folded plan's line
+  }
+  const touched = new Set(steps.map((id) => store.step(id)?.plan).filter(Boolean));
+  for (const slug of touched) drawSteps(slug, steps);
+  renderOperator();
+  flash();
+  if (focused && !document.activeElement?.dataset?.key) refocus(document.querySelector(`[data-key="${CSS.escape(focused)}"]`));
+}
+
+// One plan's listed steps: changed rows replaced where they stand; the list rebuilt only
+// when which steps it lists changed.
+function drawSteps(slug, changed = []) {
+  const rows = document.querySelector(`[data-rows="${CSS.escape(slug)}"]`);
+  if (!rows) return;
+  const card = view().cards.get(slug);
+  if (!card) return;
+  const wanted = card.steps.map((s) => s.step_id);
+  const drawn = [...rows.children].map((row) => row.dataset.step);
+  if (wanted.length === drawn.length && wanted.every((id, i) => id === drawn[i])) {
+    for (const id of changed) {
+      const row = rows.querySelector(`[data-step="${CSS.escape(id)}"]`);
+      if (row) row.replaceWith(stepRow(store.step(id), ctx));
+    }
+  } else {
+    rows.replaceChildren(...card.steps.map((step) => stepRow(step, ctx)));
+  }
+  rows.closest("article").querySelector(".steps-more")?.replaceWith(moreRow(store.summary(slug), card, ctx));
+}
+
+// --- paging ---------------------------------------------------------------------------
+
+async function readSteps(slug, listing, offset) {
+  const query = new URLSearchParams({ plan: slug, offset: String(offset), limit: String(PAGE), show: listing.show });
+  if (listing.text) query.set("text", listing.text);
+  return getJSON(`/api/console/steps?${query}`);
+}
+
+async function morePlan(slug) {
+  const listing = store.details.get(slug)?.listing;
+  if (!listing || listing.next === null || state.loading.has(slug)) return;
+  const asked = { ...listing };
+  state.loading.add(slug);
+  drawSteps(slug);
+  try {
+    const page = await readSteps(slug, listing, listing.next);
+    if (listing.show === asked.show && listing.text === asked.text && listing.next === asked.next) store.takePage(page, listing);
+  } finally {
+    state.loading.delete(slug);
+  }
+  prepare();
+  drawSteps(slug);
+  refocusMore(slug);
+}
+
+async function filterPlan(slug, change) {
+  const listing = store.details.get(slug)?.listing;
+  if (!listing) return;
+  Object.assign(listing, change, { next: 0 });
+  const asked = { ...listing };
+  state.loading.add(slug);
+  drawSteps(slug);
+  try {
+    const page = await readSteps(slug, listing, 0);
+    if (listing.show === asked.show && listing.text === asked.text && listing.next === 0) store.takePage(page, listing);
+  } finally {
+    state.loading.delete(slug);
+  }
+  prepare();
+  drawSteps(slug);
+}
+
+// After more steps arrive, keyboard focus stays on "show more" (or the first new step).
+function refocusMore(slug) {
+  if (document.activeElement && document.activeElement !== document.body) return;
+  refocus(document.querySelector(`[data-key="more-${CSS.escape(slug)}"]`));
+}
+
 // --- drawing --------------------------------------------------------------------------
+
+function prepare() {
+  holds = null;
+  ctx.label = labeller(names());
+  $("position").textContent = `#${store.position}`;
+}
+
+function drawSide() {
+  const shown = view();
+  $("sessions").replaceChildren(...renderNow(shown, ctx));
+  $("now-count").textContent = String(shown.sessions.filter((s) => s.holds.length).length);
+  $("loose-list").replaceChildren(...renderLoose(shown, ctx));
+  $("loose-count").textContent = String(shown.loose.length + shown.looseHidden);
+}
+
+function drawTimeline() {
+  const scroller = $("timeline-scroll");
+  const atEnd = scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 40 || !scroller.dataset.drawn;
+  const entries = state.timeline?.entries || [];
+  const drawn = `${state.plan}:${entries.length}:${entries[entries.length - 1]?.position}`;
+  if (scroller.dataset.drawn === drawn) return;  // the longest section: rebuilt only when it grew
+  hideTip();  // its anchor is about to go
+  ctx.label = labeller(names());
+  scroller.replaceChildren(renderTimeline(state.timeline, ctx));
+  if (atEnd) scroller.scrollTop = scroller.scrollHeight;
+  scroller.dataset.drawn = drawn;
+}
 
 function render() {
   const focused = document.activeElement?.dataset?.key;
-  const scroller = $("timeline-scroll");
-  const atEnd = scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 40 || !scroller.dataset.drawn;
-  index = null;
-  ctx.label = labeller(names());
-  const snap = state.snap;
-  $("position").textContent = `#${snap.position}`;
-  $("sessions").replaceChildren(...renderNow(snap, ctx));
-  $("now-count").textContent = String(snap.sessions.filter((s) => s.holds.length).length);
-  const loose = renderLoose(snap, ctx);
-  $("loose-list").replaceChildren(...loose);
-  $("loose-count").textContent = String(document.querySelectorAll("#loose-list li").length);
-  $("plan-list").replaceChildren(...renderPlans(snap, ctx));
-  $("plan-tabs").replaceChildren(...renderTabs(snap, state.plan, ctx));
-  const entries = state.timeline?.entries || [];
-  const drawn = `${state.plan}:${entries.length}:${entries[entries.length - 1]?.position}`;
-  if (scroller.dataset.drawn !== drawn) {  // the longest section: rebuilt only when it grew
-    hideTip();  // its anchor is about to go
-    scroller.replaceChildren(renderTimeline(state.timeline, ctx));
-    if (atEnd) scroller.scrollTop = scroller.scrollHeight;
-    scroller.dataset.drawn = drawn;
-  }
+  prepare();
+  drawSide();
+  const shown = view();
+  $("plan-list").replaceChildren(...renderPlans(shown, ctx));
+  $("plan-tabs").replaceChildren(...renderTabs(shown, state.plan, ctx));
+  drawTimeline();
   renderOperator();
   flash();
   if (focused) refocus(document.querySelector(`[data-key="${CSS.escape(focused)}"]`));
@@ -163,7 +316,8 @@ function selectPlan(slug, scroll) {
   state.plan = slug;
   history.replaceState(null, "", `#plan=${encodeURIComponent(slug)}`);
   $("timeline-scroll").dataset.drawn = "";
-  refresh().then(() => { if (scroll) $("timeline").scrollIntoView({ behavior: "smooth", block: "start" }); });
+  const read = store.details.has(slug) ? refreshTimeline().then(render) : refresh();
+  read.then(() => { if (scroll) $("timeline").scrollIntoView({ behavior: "smooth", block: "start" }); });
 }
 
 // --- tooltip --------------------------------------------------------------------------
@@ -206,11 +360,11 @@ function connect(position) {
     live.textContent = "live";
   });
   source.addEventListener("log", (message) => {
-    const page = JSON.parse(message.data);
-    for (const event of page.events) {
-      state.changed.add(event.data?.step_id || event.stream);
+    try {
+      applyChange(JSON.parse(message.data));
+    } catch (error) {
+      report(error);
     }
-    refresh();
   });
   source.addEventListener("error", () => {
     live.dataset.state = "down";
@@ -224,7 +378,7 @@ function everyTick() {
   $("clock").textContent = clock(new Date(serverNow()).toISOString());
   if (tick() && Date.now() - lastLapse > 1000) {
     lastLapse = Date.now();
-    refresh();  // a lease ran out: no event says so, the read model does
+    refresh();  // a lease ran out: no event says so, the first view does
   }
 }
 
@@ -232,7 +386,7 @@ function everyTick() {
 
 function renderOperator() {
   const button = $("operator");
-  const admin = state.snap?.admin;
+  const admin = store.admin;
   const on = ctx.operator();
   button.disabled = !admin;
   button.setAttribute("aria-pressed", on ? "true" : "false");
@@ -300,7 +454,7 @@ $("token-cancel").addEventListener("click", () => $("token-dialog").close());
 const wanted = new URLSearchParams(location.hash.slice(1)).get("plan");
 if (wanted) state.plan = wanted;
 refresh().then(() => {
-  connect(state.snap?.position);
+  connect(store.loaded ? store.position : undefined);
   setInterval(everyTick, 250);
   everyTick();
 });

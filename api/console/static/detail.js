@@ -32,6 +32,24 @@ function summary(event, label) {
   }
 }
 
+// Who made the write: the event's actor (a session, the admin, or the local operator of
+// the embedded store), with the session it concerned when that is someone else. Events
+// from before actors were recorded name only their session.
+function author(event, label) {
+  const actor = event.actor ?? event.data?.actor ?? null;
+  const concerned = event.session_id;
+  if (!actor) {
+    return concerned ? who(concerned, label)
+      : h("span", { class: "quiet" }, event.data?.reason === "forced" ? "operator" : "no session");
+  }
+  const by = actor === "admin" ? h("span", { class: "actor" }, "admin")
+    : actor.startsWith("local:") ? h("span", { class: "actor" }, `${actor.slice("local:".length)} (local)`)
+      : who(actor, label);
+  const node = h("span", { class: "by", dataset: { actor } }, "by ", by);
+  if (concerned && concerned !== actor) node.append(h("span", { class: "quiet" }, " for "), who(concerned, label));
+  return node;
+}
+
 export class Drawer {
   constructor(root, ctx) {
     this.root = root;
@@ -44,6 +62,9 @@ export class Drawer {
   }
 
   get open() { return this.current !== null; }
+
+  // The step the panel shows (null for a timeline entry, or when closed).
+  get stepId() { return this.current?.type === "step" ? this.current.stepId : null; }
 
   async openStep(stepId, opener) {
     this.show({ type: "step", stepId }, opener);
@@ -100,9 +121,7 @@ export class Drawer {
       h("h4", {}, "History"),
       h("ol", { class: "history" }, step.history.map((e) => h("li", { class: `ev ${KINDS[e.type] || "plain"}` },
         h("time", { datetime: e.at }, clock(e.at, true)),
-        h("span", { class: "ev-what" }, h("strong", {}, WORDS[e.type] || e.type), " ",
-          e.session_id ? who(e.session_id, label)
-            : h("span", { class: "quiet" }, e.data.reason === "forced" ? "operator" : "no session")),
+        h("span", { class: "ev-what" }, h("strong", {}, WORDS[e.type] || e.type), " ", author(e, label)),
         h("span", { class: "ev-detail" }, summary(e, label))))),
     ];
   }

@@ -3,13 +3,13 @@
 import { h, hue, icon, shortId, who } from "./dom.js";
 import { countdown, since } from "./lease.js";
 
-export function renderNow(snap, ctx) {
-  if (!snap.sessions.length) {
+export function renderNow(view, ctx) {
+  if (!view.sessions.length) {
     return [h("p", { class: "empty" }, "No live sessions. Agents appear here when they start one.")];
   }
-  const cards = snap.sessions.map((s) => sessionCard(s, ctx));
-  if (snap.idle_hidden) {
-    cards.push(h("p", { class: "quiet more" }, `and ${snap.idle_hidden} more idle session${snap.idle_hidden === 1 ? "" : "s"}`));
+  const cards = view.sessions.map((s) => sessionCard(s, ctx));
+  if (view.idle_hidden) {
+    cards.push(h("p", { class: "quiet more" }, `and ${view.idle_hidden} more idle session${view.idle_hidden === 1 ? "" : "s"}`));
   }
   return cards;
 }
@@ -44,17 +44,10 @@ function holdRow(held, ctx) {
 }
 
 // Steps claimable only because their holder's lease lapsed (expired, or session ended).
-export function looseEnds(snap) {
-  return snap.details.flatMap((plan) => plan.steps
-    .filter((s) => s.claimable && s.lapsed_holder)
-    .map((step) => ({ plan, step })));
-}
-
-export function renderLoose(snap, ctx) {
-  const loose = looseEnds(snap);
-  if (!loose.length) return [h("p", { class: "empty" }, "None: every claim is live or closed.")];
-  return [h("ul", { class: "loose" }, loose.map(({ plan, step }) => {
-    const ended = snap.names[step.lapsed_holder]?.ended;
+export function renderLoose(view, ctx) {
+  if (!view.loose.length) return [h("p", { class: "empty" }, "None: every claim is live or closed.")];
+  const rows = [h("ul", { class: "loose" }, view.loose.map((step) => {
+    const ended = view.names[step.lapsed_holder]?.ended;
     return h("li", {},
       h("button", {
         class: "loose-row", type: "button", dataset: { key: `loose-${step.step_id}`, step: step.step_id },
@@ -62,7 +55,7 @@ export function renderLoose(snap, ctx) {
       },
       icon("refused", "warn"),
       h("span", { class: "loose-step" },
-        h("span", { class: "hold-ref" }, `${plan.slug} · #${step.position + 1}`),
+        h("span", { class: "hold-ref" }, `${step.plan} · #${step.position + 1}`),
         h("span", { class: "hold-title" }, step.title)),
       h("span", { class: "loose-why" },
         h("span", { class: "pill ready" }, "claimable"), " ",
@@ -70,4 +63,6 @@ export function renderLoose(snap, ctx) {
         ended ? " ended its session" : "’s lease expired",
         h("span", { class: "fence" }, ` · fence ${step.fence}`))));
   }))];
+  if (view.looseHidden) rows.push(h("p", { class: "quiet more" }, `and ${view.looseHidden} more`));
+  return rows;
 }

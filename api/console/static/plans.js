@@ -1,17 +1,19 @@
-// Plans: progress bar, rollup line, constraints, and every step with status, holder and
-// what it waits on. Finished plans fold into one line each until chosen.
+// Plans: progress bar, rollup line, constraints, and the steps listed so far with status,
+// holder and what they wait on; more on demand, or only a kind, or only a title. Finished
+// plans fold into one line each until chosen.
 
 import { h, icon, who } from "./dom.js";
 import { countdown } from "./lease.js";
 
-export function renderPlans(snap, ctx) {
-  if (!snap.plans.length) {
+// `view` is what the page shows: plan summaries oldest first, which of them are open as
+// cards (unfinished, or chosen), and for each card its listed steps and listing.
+export function renderPlans(view, ctx) {
+  if (!view.plans.length) {
     return [h("p", { class: "empty" }, "No plans yet. Create one with ", h("code", {}, "POST /api/plans"),
       " or ", h("code", {}, "planledger plan create"), ".")];
   }
-  const details = new Map(snap.details.map((p) => [p.slug, p]));
-  const open = snap.plans.filter((p) => details.has(p.slug)).map((p) => planCard(details.get(p.slug), ctx));
-  const finished = snap.plans.filter((p) => !details.has(p.slug));
+  const open = view.plans.filter((p) => view.cards.has(p.slug)).map((p) => planCard(p, view.cards.get(p.slug), ctx));
+  const finished = view.plans.filter((p) => !view.cards.has(p.slug));
   if (finished.length) open.push(h("ul", { class: "finished" }, finished.map((p) => finishedRow(p, ctx))));
   return open;
 }
@@ -31,10 +33,19 @@ function progressBar(progress) {
     h("span", { class: `seg ${kind}`, style: { width: `${(n / total) * 100}%` }, title: `${n} ${kind}` })));
 }
 
-function planCard(plan, ctx) {
-  const numbers = new Map(plan.steps.map((s) => [s.step_id, s.position + 1]));
-  const status = new Map(plan.steps.map((s) => [s.step_id, s.status]));
-  const constraints = Object.entries(plan.constraints);
+// The card's rollup line and bar, redrawn in place when a change moves the plan's counts.
+export function updatePlanHead(card, plan) {
+  card.querySelector(".rollup").textContent = rollup(plan);
+  card.querySelector(".progress").replaceWith(progressBar(plan.progress));
+}
+
+const SHOW_WORDS = {
+  all: "every step", unfinished: "unfinished", held: "in progress", claimable: "claimable",
+  lapsed: "lapsed", waiting: "waiting", done: "done", dropped: "dropped",
+};
+
+function planCard(plan, card, ctx) {
+  const constraints = Object.entries(card.constraints);
   return h("article", { class: "card plan", dataset: { plan: plan.slug } },
     h("header", { class: "plan-head" },
       h("div", {},
@@ -47,10 +58,46 @@ function planCard(plan, ctx) {
     progressBar(plan.progress),
     constraints.length ? h("dl", { class: "constraints", "aria-label": "constraints" },
       constraints.map(([name, text]) => h("div", { class: "constraint" }, h("dt", {}, name), h("dd", {}, text)))) : null,
+    filters(plan, card.listing, ctx),
     h("div", { class: "steps", role: "table", "aria-label": `steps of ${plan.slug}` },
       h("div", { class: "step-row head", role: "row" },
         ["#", "step", "status", "holder", "waits on"].map((t) => h("span", { role: "columnheader" }, t))),
-      plan.steps.map((step) => stepRow(step, numbers, status, ctx))));
+      h("div", { class: "step-rows", role: "rowgroup", dataset: { rows: plan.slug } },
+        card.steps.map((step) => stepRow(step, ctx)))),
+    moreRow(plan, card, ctx));
+}
+
+// Which steps the card lists: a kind, and a part of the title.
+function filters(plan, listing, ctx) {
+  const select = h("select", {
+    class: "show", "aria-label": `show steps of ${plan.slug}`, dataset: { key: `show-${plan.slug}` },
+    onchange: (e) => ctx.filterPlan(plan.slug, { show: e.currentTarget.value }),
+  }, Object.entries(SHOW_WORDS).map(([value, words]) =>
+    h("option", { value, selected: value === listing.show }, words)));
+  let typing = null;
+  const search = h("input", {
+    class: "find", type: "search", placeholder: "find a step", value: listing.text, maxlength: 100,
+    "aria-label": `find a step of ${plan.slug} by title`, dataset: { key: `find-${plan.slug}` },
+    oninput: (e) => {
+      const text = e.currentTarget.value.trim();
+      clearTimeout(typing);
+      typing = setTimeout(() => ctx.filterPlan(plan.slug, { text }), 250);
+    },
+  });
+  return h("div", { class: "step-filters" }, select, search);
+}
+
+// How much of the plan the card lists, and the button that lists more.
+export function moreRow(plan, card, ctx) {
+  const { listing, steps } = card;
+  const all = listing.show === "all" && !listing.text;
+  const count = all ? `${steps.length} of ${plan.progress.total} steps` : `${steps.length} shown`;
+  return h("div", { class: "steps-more", dataset: { more: plan.slug } },
+    h("span", { class: "quiet", dataset: { count: plan.slug } }, count),
+    listing.next === null ? null : h("button", {
+      class: "link", type: "button", dataset: { key: `more-${plan.slug}` },
+      disabled: card.loading, onclick: () => ctx.morePlan(plan.slug),
+    }, card.loading ? "loading…" : "show more"));
 }
 
 export function stepState(step) {
@@ -61,7 +108,7 @@ export function stepState(step) {
   return ["waiting", "waiting"];
 }
 
-function stepRow(step, numbers, status, ctx) {
+export function stepRow(step, ctx) {
   const [kind, words] = stepState(step);
   return h("div", { class: `step-row ${kind}`, role: "row", dataset: { step: step.step_id } },
     h("span", { class: "num", role: "cell" }, `${step.position + 1}`),
@@ -72,7 +119,7 @@ function stepRow(step, numbers, status, ctx) {
       }, step.title)),
     h("span", { role: "cell" }, h("span", { class: `pill ${kind}` }, words)),
     h("span", { class: "holder", role: "cell" }, holderCell(step, ctx)),
-    h("span", { class: "deps", role: "cell" }, depsCell(step, numbers, status)));
+    h("span", { class: "deps", role: "cell" }, depsCell(step, ctx)));
 }
 
 function holderCell(step, ctx) {
@@ -85,16 +132,19 @@ function holderCell(step, ctx) {
   return h("span", { class: "quiet" }, "—");
 }
 
-function depsCell(step, numbers, status) {
+// A dependency the page has not read is named by its id; one that blocks carries its
+// status with the step, one that does not is done or dropped.
+function depsCell(step, ctx) {
   if (!step.depends_on.length) return h("span", { class: "quiet" }, "—");
-  const blocking = new Set(step.blockers.map((b) => b.step_id));
+  const blocking = new Map(step.blockers.map((b) => [b.step_id, b]));
   return step.depends_on.map((id) => {
-    const open = blocking.has(id);
-    const state = status.get(id) || "open";
+    const blocker = blocking.get(id);
+    const number = ctx.stepNumber(id);
+    const state = blocker ? blocker.status : ctx.stepStatus(id) || "done or dropped";
     return h("span", {
-      class: `dep ${open ? "open" : "met"}`,
-      title: `${open ? "waits on" : "after"} step ${numbers.get(id) ?? id} (${state.replace("_", " ")})`,
-    }, open ? null : icon("completed"), `#${numbers.get(id) ?? "?"}`);
+      class: `dep ${blocker ? "open" : "met"}`,
+      title: `${blocker ? "waits on" : "after"} step ${number ?? id} (${state.replace("_", " ")})`,
+    }, blocker ? null : icon("completed"), `#${number ?? "?"}`);
   });
 }
 
