@@ -137,5 +137,9 @@ def mcp_connection(ctx: Context[Any, Any]) -> Connection | None:
     `mcp.server.context.Context.connection` is not built for tools yet). Should a later SDK
     move it, every call reads as connectionless and needs its token: never a wider grant.
     """
-    found = getattr(ctx.request_context.session, "_connection", None)
+    try:
+        session = ctx.request_context.session
+    except ValueError:  # called outside a request (the SDK's own `call_tool` without one)
+        return None
+    found = getattr(session, "_connection", None)
     return found if isinstance(found, Connection) else None
