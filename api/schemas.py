@@ -6,8 +6,9 @@ Field names are the contract with clients: change them only additively.
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from api.text import check_text
 from projections.timeline_entries import Entry, Lane
 
 SID = "01KXP8FEJQ6R5Z5NMVZ7082X5A"
@@ -21,12 +22,22 @@ class Schema(BaseModel):
 # --- requests ------------------------------------------------------------------------
 
 
-class SessionStartIn(Schema):
+class RequestSchema(Schema):
+    """What a client sends: every string in it must be text (api.text), whatever the
+    field, so no route, tool or command can pass a lone surrogate on to the store."""
+
+    @field_validator("*")
+    @classmethod
+    def _text_only(cls, value: Any) -> Any:
+        return check_text(value)
+
+
+class SessionStartIn(RequestSchema):
     name: str | None = Field(None, description="A label for people, e.g. 'agent A'.",
                              examples=["agent A"])
 
 
-class PlanStepIn(Schema):
+class PlanStepIn(RequestSchema):
     key: str | None = Field(None, description="A name later steps of this request use in "
                             "depends_on.", examples=["s5"])
     title: str = Field(examples=["Rate-limit POST /auth/refresh (per-IP and per-family)"])
@@ -35,7 +46,7 @@ class PlanStepIn(Schema):
                                   "in this request, or ids of existing steps.", examples=[["s4"]])
 
 
-class PlanIn(Schema):
+class PlanIn(RequestSchema):
     slug: str = Field(examples=["auth-refresh"])
     title: str = Field(examples=["Refresh-token rotation"])
     constraints: dict[str, str] = Field(default_factory=dict, examples=[{
@@ -43,27 +54,27 @@ class PlanIn(Schema):
     steps: list[PlanStepIn] = Field(default_factory=list)
 
 
-class StepIn(Schema):
+class StepIn(RequestSchema):
     title: str = Field(examples=["Emit metrics and an alert for refresh-reuse revocations"])
     body: str = ""
     depends_on: list[str] = Field(default_factory=list, examples=[[STEP]])
 
 
-class StepRevisionIn(Schema):
+class StepRevisionIn(RequestSchema):
     title: str | None = None
     body: str | None = None
 
 
-class DependenciesIn(Schema):
+class DependenciesIn(RequestSchema):
     depends_on: list[str] = Field(examples=[[STEP]])
 
 
-class ClaimIn(Schema):
+class ClaimIn(RequestSchema):
     lease_seconds: int | None = Field(None, description="Lease length; the server default "
                                       "(900 s unless configured) when omitted.", examples=[900])
 
 
-class FenceIn(Schema):
+class FenceIn(RequestSchema):
     fence: int | None = Field(None, description="The fence your claim was granted; a stale "
                               "one is refused, so a paused agent cannot close work it lost.",
                               examples=[1])
@@ -78,9 +89,18 @@ class SessionStartedOut(Schema):
     started_at: datetime
 
 
+TOKEN_ONLY_FIRST = ("this answers a retry (the same Idempotency-Key): the session's token is "
+                    "only ever in the first answer; if that was lost, start a new session")
+
+
 class SessionStartOut(SessionStartedOut):
-    token: str = Field(description="Send as `Authorization: Bearer <token>` on every call "
-                       "acting for this session. Keep it secret.")
+    token: str | None = Field(description="Send as `Authorization: Bearer <token>` on every "
+                              "call acting for this session. Keep it secret. Null when "
+                              "`replayed`: only the first answer carries it.")
+    replayed: bool = Field(False, description="True when this answers a retry with the same "
+                           "Idempotency-Key: the session is the one first started, and the "
+                           "token is withheld (anyone who repeats a key could ask for it).")
+    note: str | None = Field(None, examples=[TOKEN_ONLY_FIRST])
 
 
 class HeldOut(Schema):

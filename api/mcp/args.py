@@ -7,12 +7,16 @@ checks its path parameters, so no odd string ever reaches a database driver.
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
+from api.text import check_text
 from ledger.domain.claims import DEFAULT_LEASE_SECONDS, MAX_LEASE_SECONDS, MIN_LEASE_SECONDS
 from ledger.domain.plans import SLUG_PATTERN
 
 ID_PATTERN = r"^[0-9A-Za-z_-]{1,64}$"  # the HTTP API's StepPath/SessionPath pattern
+# Free text must be text (api.text): a lone surrogate is refused naming the argument. The
+# arguments the tools put into request schemas (api.schemas) are checked there.
+Text = AfterValidator(check_text)
 
 StepId = Annotated[str, Field(
     pattern=ID_PATTERN, description="The step id (a ULID from tasks_ready or tasks_list).",
@@ -26,7 +30,7 @@ MaybePlan = Annotated[str | None, Field(
 SessionArg = Annotated[str | None, Field(
     pattern=ID_PATTERN, description="Act for this session. Leave out to act for the session "
     "started on this connection; a session started elsewhere also needs its token.")]
-TokenArg = Annotated[str | None, Field(
+TokenArg = Annotated[str | None, Text, Field(
     max_length=200, description="The token session_start returned. Needed with a session "
     "started on another connection, and on every call of a client that keeps no connection "
     "(it names its session, so session_id may then be left out).")]

@@ -6,14 +6,15 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
-from api.mcp.args import SessionArg, TokenArg
+from api.mcp.args import SessionArg, Text, TokenArg
 from api.mcp.briefing import briefing
 from api.mcp.schemas import SessionBriefingOut
 from api.mcp.toolbase import Tools
 from api.schemas import SessionEndOut
 
-Name = Annotated[str | None, Field(max_length=300, description="A label people see on the "
-                                   "timeline and the console, e.g. 'agent A'.")]
+Name = Annotated[str | None, Text, Field(
+    max_length=300, description="A label people see on the timeline and the console, e.g. "
+    "'agent A'.")]
 STATELESS = ("This client keeps no MCP connection, so nothing is remembered between calls: "
              "pass token on every call that acts for your session.")
 
