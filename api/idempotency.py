@@ -6,10 +6,15 @@ acting session and the key, appended in the same transaction as the write's own 
 concurrent retries conflict on that stream: one lands, the other reads its answer.
 A refusal is an answer too, and replays as the same error. Writes whose answer comes
 with no decision (a claim-next that found nothing) record it on its own.
+
+The stream's name is a MAC of the session and the key under a key derived from the
+store's secret: the log is public (`/api/log`), and a bare hash of a key could be matched
+offline against guessed keys. A caller learns whether its answer is the first or a replay
+(`Answered.replayed`), so an operation can withhold what only the first caller may see.
 """
 
-import contextlib
 import hashlib
+import hmac
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,6 +23,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
+from api.derived_keys import IDEMPOTENCY_STREAMS, derived_key
 from api.errors import BadIdempotencyKey, IdempotencyKeyReused, Replayed, problem
 from api.runtime import Runtime
 from ledger.domain.claims import Decision
@@ -42,6 +48,15 @@ class AnswerRecorded:
     request: str
     status: int
     body: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Answered(Generic[M]):
+    """A write's answer, and whether it was recorded before this call (by an earlier try
+    or a concurrent twin) rather than by it."""
+
+    model: M
+    replayed: bool
 
 
 class AlreadyAnswered(Exception):
@@ -76,10 +91,13 @@ def fingerprint(operation: str, args: dict[str, Any]) -> str:
 class Idempotency:
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
+        self._key: bytes | None = None  # derived when first needed, as the secret is read
 
     def stream(self, scope: str | None, key: str) -> str:
-        digest = hashlib.sha256(f"{scope or '-'}\n{check_key(key)}".encode()).hexdigest()
-        return STREAM_PREFIX + digest[:48]
+        if self._key is None:
+            self._key = derived_key(self.runtime.secret, IDEMPOTENCY_STREAMS)
+        text = f"{scope or '-'}\n{check_key(key)}".encode()
+        return STREAM_PREFIX + hmac.new(self._key, text, hashlib.sha256).hexdigest()[:48]
 
     def lookup(self, stream: str) -> AnswerRecorded | None:
         for event in self.runtime.store.stream(stream):
@@ -89,9 +107,14 @@ class Idempotency:
 
     def run(self, write: Write[R, M], key: str, scope: str | None, request: str) -> M:
         """The write's answer: recorded first, or replayed from the first time."""
+        return self.answer(write, key, scope, request).model
+
+    def answer(self, write: Write[R, M], key: str, scope: str | None, request: str,
+               ) -> Answered[M]:
+        """`run`, telling whether the answer was recorded by this call."""
         stream = self.stream(scope, key)
         if (found := self.lookup(stream)) is not None:
-            return self._replay(write, found, request)
+            return Answered(self._replay(write, found, request), replayed=True)
         rider = _Rider(self, write, stream, scope, request)
         result: R | None = None
         failure: Exception | None = None
@@ -101,15 +124,22 @@ class Idempotency:
             except (LedgerError, AlreadyAnswered) as error:
                 failure = error
         if (found := self.lookup(stream)) is not None:  # ours, or a concurrent twin's
-            return self._replay(write, found, request)
+            # Ours when the command's last decision carried our record and its append held
+            # (the command returned, or raised that decision's own refusal after it).
+            offered = rider.offered
+            ours = offered is not None and (failure is None or failure is offered.refusal)
+            return Answered(self._replay(write, found, request), replayed=not ours)
         if isinstance(failure, AlreadyAnswered):
             raise RuntimeError("an idempotent answer vanished")  # cannot happen: logged, 500
         answer = _answer(write, result, failure)
         if answer[0] >= 500 and failure is not None:
             raise failure  # a passing failure (contention) is not the answer: retry afresh
-        with contextlib.suppress(ConflictError):  # a concurrent twin recorded it first
+        ours = True
+        try:
             self.runtime.store.append([self._record(stream, scope, request, answer)])
-        return self._replay(write, self._must(stream), request)
+        except ConflictError:  # a concurrent twin recorded it first
+            ours = False
+        return Answered(self._replay(write, self._must(stream), request), replayed=not ours)
 
     def _must(self, stream: str) -> AnswerRecorded:
         found = self.lookup(stream)
@@ -148,9 +178,11 @@ class _Rider:
         self.owner, self.write, self.stream = owner, write, stream
         self.scope, self.request = scope, request
         self.calls = 0
+        self.offered: Decision | None = None  # the latest decision, if it carries our record
 
     def __call__(self, decision: Decision) -> list[AnswerRecorded]:
         self.calls += 1
+        self.offered = None
         if self.calls > 1 and self.owner.lookup(self.stream) is not None:
             raise AlreadyAnswered(self.stream)
         if decision.refusal is not None:
@@ -162,4 +194,5 @@ class _Rider:
             if result is None:
                 return []
             answer = _answer(self.write, result, None)
+        self.offered = decision
         return [self.owner._record(self.stream, self.scope, self.request, answer)]

@@ -5,7 +5,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from api.idempotency import Idempotency, Write, fingerprint
+from api.idempotency import Answered, Idempotency, Write, fingerprint
 from api.identity import Identity
 from api.metrics import Metrics
 from api.runtime import Runtime
@@ -31,9 +31,14 @@ class Operations:
 
     def _run(self, operation: str, args: dict[str, Any], write: Write[R, M], key: Key,
              scope: str | None) -> M:
+        return self._answer(operation, args, write, key, scope).model
+
+    def _answer(self, operation: str, args: dict[str, Any], write: Write[R, M], key: Key,
+                scope: str | None) -> Answered[M]:
+        """`_run`, telling whether the answer replays one recorded before this call."""
         if key is None:
-            return write.render(write.command())
-        return self.idempotency.run(write, key, scope, fingerprint(operation, args))
+            return Answered(write.render(write.command()), replayed=False)
+        return self.idempotency.answer(write, key, scope, fingerprint(operation, args))
 
     def _counted(self, command: Callable[[], R]) -> Callable[[], R]:
         def run() -> R:

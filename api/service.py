@@ -13,6 +13,7 @@ from api.claim_ops import ClaimOperations
 from api.idempotency import Write
 from api.operations import Key
 from api.schemas import (
+    TOKEN_ONLY_FIRST,
     DependenciesIn,
     PlanCreatedOut,
     PlanIn,
@@ -37,14 +38,19 @@ class Service(ClaimOperations):
     # --- sessions ------------------------------------------------------------------
 
     def start_session(self, name: str | None = None, key: Key = None) -> SessionStartOut:
-        """Start a session; its token is derived again on a replay, never recorded."""
+        """Start a session. Its token is never recorded, and a replay (the same key) does
+        not carry it: whoever repeats a key is not thereby the session's first caller."""
         def render(state: Any) -> SessionStartedOut:
             return SessionStartedOut(session_id=state.id, name=state.name,
                                      started_at=state.started_at)
 
         write = Write(lambda: self.ledger.start_session(name), render, SessionStartedOut,
                       lambda d: fold_session(None, d.events))
-        started = self._run("session.start", {"name": name}, write, key, None)
+        answered = self._answer("session.start", {"name": name}, write, key, None)
+        started = answered.model
+        if answered.replayed:
+            return SessionStartOut(**dict(started), token=None, replayed=True,
+                                   note=TOKEN_ONLY_FIRST)
         return SessionStartOut(**dict(started),
                                token=self.identity.token_for(started.session_id))
 
