@@ -62,14 +62,17 @@ def change_after(runtime: Runtime, after: int, limit: int) -> ChangeOut:
     page = views.log_page(runtime, after, limit)
     with runtime.reads.reading() as (view, moment):  # at or past the page's last event
         touched = _touched(view, page.events)
+        for step_id in [s for s in touched.steps if view.steps[s].plan in touched.new_plans]:
+            del touched.steps[step_id]  # a new plan is read whole by its first page
         wide = len(touched.steps) > MAX_STEPS
         steps = [] if wide else steps_now(view, touched.steps, moment)
         for step in steps:
             touched.plans[PlanSlug(step.plan)] = None
             touched.sessions.update((SessionId(w), None) for w in (step.holder,
                                     step.lapsed_holder) if w is not None)
-        plans = [*touched.plans, *touched.new_plans]
-        stale = [*touched.new_plans, *(touched.plans if wide else ())]
+        plans = list({**touched.plans, **touched.new_plans})
+        stale: list[str] = [*touched.new_plans, *(p for p in touched.plans if wide
+                                                   and p not in touched.new_plans)]
         progress = {p: views.progress_out(queries.progress(view, p, moment))
                     for p in plans if p in view.indexes}
         summaries = [_summary(view, p, progress[p]) for p in plans if p in progress]
@@ -78,7 +81,7 @@ def change_after(runtime: Runtime, after: int, limit: int) -> ChangeOut:
     cards = [views.session(runtime, s) for s in sessions]
     named = {*sessions, *(w for s in steps for w in (s.holder, s.lapsed_holder) if w)}
     return ChangeOut(**dict(page), now=moment, steps=steps, plans=summaries,
-                     stale_plans=list(dict.fromkeys(stale)), sessions=cards,
+                     stale_plans=stale, sessions=cards,
                      live_sessions=live, names=names(runtime, named))
 
 
