@@ -84,25 +84,25 @@ class ClaimOperations(Operations):
             self.metrics.released("released")
         return self._close("release", close, step_id, "open", key, actor, fence)
 
-    def drop(self, step_id: str, actor: str | None = None, fence: int | None = None,
+    def drop(self, step_id: str, actor: str, fence: int | None = None,
              key: Key = None) -> StepChangeOut:
         def close() -> None:
             self.ledger.drop(step_id, actor, fence)
             self.metrics.drops.inc()
         return self._close("drop", close, step_id, "dropped", key, actor, fence)
 
-    def reopen(self, step_id: str, actor: str | None = None, key: Key = None,
-               ) -> StepChangeOut:
+    def reopen(self, step_id: str, actor: str, key: Key = None) -> StepChangeOut:
         return self._close("reopen", lambda: self.ledger.reopen(step_id, actor), step_id,
                            "open", key, actor, None)
 
-    def force_release(self, step_id: str, key: Key = None) -> ForceReleaseOut:
-        """An operator's release of whatever claim the step carries (admin only)."""
+    def force_release(self, step_id: str, actor: str, key: Key = None) -> ForceReleaseOut:
+        """An operator's release of whatever claim the step carries (the admin, or the
+        local operator on the embedded store)."""
         def command() -> bool:
-            released = self.ledger.force_release(step_id)
+            released = self.ledger.force_release(step_id, actor)
             self.metrics.released("forced", int(released))
             return released
 
         write = Write(command, lambda r: ForceReleaseOut(step_id=step_id, released=r),
                       ForceReleaseOut, lambda d: bool(d.events))
-        return self._run("force_release", {"step": step_id}, write, key, "admin")
+        return self._run("force_release", {"step": step_id}, write, key, actor)

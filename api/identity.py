@@ -42,6 +42,11 @@ class Identity:
             raise Unauthorized("invalid session token: not signed by this server")
         return SessionId(session_id)
 
+    def is_admin(self, token: str) -> bool:
+        """Whether `token` is the admin token (never, when none is configured)."""
+        return self._admin is not None and hmac.compare_digest(
+            token.strip().encode(), self._admin.encode())
+
     def check_admin(self, token: str) -> None:
         if self._admin is None:
             raise Forbidden("force-release is disabled: the server has no PLANLEDGER_ADMIN_TOKEN")

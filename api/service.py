@@ -3,7 +3,8 @@
 
 Each write calls one ledger command, renders its answer through `api.views`, counts it
 in the metrics and, given an idempotency key, records or replays its answer. Identity is
-settled before: `actor` is the session the caller proved it speaks for. No rule lives here.
+settled before: `actor` is who the caller proved it speaks for (a session, the admin or
+the local operator: `ledger.domain.ids.Actor`). No rule lives here.
 """
 
 from typing import Any
@@ -66,9 +67,9 @@ class Service(ClaimOperations):
 
     # --- plans and steps -------------------------------------------------------------
 
-    def create_plan(self, plan: PlanIn, actor: str | None = None, key: Key = None,
-                    ) -> PlanCreatedOut:
+    def create_plan(self, plan: PlanIn, actor: str, key: Key = None) -> PlanCreatedOut:
         """Create the plan, its constraints and its steps in one transaction."""
+        self.settings.check_steps_per_request(len(plan.steps))
         new = [NewStep(s.title, s.body, s.depends_on, s.key) for s in plan.steps]
 
         def render(made: tuple[PlanState, list[StepId]]) -> PlanCreatedOut:
@@ -85,14 +86,14 @@ class Service(ClaimOperations):
             return (state, ids) if state is not None else None
 
         write = Write(lambda: self.ledger.create_plan(plan.slug, plan.title, plan.constraints,
-                                                      new, actor), render, PlanCreatedOut,
+                                                      new, actor=actor), render, PlanCreatedOut,
                       of_decision)
         return self._run("plan.create", plan.model_dump(), write, key, actor)
 
-    def add_step(self, slug: str, step: StepIn, actor: str | None = None, key: Key = None,
-                 ) -> StepRefOut:
+    def add_step(self, slug: str, step: StepIn, actor: str, key: Key = None) -> StepRefOut:
         def command() -> StepRefOut:
-            step_id = self.ledger.add_step(slug, step.title, step.body, step.depends_on, actor)
+            step_id = self.ledger.add_step(slug, step.title, step.body, step.depends_on,
+                                           actor=actor)
             return _ref(*self.ledger.step(step_id)[1:])
 
         def of_decision(d: Decision) -> StepRefOut:
@@ -104,10 +105,10 @@ class Service(ClaimOperations):
         write = Write(command, _same, StepRefOut, of_decision)
         return self._run("step.add", {"plan": slug, **step.model_dump()}, write, key, actor)
 
-    def revise_step(self, step_id: str, revision: StepRevisionIn, actor: str | None = None,
+    def revise_step(self, step_id: str, revision: StepRevisionIn, actor: str,
                     key: Key = None) -> StepRefOut:
         def command() -> StepRefOut:
-            self.ledger.revise_step(step_id, revision.title, revision.body, actor)
+            self.ledger.revise_step(step_id, revision.title, revision.body, actor=actor)
             return _ref(*self.ledger.step(step_id)[1:])
 
         def of_decision(d: Decision) -> StepRefOut:
@@ -118,10 +119,10 @@ class Service(ClaimOperations):
         return self._run("step.revise", {"step": step_id, **revision.model_dump()}, write,
                          key, actor)
 
-    def declare_dependencies(self, step_id: str, deps: DependenciesIn,
-                             actor: str | None = None, key: Key = None) -> StepRefOut:
+    def declare_dependencies(self, step_id: str, deps: DependenciesIn, actor: str,
+                             key: Key = None) -> StepRefOut:
         def command() -> StepRefOut:
-            self.ledger.declare_dependencies(step_id, deps.depends_on, actor)
+            self.ledger.declare_dependencies(step_id, deps.depends_on, actor=actor)
             return _ref(*self.ledger.step(step_id)[1:])
 
         def of_decision(d: Decision) -> StepRefOut:

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from api.runtime import open_runtime
-from bench.timing import Figure, scratch_dir
+from bench.timing import OPERATOR, Figure, scratch_dir
 from ledger.application import NewStep
 from ledger.domain import events as ev
 
@@ -79,7 +79,8 @@ def interleaved(
     try:
         ledger = runtime.ledger
         _, steps = ledger.create_plan("bench", "Bench",
-                                      steps=[NewStep(f"step {i}") for i in range(cycles)])
+                                      steps=[NewStep(f"step {i}") for i in range(cycles)],
+                                      actor=OPERATOR)
         session = ledger.start_session("bench").id
         pragmas = store_pragmas(runtime.store.recorder)
         conn = bare_connection(directory / "bare.sqlite", pragmas)

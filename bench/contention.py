@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from api.runtime import open_runtime
-from bench.timing import Figure, scratch_dir
+from bench.timing import OPERATOR, Figure, scratch_dir
 from ledger.application import NewStep
 from ledger.domain import events as ev
 
@@ -48,7 +48,8 @@ def _agent(db: str, barrier: Barrier, out: Any) -> None:
 
 def _seed(db: str, steps: int) -> None:
     runtime = open_runtime(db)
-    runtime.ledger.create_plan(PLAN, "Race", steps=[NewStep(f"step {i}") for i in range(steps)])
+    runtime.ledger.create_plan(PLAN, "Race", steps=[NewStep(f"step {i}") for i in range(steps)],
+                               actor=OPERATOR)
     runtime.close()
 
 

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from api.runtime import open_runtime
-from bench.timing import Figure, scratch_dir
+from bench.timing import OPERATOR, Figure, scratch_dir
 from ledger.application import NewStep
 
 GOAL = 1.2
@@ -26,7 +26,8 @@ def _timed_heartbeats(db: str, count: int) -> tuple[list[float], str, str]:
     runtime = open_runtime(db)
     try:
         ledger = runtime.ledger
-        _, (step,) = ledger.create_plan(f"hb-{count}", "Heartbeats", steps=[NewStep("held")])
+        _, (step,) = ledger.create_plan(f"hb-{count}", "Heartbeats", steps=[NewStep("held")],
+                                           actor=OPERATOR)
         session = ledger.start_session("holder").id
         ledger.claim(step, session)
         costs = []

@@ -9,7 +9,9 @@ and expiries it would give them, in batches of thousands per transaction.
 import random
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
+from bench.timing import OPERATOR
 from ledger.domain import events as ev
 from ledger.domain.ids import PlanSlug, SessionId, StepId, plan_stream
 from ledger.ports import Clock
@@ -47,11 +49,12 @@ class LogBuilder:
         return f"{kind}{self._ids:09d}"
 
     def _emit(self, kind: type[ev.LedgerEvent], stream: str, session: str | None,
-              **fields: object) -> None:
+              **fields: Any) -> None:
         version = self._versions.get(stream, 0) + 1
         self._versions[stream] = version
         self.now += self._step
-        self._pending.append(kind(stream, version, self.now, session, **fields))
+        self._pending.append(kind(stream, version, self.now, session,
+                                  actor=session or OPERATOR, **fields))
         self.count += 1
         if len(self._pending) >= BATCH:
             self.flush()

@@ -15,7 +15,7 @@ from ledger.domain.claims import (
     decide_claim,
 )
 from ledger.domain.events import LeaseRenewed, ReadyListed, StepClaimed
-from ledger.domain.ids import PlanSlug, SessionId, StepId
+from ledger.domain.ids import PlanSlug, SessionId, StepId, acting_session
 from ledger.domain.state import SATISFYING, StepDef
 
 
@@ -109,7 +109,8 @@ class ClaimCommands(LedgerCore):
         def attempt(now: datetime) -> Decision:
             session = self.live_session(session_id)
             listed = ReadyListed(session.id, session.version + 1, timestamp=now,
-                                 session_id=session.id, plan=slug, step_ids=shown)
+                                 session_id=session.id, actor=session.id, plan=slug,
+                                 step_ids=shown)
             return Decision([listed])
 
         event = self._decide(session_id, attempt).events[0]
@@ -122,12 +123,16 @@ class ClaimCommands(LedgerCore):
     def release(self, step_id: str, session_id: str, fence: int | None = None) -> None:
         self._close(closing.decide_release, step_id, session_id, fence)
 
-    def drop(self, step_id: str, session_id: str | None = None, fence: int | None = None) -> None:
+    def drop(self, step_id: str, actor: str, fence: int | None = None) -> None:
+        """Drop: the holder (a session), or any author while nobody holds the step."""
+        who = self.author(actor)
+        session_id = acting_session(who)
+
         def attempt(now: datetime) -> Decision:
             session = self.live_session(session_id) if session_id is not None else None
             step, definition, _ = self.step(step_id)
             holder = self.current_holder(step, now, session)
-            return closing.decide_drop(step, definition, session, fence, holder, now)
+            return closing.decide_drop(step, definition, who, session, fence, holder, now)
 
         self._decide(step_id, attempt)
 
@@ -143,18 +148,18 @@ class ClaimCommands(LedgerCore):
 
         self._decide_on_cached_step(step_id, attempt)
 
-    def force_release(self, step_id: str, actor: str | None = None) -> bool:
+    def force_release(self, step_id: str, actor: str) -> bool:
         """An operator's release of any claim on the step; False if there was none."""
+        who = self.author(actor)
 
         def attempt(now: datetime) -> Decision:
             step = self.store.step(StepId(step_id))
-            who = SessionId(actor) if actor else None
             return closing.decide_force_release(step, self.current_holder(step, now), who, now)
 
         return bool(self._decide(step_id, attempt).events)
 
-    def reopen(self, step_id: str, actor: str | None = None) -> None:
-        who = self._actor(actor)
+    def reopen(self, step_id: str, actor: str) -> None:
+        who = self.author(actor)
 
         def attempt(now: datetime) -> Decision:
             return closing.decide_reopen(self.store.step(StepId(step_id)), who, now)

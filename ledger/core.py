@@ -7,7 +7,7 @@ from datetime import datetime
 
 from ledger.domain import errors
 from ledger.domain.claims import Decision, live_holder
-from ledger.domain.ids import SessionId, StepId
+from ledger.domain.ids import Actor, SessionId, StepId, acting_session
 from ledger.domain.state import PlanState, SessionState, StepDef, StepState
 from ledger.ports import CandidateView, Clock, IdGenerator
 from ledger.riders import with_riders
@@ -84,6 +84,11 @@ class LedgerCore:
     ) -> SessionId | None:
         return live_holder(step, now, self.holder_ended(step, known))
 
-    def _actor(self, actor: str | None) -> SessionId | None:
-        """The acting session, checked live; None when the call names none."""
-        return self.live_session(actor).id if actor is not None else None
+    def author(self, actor: str) -> Actor:
+        """The write's author: a session (checked live), the admin or the local operator."""
+        if not actor:
+            raise errors.InvalidInput("actor", "every write names its author")
+        session = acting_session(Actor(actor))
+        if session is not None:
+            self.live_session(session)
+        return Actor(actor)

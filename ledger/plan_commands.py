@@ -34,7 +34,7 @@ class PlanCommands(LedgerCore):
         session_id = SessionId(self.ids.new_id())
         now = self.clock.now()
         started = SessionStarted(session_id, 1, timestamp=now, session_id=session_id,
-                                 name=name or None)
+                                 actor=session_id, name=name or None)
         self.store.append(with_riders(Decision([started])))
         return self.store.session(session_id)
 
@@ -57,10 +57,10 @@ class PlanCommands(LedgerCore):
 
     def create_plan(
         self, slug: str, title: str, constraints: dict[str, str] | None = None,
-        steps: Sequence[NewStep] = (), actor: str | None = None,
+        steps: Sequence[NewStep] = (), *, actor: str,
     ) -> tuple[PlanState, list[StepId]]:
         """Create a plan with its constraints and steps, all in one transaction."""
-        who = self._actor(actor)
+        who = self.author(actor)
         now = self.clock.now()
         created = plan_rules.decide_create_plan(slug, title, constraints or {}, who, now)
         plan = PlanState(id=created.originator_id, version=1, slug=PlanSlug(created.slug),
@@ -84,9 +84,9 @@ class PlanCommands(LedgerCore):
 
     def add_step(
         self, plan: str, title: str, body: str = "", depends_on: Sequence[str] = (),
-        actor: str | None = None,
+        *, actor: str,
     ) -> StepId:
-        who = self._actor(actor)
+        who = self.author(actor)
         step_id = StepId(self.ids.new_id())
 
         def attempt(now: datetime) -> Decision:
@@ -100,9 +100,9 @@ class PlanCommands(LedgerCore):
 
     def revise_step(
         self, step_id: str, title: str | None = None, body: str | None = None,
-        actor: str | None = None,
+        *, actor: str,
     ) -> None:
-        who = self._actor(actor)
+        who = self.author(actor)
 
         def attempt(now: datetime) -> Decision:
             _, _, plan = self.step(step_id)
@@ -112,11 +112,11 @@ class PlanCommands(LedgerCore):
         self._decide(step_id, attempt)
 
     def declare_dependencies(
-        self, step_id: str, depends_on: Sequence[str], actor: str | None = None
+        self, step_id: str, depends_on: Sequence[str], *, actor: str
     ) -> None:
         """Add dependencies; the plan's version serializes concurrent declarations, so two
         declarations that would close a cycle together cannot both land."""
-        who = self._actor(actor)
+        who = self.author(actor)
 
         def attempt(now: datetime) -> Decision:
             _, _, plan = self.step(step_id)

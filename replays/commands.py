@@ -15,10 +15,12 @@ from typing import Any
 
 from ledger.application import Ledger, NewStep
 from ledger.domain import events as ev
+from ledger.domain.ids import local_operator
 from replays.format import COMMAND_NAMES, CommandRecord, RecordingError
 
 Args = dict[str, Any]
 Start = tuple[str, str | None, Args, list[str]]  # name, acting session, args, new ids
+UNRECORDED = local_operator("unrecorded")
 
 
 def derive(events: Iterable[tuple[int, object]]) -> tuple[list[CommandRecord], dict[int, int]]:
@@ -76,22 +78,28 @@ def _start(event: ev.LedgerEvent) -> Start:
                          f"teach replays/commands.py")
 
 
+def _author(event: ev.LedgerEvent) -> str:
+    """Who made the write; a log from before actors were recorded may not say, and its
+    commands re-execute as one stand-in operator."""
+    return ev.author_of(event) or UNRECORDED
+
+
 def _structure(event: ev.LedgerEvent) -> Start | None:
-    who = event.session_id
+    who, actor = event.session_id, _author(event)
     if isinstance(event, ev.PlanCreated):
         return "create_plan", who, {"slug": event.slug, "title": event.title, "constraints":
-                                    dict(event.constraints), "steps": [], "actor": who}, []
+                                    dict(event.constraints), "steps": [], "actor": actor}, []
     if isinstance(event, ev.StepAdded):
         return "add_step", who, {"plan": event.originator_id.removeprefix("plan:"),
                                  "title": event.title, "body": event.body,
-                                 "depends_on": list(event.depends_on), "actor": who}, \
+                                 "depends_on": list(event.depends_on), "actor": actor}, \
             [event.step_id]
     if isinstance(event, ev.StepRevised):
         return "revise_step", who, {"step_id": event.step_id, "title": event.title,
-                                    "body": event.body, "actor": who}, []
+                                    "body": event.body, "actor": actor}, []
     if isinstance(event, ev.DependenciesDeclared):
         return "declare_dependencies", who, {"step_id": event.step_id, "depends_on":
-                                             list(event.depends_on), "actor": who}, []
+                                             list(event.depends_on), "actor": actor}, []
     return None
 
 
@@ -110,18 +118,19 @@ def _claiming(event: ev.LedgerEvent) -> Start | None:
 
 def _closing(event: ev.LedgerEvent) -> Start | None:
     who, step = event.session_id, event.originator_id
-    if isinstance(event, ev.StepCompleted | ev.StepDropped):
-        name = "complete" if isinstance(event, ev.StepCompleted) else "drop"
-        return name, who, {"step_id": step, "session_id": who, "fence": event.fence}, []
+    if isinstance(event, ev.StepCompleted):
+        return "complete", who, {"step_id": step, "session_id": who, "fence": event.fence}, []
+    if isinstance(event, ev.StepDropped):
+        return "drop", who, {"step_id": step, "actor": _author(event), "fence": event.fence}, []
     if isinstance(event, ev.StaleFenceRejected):
-        return event.action, who, {"step_id": event.step_id, "session_id": who,
-                                   "fence": event.fence}, []
+        held = "actor" if event.action == "drop" else "session_id"
+        return event.action, who, {"step_id": event.step_id, held: who, "fence": event.fence}, []
     if isinstance(event, ev.StepReleased) and event.reason == "released":
         return "release", who, {"step_id": step, "session_id": who, "fence": event.fence}, []
     if isinstance(event, ev.StepReleased) and event.reason == "forced":
-        return "force_release", who, {"step_id": step, "actor": who}, []
+        return "force_release", who, {"step_id": step, "actor": _author(event)}, []
     if isinstance(event, ev.StepReopened):
-        return "reopen", who, {"step_id": step, "actor": who}, []
+        return "reopen", who, {"step_id": step, "actor": _author(event)}, []
     return None
 
 
@@ -138,23 +147,29 @@ def _session(event: ev.LedgerEvent) -> Start | None:
 # --- running a command again ------------------------------------------------------
 
 
+def _actor(a: Args) -> str:
+    """The recorded author; recordings from before authors were recorded name none (or,
+    for a drop, only its session)."""
+    return str(a.get("actor") or a.get("session_id") or UNRECORDED)
+
+
 def _create_plan(ledger: Ledger, a: Args) -> object:
     steps = [NewStep(s["title"], s["body"], s["depends_on"]) for s in a["steps"]]
-    return ledger.create_plan(a["slug"], a["title"], a["constraints"], steps, a["actor"])
+    return ledger.create_plan(a["slug"], a["title"], a["constraints"], steps, actor=_actor(a))
 
 
 Runner = Callable[[Ledger, Args], object]
 RUNNERS: dict[str, tuple[tuple[str, ...], Runner]] = {
     "start_session": (("name",), lambda led, a: led.start_session(a["name"])),
     "end_session": (("session_id",), lambda led, a: led.end_session(a["session_id"])),
-    "create_plan": (("slug", "title", "constraints", "steps", "actor"), _create_plan),
-    "add_step": (("plan", "title", "body", "depends_on", "actor"), lambda led, a: led.add_step(
-        a["plan"], a["title"], a["body"], a["depends_on"], a["actor"])),
-    "revise_step": (("step_id", "title", "body", "actor"), lambda led, a: led.revise_step(
-        a["step_id"], a["title"], a["body"], a["actor"])),
-    "declare_dependencies": (("step_id", "depends_on", "actor"),
+    "create_plan": (("slug", "title", "constraints", "steps"), _create_plan),
+    "add_step": (("plan", "title", "body", "depends_on"), lambda led, a: led.add_step(
+        a["plan"], a["title"], a["body"], a["depends_on"], actor=_actor(a))),
+    "revise_step": (("step_id", "title", "body"), lambda led, a: led.revise_step(
+        a["step_id"], a["title"], a["body"], actor=_actor(a))),
+    "declare_dependencies": (("step_id", "depends_on"),
                              lambda led, a: led.declare_dependencies(
-                                 a["step_id"], a["depends_on"], a["actor"])),
+                                 a["step_id"], a["depends_on"], actor=_actor(a))),
     "list_ready": (("plan", "session_id"),
                    lambda led, a: led.list_ready(a["plan"], a["session_id"])),
     "claim": (("step_id", "session_id", "lease_seconds"), lambda led, a: led.claim(
@@ -163,11 +178,10 @@ RUNNERS: dict[str, tuple[tuple[str, ...], Runner]] = {
         a["step_id"], a["session_id"], a["fence"])),
     "release": (("step_id", "session_id", "fence"), lambda led, a: led.release(
         a["step_id"], a["session_id"], a["fence"])),
-    "drop": (("step_id", "session_id", "fence"), lambda led, a: led.drop(
-        a["step_id"], a["session_id"], a["fence"])),
-    "force_release": (("step_id", "actor"),
-                      lambda led, a: led.force_release(a["step_id"], a["actor"])),
-    "reopen": (("step_id", "actor"), lambda led, a: led.reopen(a["step_id"], a["actor"])),
+    "drop": (("step_id", "fence"), lambda led, a: led.drop(
+        a["step_id"], _actor(a), a["fence"])),
+    "force_release": (("step_id",), lambda led, a: led.force_release(a["step_id"], _actor(a))),
+    "reopen": (("step_id",), lambda led, a: led.reopen(a["step_id"], _actor(a))),
 }
 assert frozenset(RUNNERS) == COMMAND_NAMES, "the format's command names and the runners"
 

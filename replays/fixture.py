@@ -34,8 +34,8 @@ def seed_auth_refresh(ledger: Ledger, *, race: bool = True) -> list[StepId]:
     for i in range(1, 6):
         dep = "s4" if (i == 5 and race) else f"s{i}"
         specs.append(NewStep(AUTH_REFRESH_STEPS[i], key=f"s{i + 1}", depends_on=[dep]))
-    _, step_ids = ledger.create_plan(PLAN, PLAN_TITLE, CONSTRAINTS, specs)
     worker = ledger.start_session("seeder")
+    _, step_ids = ledger.create_plan(PLAN, PLAN_TITLE, CONSTRAINTS, specs, actor=worker.id)
     for step_id in step_ids[:4]:
         ledger.claim(step_id, worker.id)
         ledger.complete(step_id, worker.id)

@@ -1,6 +1,8 @@
 """One interface over two ways in: the embedded store (the service, in this process) or a
 running server (its HTTP API). Commands call a `Client` and never care which."""
 
+import getpass
+import os
 from types import TracebackType
 from typing import Any, Protocol, TypeVar
 
@@ -28,6 +30,7 @@ from api.schemas import (
     TimelineOut,
 )
 from api.service import Service
+from ledger.domain.ids import local_operator
 
 T = TypeVar("T")
 
@@ -61,12 +64,26 @@ class Client(Protocol):
     def close(self) -> None: ...
 
 
+def operator_name() -> str:
+    """The OS user running this command (its uid where the system names none)."""
+    try:
+        return getpass.getuser()[:64]
+    except (OSError, KeyError):
+        return f"uid-{os.getuid()}"
+
+
 class LocalClient:
-    """The embedded store: calls the service directly, acting for `actor` (if any)."""
+    """The embedded store: calls the service directly, acting for `actor` (if any). Plan
+    and step changes made without a session are the local operator's (`local:<OS user>`):
+    whoever can open the store's file is its operator, and the log names them."""
 
     def __init__(self, service: Service, actor: str | None) -> None:
         self.service = service
         self.actor = actor
+
+    @property
+    def author(self) -> str:
+        return self.actor or local_operator(operator_name())
 
     def _actor(self) -> str:
         if self.actor is None:
@@ -84,7 +101,7 @@ class LocalClient:
         return views.session(self.service.runtime, session_id)
 
     def create_plan(self, plan: PlanIn) -> PlanCreatedOut:
-        return self.service.create_plan(plan, self.actor)
+        return self.service.create_plan(plan, self.author)
 
     def plans(self) -> list[PlanSummaryOut]:
         return views.plans(self.service.runtime)
@@ -114,7 +131,7 @@ class LocalClient:
         return self.service.release(step_id, self._actor(), fence)
 
     def drop(self, step_id: str, fence: int | None) -> StepChangeOut:
-        return self.service.drop(step_id, self.actor, fence)
+        return self.service.drop(step_id, self.author, fence)
 
     def log(self, after: int, limit: int) -> LogPageOut:
         return views.log_page(self.service.runtime, after, limit)
@@ -166,7 +183,17 @@ class RemoteClient:
         return self._call(SessionOut, "GET", f"/api/sessions/{session_id}")
 
     def create_plan(self, plan: PlanIn) -> PlanCreatedOut:
-        return self._call(PlanCreatedOut, "POST", "/api/plans", plan)
+        """Create the plan as this client's session; without one, as a session started for
+        it (named after the OS user) and ended straight after: the log names its author."""
+        if "Authorization" in self.http.headers:
+            return self._call(PlanCreatedOut, "POST", "/api/plans", plan)
+        started = self.start_session(f"{operator_name()} (plan create)")
+        self.http.headers["Authorization"] = f"Bearer {started.token}"
+        try:
+            return self._call(PlanCreatedOut, "POST", "/api/plans", plan)
+        finally:
+            self.end_session()
+            del self.http.headers["Authorization"]
 
     def plans(self) -> list[PlanSummaryOut]:
         return self._call(list[PlanSummaryOut], "GET", "/api/plans")

@@ -12,7 +12,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from api.errors import Unauthorized
 from api.service import Service
-from ledger.domain.ids import SessionId
+from ledger.domain.ids import ADMIN, Actor, SessionId
 
 
 def _service(request: Request) -> Service:
@@ -40,19 +40,27 @@ async def require_session(request: Request, credentials: Credentials) -> Session
     return _service(request).identity.session_of(credentials.credentials)
 
 
-async def optional_session(request: Request, credentials: Credentials) -> SessionId | None:
-    return None if credentials is None else await require_session(request, credentials)
+async def require_author(request: Request, credentials: Credentials) -> Actor:
+    """Who makes a write that need not be a session's: a session, or the admin."""
+    if credentials is None:
+        raise Unauthorized("a write needs an author: send `Authorization: Bearer <token>` with "
+                           "a session token (POST /api/sessions) or the admin token")
+    identity = _service(request).identity
+    if identity.is_admin(credentials.credentials):
+        return ADMIN
+    return Actor(identity.session_of(credentials.credentials))
 
 
-async def require_admin(request: Request, credentials: Credentials) -> None:
+async def require_admin(request: Request, credentials: Credentials) -> Actor:
     if credentials is None:
         raise Unauthorized("force-release needs `Authorization: Bearer <admin token>`")
     _service(request).identity.check_admin(credentials.credentials)
+    return ADMIN
 
 
 ActorDep = Annotated[SessionId, Depends(require_session)]
-MaybeActorDep = Annotated[SessionId | None, Depends(optional_session)]
-AdminDep = Annotated[None, Depends(require_admin)]
+AuthorDep = Annotated[Actor, Depends(require_author)]
+AdminDep = Annotated[Actor, Depends(require_admin)]
 
 
 # A plain header parameter, not a dependency: each dependency costs a solve per request.

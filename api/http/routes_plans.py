@@ -7,8 +7,8 @@ from starlette.concurrency import run_in_threadpool
 from api import views
 from api.http.deps import (
     ActorDep,
+    AuthorDep,
     IdempotencyKeyDep,
-    MaybeActorDep,
     ServiceDep,
     SlugPath,
 )
@@ -33,11 +33,11 @@ router = APIRouter(prefix="/api/plans", tags=["plans"])
              responses=errors(401, e409="plan_exists: the slug is taken.",
                               e422="Bad slug, title, constraint, or a dependency that is "
                                    "unknown, on itself, or closes a cycle."))
-async def plan_create(service: ServiceDep, plan: PlanIn, actor: MaybeActorDep,
+async def plan_create(service: ServiceDep, plan: PlanIn, actor: AuthorDep,
                       key: IdempotencyKeyDep = None) -> PlanCreatedOut:
     """Create a plan with its constraints and steps in one transaction. Steps name earlier
-    steps of the same request by `key` in `depends_on`. A session token is optional: with
-    one, the events name the session that created the plan."""
+    steps of the same request by `key` in `depends_on`. Needs a session token or the admin
+    token: the events name who created the plan."""
     return await run_in_threadpool(lambda: service.create_plan(plan, actor, key))
 
 
@@ -63,7 +63,7 @@ async def step_list(service: ServiceDep, slug: SlugPath) -> list[StepOut]:
 @router.post("/{slug}/steps", status_code=201, response_model=StepRefOut,
              responses=errors(401, 404, e422="Bad title or body, or a dependency that is "
                                               "unknown or on the step itself."))
-async def step_add(service: ServiceDep, slug: SlugPath, step: StepIn, actor: MaybeActorDep,
+async def step_add(service: ServiceDep, slug: SlugPath, step: StepIn, actor: AuthorDep,
                    key: IdempotencyKeyDep = None) -> StepRefOut:
     """Add a step to the plan, optionally depending on existing steps."""
     return await run_in_threadpool(lambda: service.add_step(slug, step, actor, key))

@@ -9,8 +9,8 @@ from api.http.commands import run_command
 from api.http.deps import (
     ActorDep,
     AdminDep,
+    AuthorDep,
     IdempotencyKeyDep,
-    MaybeActorDep,
     ServiceDep,
     StepPath,
 )
@@ -47,7 +47,7 @@ async def step_show(service: ServiceDep, step_id: StepPath) -> StepDetailOut:
 
 @router.patch("/{step_id}", response_model=StepRefOut, responses=errors(401, 404))
 async def step_update(service: ServiceDep, step_id: StepPath, revision: StepRevisionIn,
-                      actor: MaybeActorDep, key: IdempotencyKeyDep = None) -> StepRefOut:
+                      actor: AuthorDep, key: IdempotencyKeyDep = None) -> StepRefOut:
     """Revise a step's title and/or body."""
     return await run_in_threadpool(lambda: service.revise_step(step_id, revision, actor, key))
 
@@ -56,7 +56,7 @@ async def step_update(service: ServiceDep, step_id: StepPath, revision: StepRevi
              responses=errors(401, 404, e422="A dependency that is unknown, on the step "
                                               "itself, or that would close a cycle (named)."))
 async def step_depend(service: ServiceDep, step_id: StepPath, deps: DependenciesIn,
-                      actor: MaybeActorDep, key: IdempotencyKeyDep = None) -> StepRefOut:
+                      actor: AuthorDep, key: IdempotencyKeyDep = None) -> StepRefOut:
     """Declare more dependencies of a step (steps of the same plan)."""
     return await run_in_threadpool(lambda: service.declare_dependencies(step_id, deps, actor, key))
 
@@ -101,10 +101,10 @@ async def release(service: ServiceDep, step_id: StepPath, actor: ActorDep,
 
 @router.post("/{step_id}/drop", response_model=StepChangeOut,
              responses=errors(401, 404, e409=_HOLDER_409))
-async def drop(service: ServiceDep, step_id: StepPath, actor: MaybeActorDep,
+async def drop(service: ServiceDep, step_id: StepPath, actor: AuthorDep,
                key: IdempotencyKeyDep = None, body: FenceIn | None = None) -> StepChangeOut:
-    """Drop the step (it no longer blocks its dependants): by its live holder, or by anyone
-    when nobody holds it."""
+    """Drop the step (it no longer blocks its dependants): by its live holder, or by any
+    session or the admin when nobody holds it."""
     return await run_command(service,
         lambda: service.drop(step_id, actor, body.fence if body else None, key))
 
@@ -112,7 +112,7 @@ async def drop(service: ServiceDep, step_id: StepPath, actor: MaybeActorDep,
 @router.post("/{step_id}/reopen", response_model=StepChangeOut,
              responses=errors(401, 404, e409="not_reopenable: the step is not done or "
                                               "dropped."))
-async def reopen(service: ServiceDep, step_id: StepPath, actor: MaybeActorDep,
+async def reopen(service: ServiceDep, step_id: StepPath, actor: AuthorDep,
                  key: IdempotencyKeyDep = None) -> StepChangeOut:
     """Reopen a done or dropped step."""
     return await run_command(service, lambda: service.reopen(step_id, actor, key))
@@ -120,8 +120,8 @@ async def reopen(service: ServiceDep, step_id: StepPath, actor: MaybeActorDep,
 
 @router.post("/{step_id}/force-release", response_model=ForceReleaseOut,
              responses=errors(401, 403, 404))
-async def force_release(service: ServiceDep, step_id: StepPath, _admin: AdminDep,
+async def force_release(service: ServiceDep, step_id: StepPath, admin: AdminDep,
                         key: IdempotencyKeyDep = None) -> ForceReleaseOut:
     """An operator's release of whatever claim the step carries. Needs the admin token
     (`PLANLEDGER_ADMIN_TOKEN`) as the bearer token."""
-    return await run_command(service, lambda: service.force_release(step_id, key))
+    return await run_command(service, lambda: service.force_release(step_id, admin, key))

@@ -33,7 +33,8 @@ SessionArg = Annotated[str | None, Field(
 TokenArg = Annotated[str | None, Text, Field(
     max_length=200, description="The token session_start returned. Needed with a session "
     "started on another connection, and on every call of a client that keeps no connection "
-    "(it names its session, so session_id may then be left out).")]
+    "(it names its session, so session_id may then be left out). The admin token, where the "
+    "server has one, authors plan and step changes as the admin.")]
 Lease = Annotated[int | None, Field(
     description=f"Lease length in seconds ({MIN_LEASE_SECONDS}..{MAX_LEASE_SECONDS}); the "
     f"server default ({DEFAULT_LEASE_SECONDS} s unless configured) when left out.",

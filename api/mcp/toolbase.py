@@ -10,7 +10,7 @@ from api.mcp.briefing import plans_in_motion
 from api.runtime import Runtime
 from api.service import Service
 from ledger.domain.errors import InvalidInput
-from ledger.domain.ids import SessionId
+from ledger.domain.ids import ADMIN, Actor, SessionId
 
 
 class Tools:
@@ -37,6 +37,14 @@ class Tools:
     def maybe_actor(self, ctx: Context[Any, Any], session_id: str | None, token: str | None,
                     ) -> SessionId | None:
         return self.connections.maybe_actor(self.connection(ctx), session_id, token)
+
+    def author(self, ctx: Context[Any, Any], session_id: str | None, token: str | None,
+               ) -> Actor:
+        """Who makes a write that need not be a session's: the admin (its token passed as
+        `token`), else the acting session; refused when neither can be told."""
+        if token and not session_id and self.service.identity.is_admin(token):
+            return ADMIN
+        return Actor(self.actor(ctx, session_id, token))
 
     def plan_or_only(self, plan: str | None) -> str:
         """The named plan, else the only plan in motion; never a guess between several."""

@@ -62,8 +62,8 @@ class ClaimTools(Tools):
     def tasks_drop(self, ctx: Context[Any, Any], id: StepId, fence: Fence = None,
                    session_id: SessionArg = None, token: TokenArg = None) -> StepClosedOut:
         """Drop a step that should not be done at all; it stops blocking the steps that
-        wait on it. Allowed to its live holder, or to anyone while nobody holds it."""
-        actor = self.maybe_actor(ctx, session_id, token)
+        wait on it. Allowed to its live holder, or to any session while nobody holds it."""
+        actor = self.author(ctx, session_id, token)
         return self._closed(self.service.drop(id, actor, fence))
 
     def _closed(self, change: StepChangeOut) -> StepClosedOut:

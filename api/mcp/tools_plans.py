@@ -31,7 +31,7 @@ class PlanTools(Tools):
         ones by key, so the plan's order of work is explicit: a step is ready only once
         its dependencies are done. Answers each step's id. Refused if the slug is taken,
         or a dependency is unknown or would close a cycle (named)."""
-        actor = self.maybe_actor(ctx, session_id, token)
+        actor = self.author(ctx, session_id, token)
         listed = [PlanStepIn(key=None, title=s) if isinstance(s, str) else s for s in steps or []]
         plan = PlanIn(slug=slug, title=title, constraints=constraints or {}, steps=listed)
         return self.service.create_plan(plan, actor)

@@ -55,7 +55,7 @@ class StepTools(Tools):
         """Add a step to a plan (work you found that the plan lacks). `depends_on` lists
         step ids that must be done (or dropped) before it is ready. A dependency that is
         unknown, on the step itself or that would close a cycle is refused by name."""
-        actor = self.maybe_actor(ctx, session_id, token)
+        actor = self.author(ctx, session_id, token)
         step = StepIn(title=title, body=body or "", depends_on=depends_on or [])
         return self.service.add_step(self.plan_or_only(plan), step, actor)
 
@@ -69,7 +69,7 @@ class StepTools(Tools):
         tasks_complete; you must hold it), dropped drops it (as tasks_drop), open releases
         your claim or reopens a done or dropped step. Applied in that order: revision,
         dependencies, status; each refusal reads as that tool's would. Answers the step."""
-        actor = self.maybe_actor(ctx, session_id, token)
+        actor = self.author(ctx, session_id, token)
         if title is not None or body is not None:
             self.service.revise_step(id, StepRevisionIn(title=title, body=body), actor)
         if add_depends_on:
@@ -86,12 +86,12 @@ class StepTools(Tools):
             return self.actor(ctx, *who)
 
         if status == "dropped":
-            self.service.drop(step_id, self.maybe_actor(ctx, *who), fence)
+            self.service.drop(step_id, self.author(ctx, *who), fence)
         elif status == "in_progress":
             self.service.claim(step_id, actor(), lease)
         elif status == "done":
             self.service.complete(step_id, actor(), fence)
         elif self.runtime.ledger.step(step_id)[0].status in SATISFYING:  # closed: reopen it
-            self.service.reopen(step_id, self.maybe_actor(ctx, *who))
+            self.service.reopen(step_id, self.author(ctx, *who))
         else:
             self.service.release(step_id, actor(), fence)

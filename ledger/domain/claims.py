@@ -94,13 +94,15 @@ def decide_claim(
     expires_at = now + timedelta(seconds=lease_seconds)
     if verdict.kind == "held" and verdict.holder == session:
         renewed = ev.LeaseRenewed(
-            step.id, step.version + 1, timestamp=now, session_id=session, fence=step.fence,
+            step.id, step.version + 1, timestamp=now, session_id=session, actor=session,
+            fence=step.fence,
             lease_seconds=lease_seconds, expires_at=expires_at,
         )
         return Decision([renewed])
     if verdict.kind == "claimable":
         claimed = ev.StepClaimed(
-            step.id, step.version + 1, timestamp=now, session_id=session, fence=step.fence + 1,
+            step.id, step.version + 1, timestamp=now, session_id=session, actor=session,
+            fence=step.fence + 1,
             lease_seconds=lease_seconds, expires_at=expires_at,
         )
         return Decision([claimed])
@@ -122,7 +124,8 @@ def _refuse_claim(
     if verdict.kind == "held":
         holder = verdict.holder or SessionId("")
         bounced = ev.ClaimBounced(
-            session, version, timestamp=now, session_id=session, step_id=step.id, holder=holder,
+            session, version, timestamp=now, session_id=session, actor=session, step_id=step.id,
+            holder=holder,
             holder_fence=step.fence, lease_seconds=lease_seconds,
         )
         refusal: errors.LedgerError = errors.AlreadyClaimed(
@@ -136,7 +139,8 @@ def _refuse_claim(
     else:
         refusal = errors.Closed(step.id, definition.title, step.status)
     refused = ev.ClaimRefused(
-        session, version, timestamp=now, session_id=session, step_id=step.id, reason=verdict.kind,  # type: ignore[arg-type]
+        session, version, timestamp=now, session_id=session, actor=session, step_id=step.id,
+        reason=verdict.kind,  # type: ignore[arg-type]
         detail=str(refusal), lease_seconds=lease_seconds,
     )
     return Decision([refused], refusal)

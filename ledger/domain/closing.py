@@ -7,7 +7,7 @@ from typing import Literal
 from ledger.domain import errors
 from ledger.domain import events as ev
 from ledger.domain.claims import Decision, live_holder
-from ledger.domain.ids import SessionId
+from ledger.domain.ids import Actor, SessionId, acting_session
 from ledger.domain.state import SATISFYING, SessionState, StepDef, StepState
 
 Action = Literal["complete", "drop", "release"]
@@ -28,7 +28,7 @@ def _check_holder(
     if fence is not None and fence != step.fence:
         rejected = ev.StaleFenceRejected(
             session.id, session.version + 1, timestamp=now, session_id=session.id,
-            step_id=step.id, action=action, fence=fence, current_fence=step.fence,
+            actor=session.id, step_id=step.id, action=action, fence=fence, current_fence=step.fence,
             holder=holder,
         )
         return Decision([rejected], errors.StaleFence(step.id, fence, step.fence, holder))
@@ -44,9 +44,8 @@ def decide_complete(
     refused = _check_holder(step, definition, "complete", session, fence, holder, now)
     if refused:
         return refused
-    done = ev.StepCompleted(
-        step.id, step.version + 1, timestamp=now, session_id=session.id, fence=step.fence
-    )
+    done = ev.StepCompleted(step.id, step.version + 1, timestamp=now, session_id=session.id,
+                            actor=session.id, fence=step.fence)
     return Decision([done])
 
 
@@ -58,41 +57,41 @@ def decide_release(
     if refused:
         return refused
     released = ev.StepReleased(
-        step.id, step.version + 1, timestamp=now, session_id=session.id,
+        step.id, step.version + 1, timestamp=now, session_id=session.id, actor=session.id,
         fence=step.fence, holder=session.id, reason="released",
     )
     return Decision([released])
 
 
 def decide_drop(
-    step: StepState, definition: StepDef, session: SessionState | None, fence: int | None,
-    holder: SessionId | None, now: datetime,
+    step: StepState, definition: StepDef, actor: Actor, session: SessionState | None,
+    fence: int | None, holder: SessionId | None, now: datetime,
 ) -> Decision:
-    """Drop: by the live holder, or by anyone when nobody holds the step."""
+    """Drop: by the live holder, or by any author when nobody holds the step. `session` is
+    the actor's session (None for the admin or the local operator)."""
     if holder is None and step.status not in SATISFYING and fence is None:
-        actor = session.id if session else None
-        dropped = ev.StepDropped(step.id, step.version + 1, timestamp=now, session_id=actor,
+        dropped = ev.StepDropped(step.id, step.version + 1, timestamp=now,
+                                 session_id=session.id if session else None, actor=actor,
                                  fence=None)
         return Decision([dropped])
     if session is None:
-        return Decision([], errors.NotHolder(step.id, "(none)", holder))
+        return Decision([], errors.NotHolder(step.id, actor, holder))
     refused = _check_holder(step, definition, "drop", session, fence, holder, now)
     if refused:
         return refused
-    dropped = ev.StepDropped(
-        step.id, step.version + 1, timestamp=now, session_id=session.id, fence=step.fence
-    )
+    dropped = ev.StepDropped(step.id, step.version + 1, timestamp=now, session_id=session.id,
+                             actor=session.id, fence=step.fence)
     return Decision([dropped])
 
 
 def decide_force_release(
-    step: StepState, holder: SessionId | None, actor: SessionId | None, now: datetime
+    step: StepState, holder: SessionId | None, actor: Actor, now: datetime
 ) -> Decision:
     """An operator's release of whatever claim the step carries, live or lapsed."""
     if step.status != "in_progress" or step.holder is None:
         return Decision([])
     released = ev.StepReleased(
-        step.id, step.version + 1, timestamp=now, session_id=actor,
+        step.id, step.version + 1, timestamp=now, session_id=acting_session(actor), actor=actor,
         fence=step.fence, holder=holder or step.holder, reason="forced",
     )
     return Decision([released])
@@ -106,7 +105,7 @@ def decide_end_session(
         return Decision([], errors.SessionClosed(session.id))
     releases = [
         ev.StepReleased(
-            step.id, step.version + 1, timestamp=now, session_id=session.id,
+            step.id, step.version + 1, timestamp=now, session_id=session.id, actor=session.id,
             fence=step.fence, holder=session.id, reason="session_ended",
         )
         for step in held
@@ -114,15 +113,14 @@ def decide_end_session(
     ]
     ended = ev.SessionEnded(
         session.id, session.version + 1, timestamp=now, session_id=session.id,
-        released=[r.originator_id for r in releases],
+        actor=session.id, released=[r.originator_id for r in releases],
     )
     return Decision([*releases, ended])
 
 
-def decide_reopen(
-    step: StepState, actor: SessionId | None, now: datetime
-) -> Decision:
+def decide_reopen(step: StepState, actor: Actor, now: datetime) -> Decision:
     if step.status not in SATISFYING:
         return Decision([], errors.NotReopenable(step.id, step.status))
-    reopened = ev.StepReopened(step.id, step.version + 1, timestamp=now, session_id=actor)
+    reopened = ev.StepReopened(step.id, step.version + 1, timestamp=now,
+                               session_id=acting_session(actor), actor=actor)
     return Decision([reopened])

@@ -1,11 +1,14 @@
 """Events: frozen, past-tense facts. One class per fact.
 
 Every event names its stream (`originator_id`), its place in it (`originator_version`),
-the time it happened and the session that caused it (None for set-up done without one).
+the time it happened, the session it concerns (None for set-up done without one) and its
+`actor`: who made the write (`ledger.domain.ids.Actor`: a session, the admin, or the local
+operator). Events written before actors were recorded read `actor` None; `author_of`
+names who made those as well as the log can (their session, if any).
 Field values are JSON-friendly so that a stored event re-encodes to the same bytes.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
@@ -19,6 +22,12 @@ class LedgerEvent:
     originator_version: int
     timestamp: datetime
     session_id: str | None
+    actor: str | None = field(default=None, kw_only=True)
+
+
+def author_of(event: LedgerEvent) -> str | None:
+    """Who made the write: its actor, else (a log from before actors) its session."""
+    return event.actor or event.session_id
 
 
 # --- the plan stream: structure -------------------------------------------------

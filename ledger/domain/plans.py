@@ -6,7 +6,7 @@ from datetime import datetime
 
 from ledger.domain import errors
 from ledger.domain import events as ev
-from ledger.domain.ids import PlanSlug, SessionId, StepId, plan_stream
+from ledger.domain.ids import Actor, PlanSlug, StepId, acting_session, plan_stream
 from ledger.domain.state import PlanState
 
 SLUG_PATTERN = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")
@@ -53,12 +53,13 @@ def check_slug_like_name(name: str) -> None:
 
 
 def decide_create_plan(
-    slug: str, title: str, constraints: Mapping[str, str], actor: SessionId | None,
+    slug: str, title: str, constraints: Mapping[str, str], actor: Actor,
     now: datetime,
 ) -> ev.PlanCreated:
     checked = check_slug(slug)
     return ev.PlanCreated(
-        plan_stream(checked), 1, timestamp=now, session_id=actor, slug=checked,
+        plan_stream(checked), 1, timestamp=now, session_id=acting_session(actor), actor=actor,
+        slug=checked,
         title=check_text("title", title, MAX_TITLE, required=True),
         constraints=check_constraints(constraints),
     )
@@ -66,7 +67,7 @@ def decide_create_plan(
 
 def decide_add_step(
     plan: PlanState, version: int, step_id: StepId, title: str, body: str,
-    depends_on: Sequence[str], actor: SessionId | None, now: datetime,
+    depends_on: Sequence[str], actor: Actor, now: datetime,
 ) -> tuple[ev.StepAdded, ev.StepOpened]:
     """Add a step to the plan (at plan version `version`) and open its own stream."""
     if len(plan.steps) >= MAX_STEPS_PER_PLAN:
@@ -74,18 +75,20 @@ def decide_add_step(
                                            f"{MAX_STEPS_PER_PLAN} steps")
     deps = _checked_dependencies(plan, step_id, depends_on)
     added = ev.StepAdded(
-        plan.id, version, timestamp=now, session_id=actor, step_id=step_id,
+        plan.id, version, timestamp=now, session_id=acting_session(actor), actor=actor,
+        step_id=step_id,
         title=check_text("title", title, MAX_TITLE, required=True),
         body=check_text("body", body, MAX_BODY, required=False),
         depends_on=list(deps),
     )
-    opened = ev.StepOpened(step_id, 1, timestamp=now, session_id=actor, plan=plan.slug)
+    opened = ev.StepOpened(step_id, 1, timestamp=now, session_id=acting_session(actor),
+                           actor=actor, plan=plan.slug)
     return added, opened
 
 
 def decide_revise_step(
     plan: PlanState, step_id: StepId, title: str | None, body: str | None,
-    actor: SessionId | None, now: datetime,
+    actor: Actor, now: datetime,
 ) -> ev.StepRevised:
     if step_id not in plan.steps:
         raise errors.UnknownStep(step_id)
@@ -94,13 +97,14 @@ def decide_revise_step(
     if body is not None:
         check_text("body", body, MAX_BODY, required=False)
     return ev.StepRevised(
-        plan.id, plan.version + 1, timestamp=now, session_id=actor, step_id=step_id,
+        plan.id, plan.version + 1, timestamp=now, session_id=acting_session(actor),
+        actor=actor, step_id=step_id,
         title=title, body=body,
     )
 
 
 def decide_declare_dependencies(
-    plan: PlanState, step_id: StepId, depends_on: Sequence[str], actor: SessionId | None,
+    plan: PlanState, step_id: StepId, depends_on: Sequence[str], actor: Actor,
     now: datetime,
 ) -> ev.DependenciesDeclared:
     if step_id not in plan.steps:
@@ -113,7 +117,8 @@ def decide_declare_dependencies(
     if cycle:
         raise errors.DependencyCycle(cycle)
     return ev.DependenciesDeclared(
-        plan.id, plan.version + 1, timestamp=now, session_id=actor, step_id=step_id,
+        plan.id, plan.version + 1, timestamp=now, session_id=acting_session(actor),
+        actor=actor, step_id=step_id,
         depends_on=list(new),
     )
 

@@ -15,6 +15,7 @@ from api.commands.client import LocalClient
 from api.commands.common import EXIT_BOUNCED, EXIT_NOTHING_READY, open_client
 from api.runtime import open_runtime
 from ledger.application import NewStep
+from tests.support import OPERATOR
 
 PLANLEDGER = str(Path(sys.executable).parent / "planledger")
 
@@ -145,7 +146,7 @@ def test_a_command_resumes_from_the_servers_checkpoint_and_sees_what_came_after(
     db = cli.env["PLANLEDGER_DB"]
     server = open_runtime(db, checkpoints=True)  # a server's runtime, shut down below
     _, steps = server.ledger.create_plan("big", "Big", steps=[
-        NewStep(f"step {i}") for i in range(40)])
+        NewStep(f"step {i}") for i in range(40)], actor=OPERATOR)
     agent = server.ledger.start_session("agent").id
     for step in steps[:10]:
         server.ledger.claim(step, agent)

@@ -17,6 +17,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from api.runtime import open_runtime
 from tests.support.browser import PageWatch, chromium, screenshot
+from tests.support.live_server import author_at
 from tests.support.replicas import Agent, Replica, start_replica
 from tests.support.seed import AUTH_REFRESH_STEPS, seed_auth_refresh
 
@@ -131,7 +132,8 @@ def test_the_race_shows_live_winner_bounce_and_six_of_six_without_reload(
 
 
 def _plan(replica: Replica) -> tuple[str, str]:
-    created = httpx.post(f"{replica.url}/api/plans", timeout=30, json={
+    created = httpx.post(f"{replica.url}/api/plans", timeout=30,
+                         headers=author_at(replica.url), json={
         "slug": "key-rotation", "title": "Signing-key rotation",
         "constraints": {"no-downtime": "Old tokens verify until the new key is everywhere"},
         "steps": [{"key": "a", "title": "Publish the new signing key"},

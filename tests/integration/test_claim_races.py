@@ -20,6 +20,7 @@ from api.runtime import open_runtime
 from ledger.application import NewStep
 from ledger.domain import errors
 from ledger.domain import events as ev
+from tests.support import OPERATOR
 from tests.support.postgres import fresh_schema
 
 ROUNDS = 20
@@ -91,7 +92,7 @@ def _seed_independent_steps(db: str, count: int) -> list[str]:
     runtime = open_runtime(db)
     _, step_ids = runtime.ledger.create_plan(
         "race", "Race", steps=[NewStep(f"step {i}") for i in range(count)]
-    )
+    , actor=OPERATOR)
     runtime.close()
     return list(step_ids)
 

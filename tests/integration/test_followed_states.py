@@ -11,6 +11,7 @@ import pytest
 from api.runtime import Runtime, open_runtime
 from ledger.application import NewStep
 from ledger.domain import errors
+from tests.support import OPERATOR
 from tests.support.fakes import EPOCH, FakeClock, SequentialIds
 
 
@@ -25,7 +26,8 @@ def other(db: str, clock: FakeClock, file_runtime: Runtime) -> Iterator[Runtime]
 def _warm(rt: Runtime, steps: int = 2) -> tuple[list[str], str]:
     """A plan whose first step one session has claimed and completed, so the session, the
     plan and that step are all followed."""
-    _, ids = rt.ledger.create_plan("p", "P", steps=[NewStep(f"s{i}") for i in range(steps)])
+    _, ids = rt.ledger.create_plan("p", "P", steps=[NewStep(f"s{i}") for i in range(steps)],
+        actor=OPERATOR)
     session = rt.ledger.start_session("a").id
     rt.ledger.claim(ids[0], session)
     rt.ledger.complete(ids[0], session)
@@ -47,7 +49,7 @@ def test_a_step_claimed_by_another_process_bounces_with_its_holder(
     file_runtime: Runtime, other: Runtime
 ) -> None:
     (first, _), session = _warm(file_runtime)
-    file_runtime.ledger.reopen(first)
+    file_runtime.ledger.reopen(first, OPERATOR)
     rival = other.ledger.start_session("b").id
     other.ledger.claim(first, rival)
 
@@ -61,7 +63,7 @@ def test_a_dependency_added_by_another_process_blocks_the_next_claim(
 ) -> None:
     (_, second, third), session = _warm(file_runtime, steps=3)
 
-    other.ledger.declare_dependencies(second, [third])
+    other.ledger.declare_dependencies(second, [third], actor=OPERATOR)
 
     with pytest.raises(errors.Blocked):
         file_runtime.ledger.claim(second, session)
@@ -77,7 +79,7 @@ def test_when_nothing_moved_a_command_reads_no_stream_again(
     monkeypatch.setattr(recorder, "select_events",
                         lambda *a, **k: reads.append(a) or select(*a, **k))
 
-    file_runtime.ledger.reopen(first)
+    file_runtime.ledger.reopen(first, OPERATOR)
     file_runtime.ledger.claim(first, session)
     file_runtime.ledger.complete(first, session)
 
@@ -88,7 +90,7 @@ def test_a_command_reads_again_only_what_another_process_moved(
     file_runtime: Runtime, other: Runtime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (first, _), session = _warm(file_runtime)
-    file_runtime.ledger.reopen(first)
+    file_runtime.ledger.reopen(first, OPERATOR)
     other.ledger.start_session("b")  # a stream the first store never read
     other.ledger.list_ready("p", session)  # moves the session the first store follows
     reads: list[str] = []

@@ -112,7 +112,8 @@ def test_bad_input_is_422_with_a_readable_message(client: TestClient, steps: lis
                          json={"lease_seconds": "soon"})
     assert answer.status_code == 422
     assert answer.json()["message"].startswith("invalid input: body.lease_seconds:")
-    cycle = client.post(f"/api/steps/{steps[0]}/dependencies", json={"depends_on": [steps[5]]})
+    cycle = client.post(f"/api/steps/{steps[0]}/dependencies", headers=as_a,
+                        json={"depends_on": [steps[5]]})
     assert cycle.status_code == 422 and cycle.json()["reason"] == "dependency_cycle"
     assert steps[0] in cycle.json()["message"]
 
@@ -136,10 +137,12 @@ def _odd_strings(client: TestClient, steps: list[str], as_a: dict[str, str], tex
     in_url = quote(text[:200], safe="")  # what a client can put in a path or a header
     answers = [
         client.post("/api/sessions", json={"name": text}),
-        client.post("/api/plans", json={"slug": text, "title": text}),
-        client.post("/api/plans/auth-refresh/steps", json={"title": text, "body": text}),
-        client.post("/api/plans/auth-refresh/steps", json={"title": "t", "depends_on": [text]}),
-        client.patch(f"/api/steps/{steps[4]}", json={"title": text}),
+        client.post("/api/plans", headers=as_a, json={"slug": text, "title": text}),
+        client.post("/api/plans/auth-refresh/steps", headers=as_a,
+                    json={"title": text, "body": text}),
+        client.post("/api/plans/auth-refresh/steps", headers=as_a,
+                    json={"title": "t", "depends_on": [text]}),
+        client.patch(f"/api/steps/{steps[4]}", headers=as_a, json={"title": text}),
         client.post(f"/api/steps/{steps[4]}/claim", headers={**as_a, "Idempotency-Key": in_url}),
         client.post(f"/api/steps/{steps[4]}/claim",
                     headers={"Authorization": f"Bearer {in_url}.{in_url}"}),
@@ -160,7 +163,7 @@ def test_odd_bodies_never_make_a_500(client: TestClient, steps: list[str]) -> No
             answer = client.post(route, json=payload, headers=as_a)
             assert answer.status_code < 500, (route, payload, answer.text[:200])
     raw = client.post("/api/plans", content=b"{not json", headers={
-        "Content-Type": "application/json"})
+        **as_a, "Content-Type": "application/json"})
     assert raw.status_code == 422
     huge = client.get("/api/log", params={"after": 10**30})
     assert huge.status_code == 422

@@ -8,7 +8,7 @@ from api.http.app import create_app
 from api.runtime import open_runtime
 from api.settings import Settings
 from tests.support.fakes import FakeClock, SequentialIds
-from tests.support.live_server import session
+from tests.support.live_server import author, session
 
 PLAN = {
     "slug": "docs", "title": "Docs refresh",
@@ -21,7 +21,9 @@ PLAN = {
 @pytest.fixture
 def client(clock: FakeClock) -> TestClient:
     runtime = open_runtime("memory", clock=clock, ids=SequentialIds())
-    return TestClient(create_app(runtime, Settings(db="memory", lease_default=120)))
+    client = TestClient(create_app(runtime, Settings(db="memory", lease_default=120)))
+    client.headers.update(author(client))  # plan changes name their author
+    return client
 
 
 def test_a_plan_with_constraints_and_dependent_steps_in_one_call(client: TestClient) -> None:

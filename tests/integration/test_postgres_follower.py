@@ -23,6 +23,7 @@ from ledger.store import EventStore
 from projections.follower import follow
 from projections.pg_follower import PgFollower
 from projections.readmodel import ReadModel
+from tests.support import OPERATOR
 from tests.support.fakes import EPOCH
 from tests.support.postgres import BASE_URL, fresh_schema
 
@@ -175,7 +176,7 @@ def test_a_read_model_that_never_pulls_sees_another_processs_claim_through_follo
 ) -> None:
     writer = open_runtime(pg)
     _, (first, second) = writer.ledger.create_plan(
-        "p", "Plan", steps=[NewStep("first"), NewStep("second")])
+        "p", "Plan", steps=[NewStep("first"), NewStep("second")], actor=OPERATOR)
     store = EventStore(store_settings(pg))
     model = ReadModel(store, SystemClock(), pull_on_read=False)
     follower = follow(model)

@@ -12,6 +12,7 @@ from ledger.domain import errors
 from ledger.domain.ids import PlanSlug
 from projections.checkpoints import MemoryCheckpointRecorder, open_checkpoints
 from projections.readmodel import ReadModel
+from tests.support import OPERATOR
 from tests.support.fakes import FakeClock, SequentialIds
 
 REFUSALS = (errors.AlreadyClaimed, errors.Blocked, errors.Closed, errors.NotHolder,
@@ -32,7 +33,8 @@ def random_workload(rt: Runtime, clock: FakeClock, seed: int, commands: int,
         specs = [NewStep(f"step {i}", key=f"k{i}", depends_on=[
             f"k{d}" for d in rng.sample(range(i), min(i, rng.randint(0, 2)))])
             for i in range(rng.randint(10, 40))]
-        plans.append(rt.ledger.create_plan(f"plan-{seed}-{p}", f"Plan {p}", steps=specs)[0].slug)
+        plans.append(rt.ledger.create_plan(f"plan-{seed}-{p}", f"Plan {p}", steps=specs,
+            actor=OPERATOR)[0].slug)
     sessions = [rt.ledger.start_session(f"agent {i}").id for i in range(4)]
     actions, weights = list(ACTIONS), list(ACTIONS.values())
     for _ in range(commands):
@@ -60,9 +62,9 @@ def _act(rt: Runtime, clock: FakeClock, rng: random.Random, action: str, plan: P
     elif action == "fence":
         ledger.complete(step, session, fence=rng.randint(0, 3))
     elif action == "drop":
-        ledger.drop(step, session if rng.random() < 0.5 else None)
+        ledger.drop(step, session if rng.random() < 0.5 else OPERATOR)
     elif action == "reopen":
-        ledger.reopen(step)
+        ledger.reopen(step, OPERATOR)
     elif action == "tick":
         clock.advance(rng.randint(1, 90))
     elif action == "end":

@@ -29,7 +29,8 @@ WRITER = textwrap.dedent("""
     rt = open_runtime(sys.argv[1])
     agent = rt.ledger.start_session("other process")
     _, (first, second) = rt.ledger.create_plan(
-        "from-afar", "Made elsewhere", steps=[NewStep("first"), NewStep("second")])
+        "from-afar", "Made elsewhere", steps=[NewStep("first"), NewStep("second")],
+        actor=agent.id)
     rt.ledger.claim(first, agent.id)
     print(rt.store.last_position(), agent.id, first, second)
     rt.close()

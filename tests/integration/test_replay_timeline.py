@@ -15,6 +15,7 @@ from replays.format import write_file
 from replays.reading import read_file
 from replays.recording import decode, export
 from replays.render import html
+from tests.support import OPERATOR
 from tests.support.busy_log import write_busy_log
 from tests.support.fakes import FakeClock
 
@@ -73,15 +74,16 @@ def test_lanes_come_one_per_session_in_order_of_first_appearance() -> None:
 
     lanes = timeline.timeline().lanes
 
-    assert [lane.label for lane in lanes] == ["ledger", "seeder", "agent A", "agent B"]
-    assert lanes[0].session_id is None
+    assert [lane.label for lane in lanes] == ["seeder", "agent A", "agent B"]
+    assert all(lane.session_id for lane in lanes)  # the seeder's session made the plan
 
 
 def test_the_html_page_is_self_contained_and_escapes_what_it_shows(
     runtime: Runtime, clock: FakeClock,
 ) -> None:
     write_busy_log(runtime.ledger, clock)
-    runtime.ledger.create_plan("x", "<script>alert(1)</script>", steps=[NewStep("a <b> & c")])
+    runtime.ledger.create_plan("x", "<script>alert(1)</script>", steps=[NewStep("a <b> & c")],
+        actor=OPERATOR)
     page = html(TimelineModel(runtime.store).timeline())
 
     assert page.startswith("<!doctype html>") and "<style>" in page

@@ -7,13 +7,14 @@ from ledger.application import NewStep
 from ledger.domain.ids import StepId
 from ledger.domain.state import fold_step
 from ledger.store import SNAPSHOT_INTERVAL
+from tests.support import OPERATOR
 from tests.support.fakes import FakeClock
 
 
 def test_heartbeated_step_is_snapshotted_and_reloads_to_the_full_fold(tmp_path: Path) -> None:
     db, clock = str(tmp_path / "ledger.sqlite"), FakeClock()
     writer = open_runtime(db, clock=clock)
-    _, (step_id,) = writer.ledger.create_plan("p", "P", steps=[NewStep("long job")])
+    _, (step_id,) = writer.ledger.create_plan("p", "P", steps=[NewStep("long job")], actor=OPERATOR)
     session = writer.ledger.start_session()
     writer.ledger.claim(step_id, session.id, lease_seconds=60)
     beats = 2 * SNAPSHOT_INTERVAL + 10

@@ -13,6 +13,7 @@ from ledger.chain import Verified, verify
 from ledger.domain import errors
 from ledger.domain import events as ev
 from ledger.domain.ids import StepId
+from tests.support import OPERATOR
 from tests.support.fakes import FakeClock
 
 
@@ -28,7 +29,7 @@ def _claimed(rt: Runtime, step: StepId, session: str, version: int) -> ev.StepCl
 
 def test_a_block_that_raises_after_its_append_leaves_no_trace(file_runtime: Runtime) -> None:
     runtime = file_runtime
-    _, (step,) = runtime.ledger.create_plan("p", "P", steps=[NewStep("job")])
+    _, (step,) = runtime.ledger.create_plan("p", "P", steps=[NewStep("job")], actor=OPERATOR)
     session = runtime.ledger.start_session("a").id
     before = runtime.store.step(step)
 
@@ -48,7 +49,7 @@ def test_a_block_that_raises_after_its_append_leaves_no_trace(file_runtime: Runt
 def test_nested_blocks_join_the_outer_one(file_runtime: Runtime) -> None:
     runtime = file_runtime
     _, (first, second) = runtime.ledger.create_plan(
-        "p", "P", steps=[NewStep("one"), NewStep("two")])
+        "p", "P", steps=[NewStep("one"), NewStep("two")], actor=OPERATOR)
     session = runtime.ledger.start_session("a").id
 
     with pytest.raises(Boom), runtime.store.transaction():
@@ -68,7 +69,7 @@ def test_a_writer_waits_for_an_open_block_so_what_the_block_read_stays_true(
     released while the block is between its read and its append, lands after it."""
     db, clock = str(tmp_path / "ledger.sqlite"), FakeClock()
     ours, theirs = open_runtime(db, clock=clock), open_runtime(db, clock=clock)
-    _, (step,) = ours.ledger.create_plan("p", "P", steps=[NewStep("job")])
+    _, (step,) = ours.ledger.create_plan("p", "P", steps=[NewStep("job")], actor=OPERATOR)
     a, b = ours.ledger.start_session("a").id, ours.ledger.start_session("b").id
     outcome: list[str] = []
     rival_started = threading.Event()
@@ -110,7 +111,7 @@ def test_an_id_asked_as_the_wrong_kind_after_its_stream_moved_elsewhere_is_unkno
     db, clock = str(tmp_path / "ledger.sqlite"), FakeClock()
     ours, theirs = open_runtime(db, clock=clock), open_runtime(db, clock=clock)
     try:
-        ours.ledger.create_plan("p", "P", steps=[NewStep("job")])
+        ours.ledger.create_plan("p", "P", steps=[NewStep("job")], actor=OPERATOR)
         session = ours.ledger.start_session("a").id
         assert ours.store.session(session).version == 1  # cached here
         theirs.ledger.list_ready("p", session)  # the session's stream moves, elsewhere
@@ -127,7 +128,7 @@ def test_closing_the_store_lets_go_of_the_file(tmp_path: Path, clock: FakeClock)
     into the file and removes it, so the file alone can be copied or moved."""
     db = tmp_path / "ledger.sqlite"
     runtime = open_runtime(str(db), clock=clock)
-    _, (step,) = runtime.ledger.create_plan("p", "P", steps=[NewStep("job")])
+    _, (step,) = runtime.ledger.create_plan("p", "P", steps=[NewStep("job")], actor=OPERATOR)
     runtime.ledger.claim(step, runtime.ledger.start_session("a").id)
     assert (tmp_path / "ledger.sqlite-wal").exists()
 

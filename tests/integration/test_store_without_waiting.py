@@ -18,12 +18,14 @@ from ledger.domain.ids import PlanSlug, SessionId, StepId
 from ledger.ports import CandidateView
 from ledger.storage import SQLITE_LOCK_TIMEOUT_VAR
 from ledger.store import WouldWait
+from tests.support import OPERATOR
 from tests.support.fakes import FakeClock
 from tests.support.sqlite_lock import write_lock_held
 
 
 def _plan(runtime: Runtime, steps: int = 1) -> tuple[list[StepId], str]:
-    _, ids = runtime.ledger.create_plan("p", "P", steps=[NewStep(f"s{i}") for i in range(steps)])
+    _, ids = runtime.ledger.create_plan("p", "P", steps=[NewStep(f"s{i}") for i in range(steps)],
+        actor=OPERATOR)
     return ids, runtime.ledger.start_session("a").id
 
 

@@ -12,6 +12,7 @@ from projections.plan_timelines import PlanTimelines
 from projections.readmodel import ReadModel
 from projections.timeline import Timeline, TimelineModel
 from tests.integration.test_projection_rebuild import random_workload, restarted
+from tests.support import OPERATOR
 from tests.support.fakes import FakeClock
 
 
@@ -91,12 +92,13 @@ def test_a_server_timeline_after_a_restart_from_a_checkpoint(
 
 
 def test_entries_name_a_step_by_its_title_at_the_time(runtime: Runtime) -> None:
-    _, (step,) = runtime.ledger.create_plan("p", "P", steps=[NewStep("first title")])
+    _, (step,) = runtime.ledger.create_plan("p", "P", steps=[NewStep("first title")],
+        actor=OPERATOR)
     agent = runtime.ledger.start_session("agent").id
     follower = TimelineModel(runtime.store, reads=runtime.reads)
     runtime.ledger.claim(step, agent)
     follower.timeline()  # joined: what follows, it is told
-    runtime.ledger.revise_step(step, title="second title")
+    runtime.ledger.revise_step(step, title="second title", actor=OPERATOR)
     runtime.ledger.complete(step, agent)
     for model in (follower, TimelineModel(runtime.store)):
         titles = {e.kind: e.step_title for e in model.timeline(plan="p").entries}

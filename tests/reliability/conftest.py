@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import httpx
 import pytest
 
+from tests.support.live_server import author_at
 from tests.support.replicas import Replica, start_replica
 
 ADMIN = "admin-token-for-reliability-tests-0123456789"
@@ -24,7 +25,7 @@ class Served:
 
     def plan_of(self, slug: str, steps: list[dict[str, object]]) -> list[str]:
         """A new plan of these steps; their ids in order."""
-        made = httpx.post(f"{self.url}/api/plans", timeout=300, json={
+        made = httpx.post(f"{self.url}/api/plans", timeout=300, headers=author_at(self.url), json={
             "slug": slug, "title": slug, "steps": steps})
         made.raise_for_status()
         return [str(s["step_id"]) for s in made.json()["steps"]]

@@ -20,6 +20,7 @@ from api.runtime import open_runtime
 from ledger.chain import Verified, verify
 from ledger.domain import events as ev
 from projections.readmodel import ReadModel
+from tests.support.live_server import author_at
 from tests.support.replicas import Replica, start_replica
 
 CLIENTS = 4
@@ -108,7 +109,7 @@ def test_a_killed_server_restarts_with_every_acknowledged_write_and_first_answer
 
 
 def _load_until_killed(server: Replica) -> list[Client]:
-    made = httpx.post(f"{server.url}/api/plans", timeout=60, json={
+    made = httpx.post(f"{server.url}/api/plans", timeout=60, headers=author_at(server.url), json={
         "slug": "crash", "title": "crash", "steps": [{"title": f"s{i}"} for i in range(STEPS)]})
     made.raise_for_status()
     clients = []

@@ -17,6 +17,7 @@ from ledger.domain import events as ev
 from tests.reliability.agents import run_agents
 from tests.reliability.conftest import Served
 from tests.reliability.history import Call, check, describe
+from tests.support.live_server import author_at
 from tests.support.postgres import fresh_schema
 from tests.support.replicas import replicas
 
@@ -117,7 +118,7 @@ def test_the_checker_finds_a_violation_planted_in_a_real_history(sqlite_run: Run
 
 
 def _create_plan(url: str, slug: str, count: int) -> list[str]:
-    made = httpx.post(f"{url}/api/plans", timeout=30, json={
+    made = httpx.post(f"{url}/api/plans", timeout=30, headers=author_at(url), json={
         "slug": slug, "title": slug, "steps": [{"title": f"step {i}"} for i in range(count)]})
     made.raise_for_status()
     return [str(step["step_id"]) for step in made.json()["steps"]]

@@ -25,6 +25,7 @@ from ledger.application import NewStep
 from ledger.domain import errors
 from ledger.domain.ids import PlanSlug, SessionId, StepId
 from projections.readmodel import ReadModel
+from tests.support import OPERATOR
 from tests.support.fakes import FakeClock, SequentialIds
 
 PLAN = PlanSlug("p")
@@ -152,7 +153,7 @@ class LedgerMachine(RuleBasedStateMachine):
     def create(self, deps: list[list[int]], names: int) -> None:
         new = [NewStep(f"step {i}", key=str(i), depends_on=sorted({str(d) for d in ds if d < i}))
                for i, ds in enumerate(deps)]
-        _, ids = self.ledger.create_plan(PLAN, "a plan", steps=new)
+        _, ids = self.ledger.create_plan(PLAN, "a plan", steps=new, actor=OPERATOR)
         for made, step_id in zip(new, ids, strict=True):
             self.model.steps[step_id] = Step({ids[int(k)] for k in made.depends_on})
         for n in range(names):
@@ -231,7 +232,7 @@ class LedgerMachine(RuleBasedStateMachine):
         s = self.step_in(what, ("in_progress",))
         step = self.model.steps[s]
         expected = "ok" if step.status == "in_progress" else "False"
-        assert self.answer(lambda: self.ledger.force_release(s)) == expected
+        assert self.answer(lambda: self.ledger.force_release(s, OPERATOR)) == expected
         if expected == "ok":
             self.model._unhold(s, "open")
 
@@ -239,7 +240,7 @@ class LedgerMachine(RuleBasedStateMachine):
     def reopen(self, what: int) -> None:
         s = self.step_in(what, CLOSED)
         closed = self.model.steps[s].status in CLOSED
-        assert self.answer(lambda: self.ledger.reopen(s)) == ("ok" if closed
+        assert self.answer(lambda: self.ledger.reopen(s, OPERATOR)) == ("ok" if closed
                                                               else "not_reopenable")
         if closed:
             self.model._unhold(s, "open")
@@ -247,14 +248,15 @@ class LedgerMachine(RuleBasedStateMachine):
     @rule(deps=st.lists(PICK, max_size=2))
     def add_step(self, deps: list[int]) -> None:
         on = sorted({self.step(d) for d in deps})
-        step_id = self.ledger.add_step(PLAN, "added", depends_on=on)
+        step_id = self.ledger.add_step(PLAN, "added", depends_on=on, actor=OPERATOR)
         self.model.steps[step_id] = Step(set(on))
 
     @rule(what=PICK, deps=st.lists(PICK, min_size=1, max_size=2))
     def declare_dependencies(self, what: int, deps: list[int]) -> None:
         s, on = self.step(what), sorted({self.step(d) for d in deps})
         expected = "self" if s in on else "cycle" if self.model.cycle(s, on) else "ok"
-        assert self.answer(lambda: self.ledger.declare_dependencies(s, on)) == expected
+        assert self.answer(lambda: self.ledger.declare_dependencies(s, on,
+            actor=OPERATOR)) == expected
         if expected == "ok":
             self.model.steps[s].deps |= set(on)
 
@@ -263,7 +265,7 @@ class LedgerMachine(RuleBasedStateMachine):
         w = self.session(who)
         expected = "ended" if self.model.ended[w] else str(self.model.ready(self.clock.now()))
         assert self.answer(lambda: self.ledger.list_ready(PLAN, w)) == expected
-        self.ledger.revise_step(self.step(what), title="revised")
+        self.ledger.revise_step(self.step(what), title="revised", actor=OPERATOR)
 
     @rule(seconds=st.sampled_from([1, 59, 60, 61, 299, 300, 900, 901]))
     def advance(self, seconds: int) -> None:

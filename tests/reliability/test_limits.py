@@ -23,6 +23,8 @@ from ledger.domain.plans import (
 )
 from ledger.domain.state import PlanState, StepDef
 from tests.reliability.conftest import Served
+from tests.support import OPERATOR
+from tests.support.live_server import author, author_at
 
 CHAIN = 10_000
 FAN = 2_000
@@ -56,7 +58,9 @@ def test_a_body_over_the_limit_is_refused_before_it_is_read(served: Served) -> N
 
 
 def test_text_limits_are_refused_naming_the_field(served: Served) -> None:
-    post = httpx.Client(base_url=served.url, timeout=30).post
+    client = httpx.Client(base_url=served.url, timeout=30)
+    client.headers.update(author(client))
+    post = client.post
     _invalid(post("/api/plans", json={"slug": "t1", "title": "x" * (MAX_TITLE + 1)}), "title")
     _invalid(post("/api/plans", json={"slug": "t2", "title": "t", "steps": [
         {"title": "s", "body": "b" * (MAX_BODY + 1)}]}), "body")
@@ -73,7 +77,7 @@ def test_text_limits_are_refused_naming_the_field(served: Served) -> None:
 
 def test_unicode_is_kept_exactly(served: Served) -> None:
     title = "Ünïcödé ✓ 日本語 עברית e\u0301 👩‍💻 \u200b tab\tand\nnewline"
-    made = httpx.post(f"{served.url}/api/plans", timeout=30, json={
+    made = httpx.post(f"{served.url}/api/plans", timeout=30, headers=author_at(served.url), json={
         "slug": "unicode", "title": title, "steps": [{"title": title, "body": title * 10}]})
     assert made.status_code == 201, made.text
     shown = httpx.get(f"{served.url}/api/plans/unicode", timeout=30).json()
@@ -86,7 +90,7 @@ def test_steps_per_plan_are_capped_naming_the_limit() -> None:
         StepId(f"s{i}"): StepDef(StepId(f"s{i}"), i, "t", "", (), now)
         for i in range(MAX_STEPS_PER_PLAN)})
     with pytest.raises(errors.InvalidInput, match=f"has the limit of {MAX_STEPS_PER_PLAN} steps"):
-        decide_add_step(full, 2, StepId("one-more"), "t", "", [], None, now)
+        decide_add_step(full, 2, StepId("one-more"), "t", "", [], OPERATOR, now)
 
 
 @pytest.mark.slow

@@ -24,6 +24,7 @@ from api.audit_cli import store_entries
 from api.runtime import open_runtime
 from ledger.chain import Verified, verify
 from ledger.domain import events as ev
+from tests.support.live_server import author_at
 from tests.support.postgres import BASE_URL, fresh_schema
 from tests.support.replicas import Replica, start_replica
 
@@ -136,7 +137,7 @@ def test_lost_connections_under_load_answer_503_and_the_server_reconnects() -> N
 
 
 def _load_with_faults(server: Replica, role: str) -> tuple[Tally, int]:
-    made = httpx.post(f"{server.url}/api/plans", timeout=60, json={
+    made = httpx.post(f"{server.url}/api/plans", timeout=60, headers=author_at(server.url), json={
         "slug": "pg-trouble", "title": "t", "steps": [{"title": f"s{i}"} for i in range(400)]})
     made.raise_for_status()
     tally, stop, terminated = Tally(), threading.Event(), 0

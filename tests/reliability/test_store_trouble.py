@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.support.live_server import author
 from tests.support.replicas import SECRET, Replica, free_port, start_replica, wait_healthy
 
 PLANLEDGER = str(Path(sys.executable).parent / "planledger")
@@ -75,6 +76,7 @@ def _inside(server: Replica, *command: str) -> subprocess.CompletedProcess[str]:
 def test_a_full_disk_answers_503_naming_it_and_writes_resume_when_space_is_back() -> None:
     with _server_on_small_disk("600k") as (server, where), \
             httpx.Client(base_url=server.url, timeout=30) as http:
+        http.headers.update(author(http))  # before the disk fills: a session is a write
         written = 0
         while (answer := _write(http, f"plan-{written}")).status_code == 201:
             written += 1
@@ -102,6 +104,7 @@ def test_a_locked_file_makes_writes_wait_then_503_and_they_resume_when_it_is_unl
     server = start_replica(db, {"PLANLEDGER_SQLITE_LOCK_TIMEOUT": "1"})
     try:
         with httpx.Client(base_url=server.url, timeout=30) as http:
+            http.headers.update(author(http))
             assert _write(http, "before").status_code == 201
             locker = sqlite3.connect(db, isolation_level=None)
             locker.execute("BEGIN IMMEDIATE")  # another process holds the write lock

@@ -18,6 +18,7 @@ from replays.fixture import seed_auth_refresh
 from replays.format import write_file
 from replays.recording import export
 from replays.rerun import rerun
+from tests.support import OPERATOR
 from tests.support.fakes import FakeClock, SequentialIds
 
 runner = CliRunner()
@@ -191,7 +192,7 @@ def test_appends_from_a_second_process_continue_the_chain(sqlite_store: str,
                                                            clock: FakeClock) -> None:
     """A new process knows no stream's head; it reads it from the store."""
     again = open_runtime(sqlite_store, clock=clock)
-    step = again.ledger.add_step("auth-refresh", "one more")  # the plan stream goes on
+    step = again.ledger.add_step("auth-refresh", "one more", actor=OPERATOR)  # the plan goes on
     session = again.ledger.start_session("c")
     again.ledger.claim(step, session.id)
     again.ledger.release(step, session.id)

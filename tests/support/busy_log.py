@@ -6,6 +6,7 @@ from ledger.application import Ledger, NewStep
 from ledger.domain import errors
 from ledger.domain.ids import StepId
 from replays.fixture import PLAN, seed_auth_refresh
+from tests.support import OPERATOR
 from tests.support.fakes import FakeClock
 
 
@@ -36,12 +37,12 @@ def write_busy_log(ledger: Ledger, clock: FakeClock) -> BusyLog:
     _refused(errors.StaleFence, lambda: ledger.complete(steps[4], b, fence=first.fence))
     ledger.release(steps[4], a)
     ledger.claim(steps[4], c)
-    ledger.force_release(steps[4])
+    ledger.force_release(steps[4], OPERATOR)
     ledger.claim(steps[5], a)
     ledger.drop(steps[5], a)
     _refused(errors.Closed, lambda: ledger.claim(steps[5], c))
-    ledger.drop(lone)
-    ledger.reopen(lone)
+    ledger.drop(lone, OPERATOR)
+    ledger.reopen(lone, OPERATOR)
     clock.advance(2)
     ledger.claim_next(PLAN, b)
     ledger.end_session(b)  # releases what B holds, each as its own event

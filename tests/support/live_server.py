@@ -68,6 +68,18 @@ def session(client: httpx.Client, name: str) -> tuple[str, dict[str, str]]:
     return body["session_id"], {"Authorization": f"Bearer {body['token']}"}
 
 
+def author(client: httpx.Client, name: str = "planner") -> dict[str, str]:
+    """Headers that author plan and step changes (every write names its author): those of
+    a session started for it."""
+    return session(client, name)[1]
+
+
+def author_at(url: str) -> dict[str, str]:
+    """`author`, for a server at `url` without a client of one's own."""
+    with httpx.Client(base_url=url, timeout=30) as client:
+        return author(client)
+
+
 def post_together(clients: list[httpx.Client], path: str,
                   headers: dict[str, str] | None = None) -> list[httpx.Response]:
     """POST `path` from every client at once (a barrier releases them; each connects first,

@@ -20,6 +20,8 @@ from typing import IO
 
 import httpx
 
+from tests.support.live_server import author_at
+
 PLANLEDGER = str(Path(sys.executable).parent / "planledger")
 SECRET = "replicas-share-this-secret-0123456789abcdef"
 START_TIMEOUT = 90.0  # import-bound; a loaded 2-core machine can take long
@@ -154,7 +156,7 @@ class Agent:
 
 def create_plan(replica: Replica, slug: str, steps: list[dict[str, object]]) -> list[str]:
     """Create a plan through the replica; returns its step ids in the given order."""
-    response = httpx.post(f"{replica.url}/api/plans", timeout=60,
+    response = httpx.post(f"{replica.url}/api/plans", timeout=60, headers=author_at(replica.url),
                           json={"slug": slug, "title": slug, "steps": steps})
     response.raise_for_status()
     return [str(step["step_id"]) for step in response.json()["steps"]]

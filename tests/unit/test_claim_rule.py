@@ -10,6 +10,7 @@ from ledger.domain.claims import assess, live_holder
 from ledger.domain.ids import PlanSlug, SessionId, StepId
 from ledger.domain.plans import decide_declare_dependencies, find_cycle
 from ledger.domain.state import PlanState, StepDef, StepState, fold_plan
+from tests.support import OPERATOR
 from tests.support.fakes import EPOCH
 
 HOLDER = SessionId("S1")
@@ -67,10 +68,10 @@ def test_long_chain_back_edge_is_named_as_a_cycle() -> None:
     plan = _chain_plan(10_000)
     assert find_cycle(plan, StepId("S0"), [StepId("S9999")])[:3] == ["S0", "S9999", "S9998"]
     with pytest.raises(errors.DependencyCycle):
-        decide_declare_dependencies(plan, StepId("S0"), ["S9999"], None, EPOCH)
+        decide_declare_dependencies(plan, StepId("S0"), ["S9999"], OPERATOR, EPOCH)
 
 
 def test_forward_edge_in_a_chain_is_no_cycle() -> None:
     plan = _chain_plan(50)
-    declared = decide_declare_dependencies(plan, StepId("S49"), ["S0"], None, EPOCH)
+    declared = decide_declare_dependencies(plan, StepId("S49"), ["S0"], OPERATOR, EPOCH)
     assert declared.depends_on == ["S0"]

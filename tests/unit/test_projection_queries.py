@@ -13,6 +13,7 @@ from ledger.domain import errors
 from ledger.domain.ids import PlanSlug, StepId
 from ledger.ports import IdGenerator
 from projections.readmodel import ReadModel
+from tests.support import OPERATOR
 from tests.support.fakes import EPOCH, FakeClock, SequentialIds
 
 PLAN = PlanSlug("p")
@@ -29,7 +30,7 @@ def chain(rt: Runtime) -> list[StepId]:
     """a; b waits on a; c; d waits on a and c."""
     _, steps = rt.ledger.create_plan(PLAN, "Plan", steps=[
         NewStep("a", key="a"), NewStep("b", key="b", depends_on=["a"]), NewStep("c", key="c"),
-        NewStep("d", key="d", depends_on=["a", "c"])])
+        NewStep("d", key="d", depends_on=["a", "c"])], actor=OPERATOR)
     return steps
 
 
@@ -90,12 +91,13 @@ class CountingDown(IdGenerator):
 
 def test_ready_is_oldest_first_and_ties_are_broken_by_id(clock: FakeClock) -> None:
     rt = open_runtime("memory", clock=clock, ids=CountingDown())
-    _, (first, second) = rt.ledger.create_plan(PLAN, "Plan", steps=[NewStep("1"), NewStep("2")])
+    _, (first, second) = rt.ledger.create_plan(PLAN, "Plan", steps=[NewStep("1"), NewStep("2")],
+        actor=OPERATOR)
     clock.advance(1)
-    third = rt.ledger.add_step(PLAN, "3")
+    third = rt.ledger.add_step(PLAN, "3", actor=OPERATOR)
     assert first > second > third  # ids run backwards
     assert rt.reads.ready(PLAN) == [second, first, third]  # same moment: by id; then age
-    other = rt.ledger.create_plan("q", "Q", steps=[NewStep("q1")])[1][0]
+    other = rt.ledger.create_plan("q", "Q", steps=[NewStep("q1")], actor=OPERATOR)[1][0]
     assert [r.step_id for r in rt.reads.ready_steps()] == [second, first, third, other]
 
 
@@ -121,7 +123,7 @@ def test_progress_rolls_up_in_one_line(rt: Runtime, clock: FakeClock) -> None:
     agent = rt.ledger.start_session("x")
     rt.ledger.claim(a, agent.id)
     rt.ledger.complete(a, agent.id)
-    rt.ledger.drop(b)
+    rt.ledger.drop(b, OPERATOR)
     rt.ledger.claim(c, agent.id, lease_seconds=10)
     progress = rt.reads.progress(PLAN)
     assert progress.rollup == "p: 1/4 done, 0 claimable, 1 in flight"
@@ -134,7 +136,8 @@ def test_progress_rolls_up_in_one_line(rt: Runtime, clock: FakeClock) -> None:
 def test_leases_lapse_in_expiry_order_and_a_heartbeat_moves_a_lease_back(
     rt: Runtime, clock: FakeClock
 ) -> None:
-    _, steps = rt.ledger.create_plan(PLAN, "Plan", steps=[NewStep(f"s{i}") for i in range(4)])
+    _, steps = rt.ledger.create_plan(PLAN, "Plan", steps=[NewStep(f"s{i}") for i in range(4)],
+                                     actor=OPERATOR)
     agent = rt.ledger.start_session("x")
     for i, step in enumerate(steps):  # s0 lapses last, s3 first
         rt.ledger.claim(step, agent.id, lease_seconds=40 - 10 * i)
@@ -155,7 +158,7 @@ def test_history_is_every_event_of_the_step_in_log_order(rt: Runtime, clock: Fak
     one, two = rt.ledger.start_session("one"), rt.ledger.start_session("two")
     with pytest.raises(errors.Blocked):
         rt.ledger.claim(b, one.id)
-    rt.ledger.revise_step(b, title="b, revised")
+    rt.ledger.revise_step(b, title="b, revised", actor=OPERATOR)
     rt.ledger.claim(a, one.id)
     rt.ledger.complete(a, one.id)
     rt.ledger.claim(b, one.id)
@@ -202,7 +205,7 @@ def test_verdicts_cover_every_open_or_in_progress_step(rt: Runtime) -> None:
     a, b, c, d = chain(rt)
     agent = rt.ledger.start_session("x")
     rt.ledger.claim(c, agent.id)
-    rt.ledger.drop(d)
+    rt.ledger.drop(d, OPERATOR)
     kinds = [(s, v.kind) for s, v in rt.reads.verdicts(PLAN)]
     assert kinds == [(a, "claimable"), (b, "blocked"), (c, "held")]
 

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from api.runtime import Runtime, open_runtime
 from ledger.domain import errors
 from ledger.domain.ids import PlanSlug, StepId
+from tests.support import OPERATOR
 from tests.support.fakes import EPOCH, FakeClock, SequentialIds
 
 PLAN = PlanSlug("p")
@@ -83,12 +84,12 @@ def test_ready_and_blocked_match_an_independent_reference(
 def _create(rt: Runtime, deps: list[list[int]], clock: FakeClock) -> list[StepId]:
     """One plan, steps added one by one; pairs of steps share a moment, so that some
     ties in age are broken by id."""
-    rt.ledger.create_plan(PLAN, "Plan")
+    rt.ledger.create_plan(PLAN, "Plan", actor=OPERATOR)
     steps: list[StepId] = []
     for index, wanted in enumerate(deps):
         clock.set(EPOCH + timedelta(seconds=index // 2))
         steps.append(rt.ledger.add_step(PLAN, f"s{index}",
-                                        depends_on=[steps[d] for d in wanted]))
+                                        depends_on=[steps[d] for d in wanted], actor=OPERATOR))
     return steps
 
 
@@ -112,10 +113,10 @@ def _run(rt: Runtime, ref: Reference, clock: FakeClock, kind: str, step: StepId,
         getattr(ledger, kind)(step, live)
         ref.status[step] = {"complete": "done", "release": "open", "drop": "dropped"}[kind]
     elif kind == "drop" and ref.status[step] not in SATISFIED:
-        ledger.drop(step)
+        ledger.drop(step, OPERATOR)
         ref.status[step] = "dropped"
     elif kind == "reopen" and ref.status[step] in SATISFIED:
-        ledger.reopen(step)
+        ledger.reopen(step, OPERATOR)
         ref.status[step] = "open"
     elif kind == "end" and session not in ref.ended:
         ledger.end_session(session)
@@ -127,7 +128,7 @@ def _run(rt: Runtime, ref: Reference, clock: FakeClock, kind: str, step: StepId,
         earlier = steps[: steps.index(step)]
         if earlier:
             dep = earlier[amount % len(earlier)]
-            ledger.declare_dependencies(step, [dep])
+            ledger.declare_dependencies(step, [dep], actor=OPERATOR)
             ref.deps[step].add(dep)
 
 

@@ -14,6 +14,7 @@ from ledger.application import NewStep
 from ledger.domain import errors
 from ledger.domain import events as ev
 from ledger.domain.ids import StepId
+from tests.support import OPERATOR
 from tests.support.fakes import FakeClock
 from tests.support.seed import seed_auth_refresh
 
@@ -35,7 +36,7 @@ class LedgerContract(ABC):
     def two_steps(self, rt: Runtime) -> tuple[StepId, StepId]:
         _, (a, b) = rt.ledger.create_plan(
             "p", "Plan", steps=[_step("first", "a"), _step("second", "b", ["a"])]
-        )
+        , actor=OPERATOR)
         return a, b
 
     def log(self, rt: Runtime) -> list[ev.LedgerEvent]:
@@ -45,31 +46,31 @@ class LedgerContract(ABC):
     # --- plans --------------------------------------------------------------------
 
     def test_second_plan_with_same_slug_is_refused(self, rt: Runtime) -> None:
-        rt.ledger.create_plan("auth-refresh", "One")
+        rt.ledger.create_plan("auth-refresh", "One", actor=OPERATOR)
         with pytest.raises(errors.PlanExists, match='plan "auth-refresh" already exists'):
-            rt.ledger.create_plan("auth-refresh", "Two")
+            rt.ledger.create_plan("auth-refresh", "Two", actor=OPERATOR)
 
     def test_bad_slug_is_refused_with_the_field_named(self, rt: Runtime) -> None:
         with pytest.raises(errors.InvalidInput, match="invalid slug"):
-            rt.ledger.create_plan("Not A Slug!", "x")
+            rt.ledger.create_plan("Not A Slug!", "x", actor=OPERATOR)
 
     def test_unknown_self_and_cyclic_dependencies_are_refused_naming_steps(
         self, rt: Runtime
     ) -> None:
         a, b = self.two_steps(rt)
         with pytest.raises(errors.UnknownDependency, match="NOPE"):
-            rt.ledger.add_step("p", "third", depends_on=["NOPE"])
+            rt.ledger.add_step("p", "third", depends_on=["NOPE"], actor=OPERATOR)
         with pytest.raises(errors.SelfDependency, match=a):
-            rt.ledger.declare_dependencies(a, [a])
+            rt.ledger.declare_dependencies(a, [a], actor=OPERATOR)
         with pytest.raises(errors.DependencyCycle) as cycle:
-            rt.ledger.declare_dependencies(a, [b])
+            rt.ledger.declare_dependencies(a, [b], actor=OPERATOR)
         assert str(cycle.value) == f"dependency cycle: {a} -> {b} -> {a}"
 
     def test_revise_and_declare_change_the_step(self, rt: Runtime) -> None:
         a, b = self.two_steps(rt)
-        c = rt.ledger.add_step("p", "third")
-        rt.ledger.revise_step(c, title="third, revised", body="details")
-        rt.ledger.declare_dependencies(c, [a, b])
+        c = rt.ledger.add_step("p", "third", actor=OPERATOR)
+        rt.ledger.revise_step(c, title="third, revised", body="details", actor=OPERATOR)
+        rt.ledger.declare_dependencies(c, [a, b], actor=OPERATOR)
         _, definition, _ = rt.ledger.step(c)
         assert (definition.title, definition.body) == ("third, revised", "details")
         assert definition.depends_on == (a, b)
@@ -114,7 +115,7 @@ class LedgerContract(ABC):
     def test_dropped_dependency_satisfies_dependent(self, rt: Runtime) -> None:
         a, b = self.two_steps(rt)
         s = rt.ledger.start_session()
-        rt.ledger.drop(a)
+        rt.ledger.drop(a, OPERATOR)
         assert rt.ledger.claim(b, s.id).fence == 1
 
     def test_heartbeat_extends_lease_and_keeps_fence(self, rt: Runtime, clock: FakeClock) -> None:
@@ -181,7 +182,7 @@ class LedgerContract(ABC):
 
     def test_session_end_releases_each_held_step_as_its_own_event(self, rt: Runtime) -> None:
         a, b = self.two_steps(rt)
-        c = rt.ledger.add_step("p", "third")
+        c = rt.ledger.add_step("p", "third", actor=OPERATOR)
         s, other = rt.ledger.start_session(), rt.ledger.start_session()
         rt.ledger.claim(a, s.id)
         rt.ledger.claim(c, s.id)
@@ -208,9 +209,9 @@ class LedgerContract(ABC):
         s = rt.ledger.start_session()
         rt.ledger.claim(a, s.id)
         with pytest.raises(errors.NotReopenable):
-            rt.ledger.reopen(a)
+            rt.ledger.reopen(a, OPERATOR)
         rt.ledger.complete(a, s.id)
-        rt.ledger.reopen(a)
+        rt.ledger.reopen(a, OPERATOR)
         assert rt.ledger.claim(a, s.id).fence == 2
 
     def test_lease_outside_range_is_refused(self, rt: Runtime) -> None:
