@@ -17,6 +17,7 @@ from ledger.chain import Broken, Entry, Verified, verify
 from ledger.storage import MEMORY, is_postgres, resolve_db
 from ledger.store import EventStore
 from replays.format import canonical
+from replays.jsonline import BadLine, parse_line
 
 audit_app = typer.Typer(help="Tamper evidence: check the log's hash chain.",
                         no_args_is_help=True)
@@ -59,10 +60,9 @@ def recording_entries(path: Path) -> Iterator[Entry]:
 
 def _entry(number: int, text: str) -> Entry | None:
     try:
-        line = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise Unreadable(f"line {number} is not JSON ({error.msg}): the file was changed"
-                         ) from None
+        line = parse_line(text)
+    except BadLine as error:
+        raise Unreadable(f"line {number} is {error}: the file was changed") from None
     if not isinstance(line, dict) or line.get("type") != "event":
         return None
     fields = (line.get("position"), line.get("stream"), line.get("version"),

@@ -5,7 +5,6 @@ Readers are kept per schema version, so recordings written by older versions sta
 readable; a newer schema than this code knows is refused with a clear message.
 """
 
-import json
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from pathlib import Path
@@ -23,6 +22,7 @@ from replays.format import (
     RecordingError,
     Selection,
 )
+from replays.jsonline import BadLine, parse_line
 
 
 def _known_topics() -> frozenset[str]:
@@ -71,9 +71,9 @@ def read(lines: Iterable[str]) -> Recording:
 
 def _object(number: int, text: str) -> dict[str, Any]:
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise RecordingError(f"line {number}: not JSON ({error.msg})") from None
+        value = parse_line(text)
+    except BadLine as error:
+        raise RecordingError(f"line {number}: {error}") from None
     if not isinstance(value, dict):
         raise RecordingError(f"line {number}: not a JSON object")
     return value

@@ -39,6 +39,7 @@ from ledger.domain.errors import InvalidInput
 
 _ITEM = re.compile(r"^\s*(?:[-*]|\d+[.)])\s+(?:\[(?P<key>[^\]]+)\]\s*)?(?P<text>.+?)\s*$")
 _AFTER = re.compile(r"\s*\((?:after|depends on):\s*(?P<deps>[^)]*)\)\s*$", re.IGNORECASE)
+MAX_NESTING = 32  # a plan nests four levels (plan, steps, a step, its depends_on)
 _CONSTRAINT = re.compile(r"^\s*[-*]\s+`?(?P<name>[a-z0-9-]+)`?\s*:\s*(?P<rule>.+?)\s*$")
 
 
@@ -59,9 +60,26 @@ def load_plan(path: Path) -> PlanIn:
 
 def _yaml(text: str) -> Any:
     try:
+        _check_nesting(text)
         return yaml.safe_load(text)
     except yaml.YAMLError as error:
         raise InvalidInput("plan file", f"not valid YAML: {error}") from None
+
+
+def _check_nesting(text: str) -> None:
+    """Refuse a file nested deeper than any plan is, naming the line, before the composer
+    (which recurses once per level: 50,000 levels end in a RecursionError) builds it. The
+    parser's events come from a state machine, so this pass never recurses."""
+    depth = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_NESTING:
+                line = event.start_mark.line + 1 if event.start_mark else "?"
+                raise InvalidInput("plan file", f"line {line}: nested more than "
+                                                f"{MAX_NESTING} levels deep")
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
 
 
 def parse_markdown(text: str) -> dict[str, Any]:
