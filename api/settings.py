@@ -8,16 +8,27 @@
 | default lease | `--lease-default` | `PLANLEDGER_LEASE_DEFAULT` (seconds, default 900) |
 | secret | — | `PLANLEDGER_SECRET` (see infra.secret) |
 | admin token | — | `PLANLEDGER_ADMIN_TOKEN` (unset: no force-release over the API) |
+| steps per request | — | `PLANLEDGER_MAX_STEPS_PER_REQUEST` (default 1000, up to 100000) |
+
+Steps per request caps the steps one plan creation may carry (HTTP, MCP `plans_create`,
+`planledger plan create`): a plan is written in one transaction, and while it is the
+store takes no other write, so a plan of 100,000 steps held every agent's claims for
+twenty seconds. Above the cap the request is refused (422 naming the cap and this
+setting); a longer plan is created with the first steps and grown by adding steps.
 """
 
 import os
 from dataclasses import dataclass
 
 from ledger.domain.claims import DEFAULT_LEASE_SECONDS, check_lease
+from ledger.domain.errors import InvalidInput
+from ledger.domain.plans import MAX_STEPS_PER_PLAN
 from ledger.storage import resolve_db
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
+DEFAULT_MAX_STEPS_PER_REQUEST = 1_000
+MAX_STEPS_SETTING = "PLANLEDGER_MAX_STEPS_PER_REQUEST"
 
 
 @dataclass(frozen=True)
@@ -27,11 +38,21 @@ class Settings:
     port: int = DEFAULT_PORT
     lease_default: int = DEFAULT_LEASE_SECONDS
     admin_token: str | None = None
+    max_steps_per_request: int = DEFAULT_MAX_STEPS_PER_REQUEST
 
     def __repr__(self) -> str:
         # Secrets never reach a log line through a repr.
         return (f"Settings(db={self.db!r}, host={self.host!r}, port={self.port}, "
-                f"lease_default={self.lease_default})")
+                f"lease_default={self.lease_default}, "
+                f"max_steps_per_request={self.max_steps_per_request})")
+
+    def check_steps_per_request(self, steps: int) -> None:
+        """Refuse a plan creation carrying more steps than this server takes at once."""
+        cap = self.max_steps_per_request
+        if steps > cap:
+            raise InvalidInput("steps", f"{steps} steps in one request; this server takes at "
+                               f"most {cap} (create the plan with up to {cap} and add the "
+                               f"rest as steps, or raise {MAX_STEPS_SETTING} on the server)")
 
 
 def _env_int(name: str, default: int) -> int:
@@ -56,4 +77,12 @@ def load_settings(
         port=port or _env_int("PLANLEDGER_PORT", DEFAULT_PORT),
         lease_default=check_lease(lease),
         admin_token=os.environ.get("PLANLEDGER_ADMIN_TOKEN") or None,
+        max_steps_per_request=_max_steps(),
     )
+
+
+def _max_steps() -> int:
+    cap = _env_int(MAX_STEPS_SETTING, DEFAULT_MAX_STEPS_PER_REQUEST)
+    if not 1 <= cap <= MAX_STEPS_PER_PLAN:
+        raise ValueError(f"{MAX_STEPS_SETTING}={cap} is out of range: 1..{MAX_STEPS_PER_PLAN}")
+    return cap
