@@ -194,6 +194,9 @@ class EventOut(Schema):
     type: str = Field(examples=["StepClaimed"])
     at: datetime
     session_id: str | None
+    actor: str | None = Field(None, description="Who made the write: a session id, `admin`, "
+                              "or `local:<OS user>` (the operator of an embedded store); "
+                              "events from before authors were recorded name their session.")
     data: dict[str, Any]
 
 

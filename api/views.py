@@ -42,7 +42,7 @@ from projections.view import LedgerView
 
 MAX_PAGE = 1000
 MAX_TIMELINE_PAGE = 100_000  # entries in one page of /api/timeline
-_BASE_FIELDS = {"originator_id", "originator_version", "timestamp", "session_id"}
+_BASE_FIELDS = {"originator_id", "originator_version", "timestamp", "session_id", "actor"}
 
 
 def now(runtime: Runtime) -> datetime:
@@ -191,7 +191,9 @@ def event_out(event: Any, position: int | None = None) -> EventOut:
     data = {n: getattr(event, n) for n in names if n not in _BASE_FIELDS}
     return EventOut(position=position, stream=event.originator_id,
                     version=event.originator_version, type=type(event).__name__,
-                    at=event.timestamp, session_id=getattr(event, "session_id", None), data=data)
+                    at=event.timestamp, session_id=getattr(event, "session_id", None),
+                    actor=ev.author_of(event) if isinstance(event, ev.LedgerEvent) else None,
+                    data=data)
 
 
 def log_page(runtime: Runtime, after: int = 0, limit: int = 100) -> LogPageOut:
