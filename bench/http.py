@@ -5,6 +5,10 @@ client (a thread with its own keep-alive connection and session) claims steps no
 else claims, so the figure is throughput, not contention. Baseline, same run, same
 clients, same uvicorn settings: a bare FastAPI app whose POST route does nothing.
 Goal: at least half the bare rate.
+
+Also, informing: one client's claim round trips while another posts plans of the largest
+size a request may carry (`PLANLEDGER_MAX_STEPS_PER_REQUEST`, default 1000), beside the
+same client's claims with nothing else going on: the median and the 99th percentile.
 """
 
 import math
@@ -12,6 +16,7 @@ import os
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -22,6 +27,7 @@ from pathlib import Path
 import httpx
 from fastapi import FastAPI
 
+from api.settings import DEFAULT_MAX_STEPS_PER_REQUEST
 from bench.timing import Figure, scratch_dir
 from tests.support.replicas import Agent, Replica, create_plan, free_port, start_replica
 
@@ -129,6 +135,62 @@ def claim_rate(server: Replica, clients: int, requests: int, plan: str) -> Load:
             agent.close()
 
 
+def _claim_seconds(agent: Agent, steps: list[str], until: threading.Event | None,
+                   ) -> list[float]:
+    seconds = []
+    for step in steps:
+        if until is not None and until.is_set():
+            break
+        started = time.perf_counter()
+        agent.claim(step).raise_for_status()
+        seconds.append(time.perf_counter() - started)
+    return seconds
+
+
+def claims_beside_a_large_plan(server: Replica, plans: int) -> list[Figure]:
+    """Claim latency, alone and while `plans` plans of the cap's size are posted."""
+    cap = DEFAULT_MAX_STEPS_PER_REQUEST
+    agent = Agent(server, "claimer")
+    writer_agent = Agent(server, "planner")
+
+    def plan(by: Agent, slug: str) -> list[str]:
+        made = by.http.post("/api/plans", timeout=120, json={
+            "slug": slug, "title": slug, "steps": [{"title": f"step {n}"} for n in range(cap)]})
+        made.raise_for_status()
+        return [str(step["step_id"]) for step in made.json()["steps"]]
+
+    steps = [s for part in ("beside-1", "beside-2", "beside-3") for s in plan(agent, part)]
+    written = threading.Event()
+
+    def write_plans() -> None:
+        for i in range(plans):
+            plan(writer_agent, f"large-{i}")
+        written.set()
+
+    try:
+        _claim_seconds(agent, steps[:30], None)
+        alone = _claim_seconds(agent, steps[30:530], None)
+        writer = threading.Thread(target=write_plans)
+        writer.start()
+        beside = _claim_seconds(agent, steps[530:], written)
+        writer.join()
+    finally:
+        agent.close()
+        writer_agent.close()
+
+    def p99(seconds: list[float]) -> float:
+        return statistics.quantiles(seconds, n=100)[-1] * 1e3
+
+    name = f"HTTP claim latency while {cap}-step plans are written"
+    return [
+        Figure(f"{name}, median", statistics.median(beside) * 1e3, "ms",
+               "median claim, nothing else written", statistics.median(alone) * 1e3,
+               lower_is_better=True),
+        Figure(f"{name}, p99", p99(beside), "ms", "p99 claim, nothing else written",
+               p99(alone), lower_is_better=True),
+    ]
+
+
 def run(smoke: bool = False) -> list[Figure]:
     # Smoke: enough requests that the server's CPU (read in 10 ms ticks) is not 0.
     client_counts, requests, rounds = ([2], 100, 1) if smoke else ([1, 8], 150, 5)
@@ -142,6 +204,7 @@ def run(smoke: bool = False) -> list[Figure]:
                     bases.append(bare_rate(bare, clients, requests))
                     claims.append(claim_rate(server, clients, requests, f"c{clients}-r{r}"))
                 figures += _figures(clients, claims, bases, rounds)
+            figures += claims_beside_a_large_plan(server, 2 if smoke else 8)
         finally:
             server.stop()
     return figures
