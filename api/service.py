@@ -70,7 +70,6 @@ class Service(ClaimOperations):
     def create_plan(self, plan: PlanIn, actor: str, key: Key = None) -> PlanCreatedOut:
         """Create the plan, its constraints and its steps in one transaction."""
         self.settings.check_steps_per_request(len(plan.steps))
-        self.settings.check_steps_per_request(len(plan.steps))
         new = [NewStep(s.title, s.body, s.depends_on, s.key) for s in plan.steps]
 
         def render(made: tuple[PlanState, list[StepId]]) -> PlanCreatedOut:
