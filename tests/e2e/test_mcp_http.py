@@ -131,7 +131,8 @@ def test_a_call_acts_for_its_connections_session_never_a_guess_and_others_need_a
                           ["legacy", "legacy", "auto"]) as (one, two, stateless):
             first = await one.start()
             second = await one.ok("session_start", name="one, again")
-            await one.ok("plans_create", slug="acting", title="Acting", steps=["only"])
+            await one.ok("plans_create", slug="acting", title="Acting", steps=["only"],
+                         session_id=first["session_id"])  # a write names its author
             several = await one.refused("tasks_claim_next", plan="acting")
             assert f"({first['session_id']}, {second['session_id']})" in several
             await two.start()
