@@ -53,7 +53,9 @@ def open_runtime(
         ensure_schema(resolved)  # replicas never create tables themselves: see infra.pg_schema
     store = EventStore(store_settings(resolved))
     the_clock = clock or SystemClock()
-    reads = ReadModel(store, the_clock,
+    runtime: Runtime  # checkpoints are authenticated under its secret, read when first needed
+    reads = ReadModel(store, the_clock, secret=lambda: runtime.secret,
                       checkpoints=open_checkpoints(resolved) if checkpoints else None)
     ledger = Ledger(store, the_clock, ids or UlidGenerator(), reads)
-    return Runtime(resolved, store, ledger, reads, secret)
+    runtime = Runtime(resolved, store, ledger, reads, secret)
+    return runtime

@@ -4,7 +4,10 @@
 moves it forward a page at a time from the store's notification log. Each position is
 applied exactly once: the view refuses positions at or below its own, so pages read
 twice (by two threads, or after a restore) change nothing. With a `CheckpointRecorder`
-it restores the newest checkpoint on start and resumes from its tracked position.
+it restores the newest checkpoint on start and resumes from its tracked position, once
+the checkpoint passes every check of `projections.resume` under the store's secret; a
+checkpoint that fails one is ignored, with a warning on the `planledger.checkpoints`
+logger saying why, and the log is folded from the start.
 
 Freshness, three ways:
 - by default every query first pulls what was appended since (`pull_on_read`), so a
@@ -15,6 +18,8 @@ Freshness, three ways:
   read-your-writes for a caller that just appended.
 """
 
+import logging
+import secrets
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -33,11 +38,27 @@ from projections.history import AsOf, as_of, step_history
 from projections.log import PAGE, decode, page_after, paused_gc
 from projections.queryable import Queryable
 from projections.results import HistoryEntry
-from projections.resume import restored_view, saved_state, tip_at
+from projections.resume import (
+    UnusableCheckpoint,
+    binding_at,
+    checkpoint_key,
+    restored_view,
+    saved_state,
+    state_data,
+)
 from projections.view import LedgerView
 
 CHECKPOINT_EVERY = 50_000
 RETRY_SECONDS = 0.01
+
+log = logging.getLogger("planledger.checkpoints")
+
+# The store's secret, or what reads it when first needed (a PostgreSQL store opens without
+# one, and then keeps no checkpoints).
+Secret = bytes | Callable[[], bytes]
+# A model given no secret tags its checkpoints under this one, made afresh by every process:
+# it trusts only checkpoints saved by this process, never a file someone else wrote.
+PROCESS_SECRET = secrets.token_bytes(32)
 
 # Told of each applied event: its position, the event, and its step's state before it.
 Listener = Callable[[int, object, StepState | None], None]
@@ -45,17 +66,21 @@ Listener = Callable[[int, object, StepState | None], None]
 
 class ReadModel(Queryable, CandidateView):
     """The read models of one log, kept current. A long-lived process would use
-    `ReadModel(store, clock, checkpoints=open_checkpoints(db))` (resume on start, save every
-    `checkpoint_every` events) and `follow(model)` (see projections.follower)."""
+    `ReadModel(store, clock, checkpoints=open_checkpoints(db), secret=store_secret)`
+    (resume on start, save every `checkpoint_every` events, each authenticated under the
+    store's secret: without one, under `PROCESS_SECRET`) and `follow(model)` (see
+    projections.follower)."""
 
     def __init__(
         self, store: EventStore, clock: Clock, *,
-        checkpoints: CheckpointRecorder | None = None,
+        checkpoints: CheckpointRecorder | None = None, secret: Secret | None = None,
         checkpoint_every: int = CHECKPOINT_EVERY, pull_on_read: bool = True, page: int = PAGE,
     ) -> None:
         self.store = store
         self.clock = clock
         self.checkpoints = checkpoints
+        self._secret: Secret | None = secret if secret is not None else PROCESS_SECRET
+        self._key: bytes | None = None
         self.checkpoint_every = checkpoint_every
         self.pull_on_read = pull_on_read
         self.page = page
@@ -141,7 +166,7 @@ class ReadModel(Queryable, CandidateView):
 
     def _checkpoint_due(self) -> bool:
         """Every `checkpoint_every` events, and on a long log every quarter of its length:
-        saving pickles the whole state and holds up readers meanwhile (about a second at
+        saving copies the whole state out and holds up readers meanwhile (about a second at
         1,000,000 events), so its cost per event stays flat as the log grows, and a crash
         leaves less than a quarter of the log to fold again."""
         position = self._view.position
@@ -240,27 +265,47 @@ class ReadModel(Queryable, CandidateView):
     # --- checkpoints --------------------------------------------------------------
 
     def checkpoint(self) -> bool:
-        """Save the state with its position; False when there is nothing new to save or a
-        newer checkpoint is saved already."""
-        if self.checkpoints is None:
+        """Save the state with its position; False when there is nothing new to save, a
+        newer checkpoint is saved already, or no secret to authenticate it can be had."""
+        if self.checkpoints is None or (key := self._checkpoint_key()) is None:
             return False
         with self._lock:
             position = self._view.position
-            tip = tip_at(self.store, position) if position > self._checkpointed else None
-            if tip is None:
+            binding = binding_at(self.store, position) if position > self._checkpointed else None
+            if binding is None:
                 return False
-            state = saved_state(self._view, tip)
+            state = state_data(self._view)
         self._checkpointed = position
-        return self.checkpoints.save_checkpoint(Tracking(self.store.name, position), state)
+        saved = saved_state(state, binding, key)  # the JSON text and its MAC: outside the lock
+        return self.checkpoints.save_checkpoint(Tracking(self.store.name, position), saved)
+
+    def _checkpoint_key(self) -> bytes | None:
+        """The key checkpoints are authenticated under, derived from the store's secret
+        once; None (and checkpoints unused, with a warning) when there is no secret."""
+        if self._key is None and self._secret is not None:
+            secret, self._secret = self._secret, None
+            try:
+                self._key = checkpoint_key(secret() if callable(secret) else secret)
+            except ValueError as error:  # infra.secret.SecretError: none configured
+                log.warning("read model checkpoints are not used: %s", error)
+        return self._key
 
     def _restore(self, checkpoints: CheckpointRecorder) -> None:
-        """Start from the newest checkpoint, if it was taken of this log (projections.resume);
-        otherwise the model folds the log from the start."""
-        found = checkpoints.load_checkpoint(self.store.name)
-        restored = restored_view(self.store, *found) if found is not None else None
-        if restored is not None:
-            self._folded = restored
-            self._checkpointed = self._resumed_from = restored.position
+        """Start from the newest checkpoint once it passes every check (projections.resume);
+        otherwise fold the log from the start, saying why."""
+        key = self._checkpoint_key()
+        found = checkpoints.load_checkpoint(self.store.name) if key is not None else None
+        if found is None or key is None:
+            return
+        position, saved = found
+        try:
+            restored = restored_view(self.store, position, saved, key)
+        except UnusableCheckpoint as reason:
+            log.warning("the read model's checkpoint at position %d is ignored and the log "
+                        "folded from the start: %s", position, reason)
+            return
+        self._folded = restored
+        self._checkpointed = self._resumed_from = restored.position
 
     def close(self, *, checkpoint: bool = False) -> None:
         """Let the checkpoints go; first save what was applied since the last checkpoint

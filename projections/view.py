@@ -14,7 +14,7 @@ a rebuild costs one verdict per touched step however many events touched it.
 from array import array
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, get_type_hints
 
 from ledger.domain import errors
 from ledger.domain import events as ev
@@ -35,7 +35,12 @@ from projections.index import PlanIndex
 # An open step's verdict does not depend on the time (only a held lease does), so the
 # index judges open steps once, when they or their dependencies change, at any moment.
 TIMELESS = datetime.min.replace(tzinfo=UTC)
-FORMAT = 3  # bump when the pickled shape changes: older checkpoints are then rebuilt
+# Log positions, as 64-bit ints. `array` takes a type argument only from Python 3.12 on,
+# and the checkpoint reads these annotations at run time: there it is the bare class.
+if TYPE_CHECKING:
+    Positions = array[int]
+else:
+    Positions = array
 
 _PLAN_EVENTS = (ev.PlanCreated, ev.StepAdded, ev.StepRevised, ev.DependenciesDeclared)
 _STEP_EVENTS = (ev.StepOpened, ev.StepClaimed, ev.LeaseRenewed, ev.StepReleased,
@@ -45,26 +50,49 @@ _SESSION_EVENTS = (ev.SessionStarted, ev.SessionEnded, ev.ClaimBounced, ev.Claim
 
 
 class LedgerView:
-    """Plans, steps and sessions as of `position`, with the indexes queries need."""
+    """Plans, steps and sessions as of `position`, with the indexes queries need.
+
+    The attributes annotated here are the view's whole state, and what a checkpoint saves
+    (`projections.resume`, by these annotations); the rest is rebuilt on restore."""
+
+    position: int
+    last_time: datetime | None
+    plans: dict[PlanSlug, PlanState]
+    steps: dict[StepId, StepState]
+    sessions: dict[SessionId, SessionState]
+    indexes: dict[PlanSlug, PlanIndex]
+    dependents: dict[StepId, set[StepId]]
+    held: dict[SessionId, set[StepId]]
+    ended_holders: set[SessionId]  # ended, still named as holders
+    history: dict[StepId, Positions]
+    # Positions of the events about a plan but no step (PlanCreated, ReadyListed), and
+    # of every session's start and end: with `history`, where a plan's timeline is.
+    plan_marks: dict[PlanSlug, Positions]
+    session_marks: Positions
 
     def __init__(self) -> None:
-        self.format = FORMAT
         self.position = 0
-        self.last_time: datetime | None = None
-        self.plans: dict[PlanSlug, PlanState] = {}
-        self.steps: dict[StepId, StepState] = {}
-        self.sessions: dict[SessionId, SessionState] = {}
-        self.indexes: dict[PlanSlug, PlanIndex] = {}
-        self.dependents: dict[StepId, set[StepId]] = {}
-        self.held: dict[SessionId, set[StepId]] = {}
-        self.ended_holders: set[SessionId] = set()  # ended, still named as holders
-        self.history: dict[StepId, array[int]] = {}
-        # Positions of the events about a plan but no step (PlanCreated, ReadyListed), and
-        # of every session's start and end: with `history`, where a plan's timeline is.
-        self.plan_marks: dict[PlanSlug, array[int]] = {}
-        self.session_marks: array[int] = array("q")
+        self.last_time = None
+        self.plans = {}
+        self.steps = {}
+        self.sessions = {}
+        self.indexes = {}
+        self.dependents = {}
+        self.held = {}
+        self.ended_holders = set()
+        self.history = {}
+        self.plan_marks = {}
+        self.session_marks = array("q")
         self._dirty: set[StepId] = set()
         self._handlers = self._dispatch()
+
+    @classmethod
+    def restored(cls, *state: object) -> "LedgerView":
+        """A view holding `state`: a value for each annotated attribute, in their order
+        (what a checkpoint saved)."""
+        view = cls()
+        view.__dict__.update(zip(get_type_hints(cls), state, strict=True))
+        return view
 
     def _dispatch(self) -> dict[type, Callable[[Any, int], None]]:
         handlers: dict[type, Callable[[Any, int], None]] = {}
@@ -72,15 +100,6 @@ class LedgerView:
         handlers.update(dict.fromkeys(_STEP_EVENTS, self._on_step))
         handlers.update(dict.fromkeys(_SESSION_EVENTS, self._on_session))
         return handlers
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        del state["_handlers"]  # bound methods: rebuilt on load
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._handlers = self._dispatch()
 
     def facts(self) -> dict[str, object]:
         """Everything the view holds, for comparing two views (a rebuild with the view

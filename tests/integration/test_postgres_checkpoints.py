@@ -15,6 +15,9 @@ from tests.integration.test_projection_rebuild import assert_same_as_a_rebuild, 
 from tests.support.fakes import FakeClock, SequentialIds
 from tests.support.postgres import BASE_URL, fresh_schema
 
+# Replicas share the store's secret (PLANLEDGER_SECRET): checkpoints are tagged under it.
+SECRET = b"the replicas' shared secret, 32 bytes or more"
+
 
 @pytest.fixture
 def pg() -> Iterator[str]:
@@ -24,12 +27,12 @@ def pg() -> Iterator[str]:
 
 def test_a_replica_resumes_from_the_checkpoint_another_saved(pg: str, clock: FakeClock) -> None:
     assert missing_objects(pg) == ()  # db init made the checkpoint tables with the log's
-    first = open_runtime(pg, clock=clock, ids=SequentialIds(), checkpoints=True)
+    first = open_runtime(pg, clock=clock, ids=SequentialIds(), checkpoints=True, secret=SECRET)
     random_workload(first, clock, seed=41, commands=150)
     saved_at = first.reads.catch_up()
     first.close(checkpoint=True)  # as a server shutting down
 
-    second = open_runtime(pg, clock=clock, checkpoints=True)
+    second = open_runtime(pg, clock=clock, checkpoints=True, secret=SECRET)
     try:
         assert second.reads.resumed_from == saved_at
         random_workload(second, clock, seed=42, commands=50)
@@ -41,7 +44,7 @@ def test_a_replica_resumes_from_the_checkpoint_another_saved(pg: str, clock: Fak
 def test_a_checkpoint_of_another_log_in_the_same_tables_is_ignored(
     pg: str, clock: FakeClock
 ) -> None:
-    saver = open_runtime(pg, clock=clock, ids=SequentialIds(), checkpoints=True)
+    saver = open_runtime(pg, clock=clock, ids=SequentialIds(), checkpoints=True, secret=SECRET)
     random_workload(saver, clock, seed=43, commands=80)
     saver.reads.catch_up()
     saver.close(checkpoint=True)
@@ -57,7 +60,7 @@ def test_a_checkpoint_of_another_log_in_the_same_tables_is_ignored(
     random_workload(other, clock, seed=44, commands=200)
     other.close()
 
-    restarted = open_runtime(pg, clock=clock, checkpoints=True)
+    restarted = open_runtime(pg, clock=clock, checkpoints=True, secret=SECRET)
     try:
         assert restarted.reads.resumed_from == 0
         assert_same_as_a_rebuild(restarted, clock)
