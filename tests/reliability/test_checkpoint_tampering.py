@@ -9,7 +9,7 @@ import pickle
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import psycopg
@@ -22,7 +22,15 @@ from ledger.storage import postgres_options
 from projections.checkpoints import CHECKPOINT_TABLE, checkpoint_path
 from projections.pg_checkpoints import PG_CHECKPOINT_TABLE, PG_TRACKING_TABLE
 from projections.readmodel import ReadModel
-from projections.resume import MAGIC, tip_at
+from projections.resume import (
+    MAGIC,
+    binding_at,
+    checkpoint_key,
+    restored_view,
+    saved_state,
+    state_data,
+    tip_at,
+)
 from tests.integration.test_projection_rebuild import answers, random_workload
 from tests.support.fakes import FakeClock, SequentialIds
 from tests.support.postgres import BASE_URL, fresh_schema
@@ -216,3 +224,60 @@ def test_a_checkpoint_of_another_log_under_the_same_secret_is_ignored(
         other.close(checkpoint=True)
         store.write(*another.read())
         reopened_ignoring(store, clock, caplog, "taken of another log")
+
+
+def resealed(store: Store, clock: FakeClock, key: bytes, *, state: object = None,
+             **binding: object) -> tuple[int, bytes]:
+    """The store's checkpoint made again under `key`, with its state's data or binding
+    changed: what only a holder of the key could write."""
+    position, saved = store.read()
+    rt = store.open(clock)
+    try:
+        found = restored_view(rt.store, position, saved, checkpoint_key(SECRET))
+        bound = binding_at(rt.store, position)
+    finally:
+        rt.close()
+    assert bound is not None
+    data = state_data(found) if state is None else state
+    return position, saved_state(data, replace(bound, **binding), key)  # type: ignore[arg-type]
+
+
+def test_a_checkpoint_tagged_under_the_raw_secret_is_ignored(
+    store: Store, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The tag's key is derived from the secret for checkpoints alone: a tag made with the
+    secret itself (as a session token is) is not one."""
+    store.write(*resealed(store, clock, SECRET))
+    reopened_ignoring(store, clock, caplog, "MAC does not match")
+
+
+def test_a_tagged_checkpoint_whose_state_does_not_decode_is_ignored(
+    store: Store, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    store.write(*resealed(store, clock, checkpoint_key(SECRET),
+                          state={"position": [[1, 2]], "steps": "everything"}))
+    reopened_ignoring(store, clock, caplog, "does not decode")
+
+
+def test_a_tagged_checkpoint_of_a_state_of_another_shape_is_ignored(
+    store: Store, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A version whose states have other fields saved it: never half read."""
+    store.write(*resealed(store, clock, checkpoint_key(SECRET), shape="0" * 64))
+    reopened_ignoring(store, clock, caplog, "another shape")
+
+
+def test_postgresql_without_a_secret_keeps_no_checkpoints_and_answers_from_the_log(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("PLANLEDGER_SECRET", raising=False)
+    with fresh_schema() as url:
+        rt = open_runtime(url, clock=clock, ids=SequentialIds(), checkpoints=True)
+        with caplog.at_level(logging.WARNING, logger=LOGGER):
+            random_workload(rt, clock, seed=63, commands=60)
+            assert_answers_from_the_log(rt, clock)
+            assert not rt.reads.checkpoint()
+        rt.close(checkpoint=True)
+        assert "checkpoints are not used: PLANLEDGER_SECRET is required" in caplog.text
+        with pytest.raises(AssertionError):
+            postgres_store(url).read()  # nothing was saved
