@@ -18,8 +18,10 @@ from api.console.live import LogWatch
 from api.console.schemas import ConsoleOut, StepPageOut
 from api.console.snapshot import snapshot, steps_page
 from api.console.steps import MAX_PAGE, Show
+from api.console.tail import timeline_tail
 from api.http.deps import ServiceDep
 from api.http.docs import errors
+from api.schemas import TimelineOut
 
 STATIC = Path(__file__).with_name("static")
 # The page loads nothing from outside the server, and the browser is told to refuse to.
@@ -76,6 +78,15 @@ def console_steps(
     """A page of a plan's steps by number, with the plan's progress: what the console
     reads when a person asks for more, or filters."""
     return steps_page(service.runtime, plan, offset, limit, show, text)
+
+
+@router.get("/api/console/timeline", response_model=TimelineOut, responses=errors(404))
+def console_timeline(service: ServiceDep, plan: Annotated[str, Query(
+        pattern=r"^[a-z0-9-]{1,64}$")]) -> TimelineOut:
+    """The newest part of a plan's timeline (from about its 400th newest event on), as
+    `/api/timeline?plan=` answers it: what the console reads first, then only what came
+    since (`/api/timeline?after=next_after`)."""
+    return timeline_tail(service, plan)
 
 
 @router.get("/api/console/events", response_class=EventSourceResponse,

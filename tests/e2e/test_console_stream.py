@@ -256,3 +256,24 @@ def test_an_unknown_plan_or_kind_of_step_is_named_not_a_500(
             answer = client.get("/api/console/steps", params=params)
             assert answer.status_code == 422, (params, answer.text)
             assert answer.json()["message"]
+
+
+def test_the_first_timeline_read_is_the_newest_part_of_a_plan_and_continues_as_the_whole(
+    server: tuple[LiveServer, list[str]],
+) -> None:
+    live, _ = server
+    with live.client() as client:
+        _, agent = session(client, "planner")
+        ids = _plan(client, agent, "long", 900)  # 1,801 events: created, added and opened
+        assert client.post(f"/api/steps/{ids[0]}/claim", headers=agent).is_success
+        whole = client.get("/api/timeline", params={"plan": "long"}).json()
+        tail = client.get("/api/console/timeline", params={"plan": "long"}).json()
+        assert 100 < len(tail["entries"]) <= 400 < len(whole["entries"])
+        assert tail["entries"] == whole["entries"][-len(tail["entries"]):]
+        assert tail["next_after"] == whole["next_after"]
+        assert client.post(f"/api/steps/{ids[1]}/claim", headers=agent).is_success
+        since = client.get("/api/timeline", params={"plan": "long",
+                                                    "after": tail["next_after"]}).json()
+        assert [e["kind"] for e in since["entries"]] == ["claimed"]
+        missing = client.get("/api/console/timeline", params={"plan": "no-such-plan"})
+        assert missing.status_code == 404

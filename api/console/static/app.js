@@ -100,12 +100,13 @@ function pickPlan() {
   return busy ? busy.slug : plans[plans.length - 1]?.slug || null;
 }
 
-// A plan's timeline is read whole once, then only what came since (`after`): on a long
-// log the whole of it is megabytes.
+// A plan's timeline: its newest part first (the whole of a large plan's is megabytes, and
+// the page draws the newest few hundred entries), then only what came since (`after`).
 async function timelineOf(slug) {
   const held = state.timeline?.plan === slug ? state.timeline : null;
-  const since = held ? `&after=${held.next_after}` : "";
-  const page = await getJSON(`/api/timeline?plan=${encodeURIComponent(slug)}${since}`);
+  const plan = encodeURIComponent(slug);
+  const page = await getJSON(held ? `/api/timeline?plan=${plan}&after=${held.next_after}`
+    : `/api/console/timeline?plan=${plan}`);
   return { ...(held ? merged(held, page) : page), plan: slug };
 }
 

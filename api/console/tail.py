@@ -1,0 +1,32 @@
+"""The newest part of a plan's timeline: what the console reads first.
+
+A plan's whole timeline is an entry per event (a 20,000-step plan's is megabytes and
+seconds); the page draws only the newest few hundred, then reads what came since. The
+first entry to read is found from the log positions the read model keeps for the plan,
+so nothing older is described.
+"""
+
+import heapq
+from itertools import chain
+
+from api import views
+from api.schemas import TimelineOut
+from api.service import Service
+from ledger.domain import errors
+from ledger.domain.ids import PlanSlug
+
+LAST = 400  # entries: as many as the page draws
+
+
+def timeline_tail(service: Service, slug: str, last: int = LAST) -> TimelineOut:
+    """The plan's timeline from its `last`-th newest event on (fewer entries when some of
+    those events are not the plan's entries)."""
+    with service.runtime.reads.reading() as (view, _):
+        plan = view.plans.get(PlanSlug(slug))
+        if plan is None:
+            raise errors.UnknownPlan(slug[:100])
+        positions = chain(view.plan_marks.get(plan.slug, ()),
+                          *(view.history.get(s, ()) for s in plan.steps))
+        newest = heapq.nlargest(last, positions)
+    after = newest[-1] - 1 if len(newest) == last else 0
+    return views.timeline(service.timelines, slug, after=after)

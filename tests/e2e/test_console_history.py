@@ -1,0 +1,61 @@
+"""A step's history in the console names who did each thing, in a real headless Chromium
+against a real `planledger serve`: the session that planned it, the session that claimed
+it, and the admin who force-released it (for the session that held it)."""
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from playwright.sync_api import Browser, expect
+
+from api.runtime import open_runtime
+from tests.support.browser import PageWatch, chromium
+from tests.support.replicas import Agent, Replica, start_replica
+
+ADMIN = "console-history-admin-token"
+
+
+@pytest.fixture(scope="module")
+def replica(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Replica]:
+    db = str(tmp_path_factory.mktemp("console-history") / "ledger.sqlite")
+    open_runtime(db).close()
+    served = start_replica(db, {"PLANLEDGER_ADMIN_TOKEN": ADMIN})
+    yield served
+    served.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with chromium() as launched:
+        yield launched
+
+
+def test_the_step_history_names_who_planned_claimed_and_force_released_it(
+    replica: Replica, browser: Browser,
+) -> None:
+    planner, agent = Agent(replica, "planner P"), Agent(replica, "agent F")
+    created = planner.http.post("/api/plans", json={
+        "slug": "authored", "title": "Authored", "steps": [{"title": "Sign the release"}]})
+    assert created.status_code == 201, created.text
+    step = created.json()["steps"][0]["step_id"]
+    assert agent.claim(step).status_code == 200
+    forced = httpx.post(f"{replica.url}/api/steps/{step}/force-release", timeout=30,
+                        headers={"Authorization": f"Bearer {ADMIN}"})
+    assert forced.status_code == 200, forced.text
+
+    watch = PageWatch(replica.url)
+    page = watch.attach(browser.new_page(viewport={"width": 1280, "height": 900}))
+    page.goto(replica.url + "/#plan=authored")
+    expect(page.locator("#live")).to_have_text("live")
+    page.locator(f'[data-key="step-{step}"]').click()
+    history = page.locator("#detail .history > li")
+    added = history.filter(has_text="added to the plan")
+    expect(added.locator(".by")).to_have_text("by planner P")
+    claimed = history.filter(has_text="claimed")
+    expect(claimed.locator(".by")).to_have_text("by agent F")
+    released = history.filter(has_text="released")
+    expect(released.locator(".by")).to_contain_text("by admin")
+    expect(released.locator(".by")).to_have_attribute("data-actor", "admin")
+    assert watch.errors == [] and watch.outside() == []
+    planner.close()
+    agent.close()
