@@ -65,7 +65,8 @@ class CommandRecord:
 @dataclass(frozen=True)
 class EventRecord:
     """A stored event. `state` is the store's JSON; its bytes are `state_bytes()`.
-    `context` marks events outside the selection kept so every stream starts whole."""
+    `context` marks events outside the selection kept so every stream starts whole; `line`
+    is the file line it was read from (0: not read from a file)."""
 
     position: int
     time: datetime
@@ -76,6 +77,7 @@ class EventRecord:
     state: dict[str, Any]
     command: int | None
     context: bool = False
+    line: int = field(default=0, compare=False)
 
     def state_bytes(self) -> bytes:
         return canonical(self.state)

@@ -21,6 +21,7 @@ from replays.format import (
     Recording,
     RecordingError,
     Selection,
+    canonical,
 )
 from replays.jsonline import BadLine, parse_line
 
@@ -169,10 +170,16 @@ class _ReaderV1:
             line.get("state", dict)
         assert time is not None
         _check_agrees(line, time, session, state)
+        try:
+            canonical(state)
+        except UnicodeEncodeError:
+            raise line.fail("the state holds text that is not Unicode (a lone surrogate)"
+                            ) from None
         self.versions[stream] = version
         self.events.append(EventRecord(position, time, session, stream, version,
                                        topic, state, command,
-                                       bool(line.get("context", bool, optional=True))))
+                                       bool(line.get("context", bool, optional=True)),
+                                       line=line.number))
 
     def finish(self) -> Recording:
         counts = (len(self.commands), len(self.events))

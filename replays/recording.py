@@ -6,15 +6,15 @@ marked `context`, so every recording imports, folds and re-executes on its own.
 
 import json
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import fields, is_dataclass
 from datetime import datetime
 
-from eventsourcing.persistence import Notification, StoredEvent
+from eventsourcing.persistence import Notification
 
 from ledger.domain import events as ev
 from ledger.storage import MEMORY, store_settings
 from ledger.store import EventStore
 from projections.log import PAGE, page_after
+from replays.admission import admit
 from replays.commands import derive
 from replays.format import (
     CommandRecord,
@@ -78,35 +78,18 @@ def _record(note: Notification, event: object, command: int | None, context: boo
 
 def import_into(store: EventStore, recording: Recording) -> int:
     """Write every event of the recording into `store`, which must be empty, in one
-    transaction: all of it lands or none. Returns the number of events written."""
+    transaction, once all of them are admitted (replays.admission): every event of its
+    type, keeping the domain's rules, whole in its stream's hash chain. All of it lands or
+    none. Returns the number of events written."""
     held = store.recorder.max_notification_id() or 0
     if held:
         raise RecordingError(f"the target store is not empty (it holds {held} events); "
                              f"import needs a fresh store")
     _check_whole_streams(recording.events)
-    stored = [StoredEvent(e.stream, e.version, e.topic, e.state_bytes())
-              for e in recording.events]
-    for record, event in zip(recording.events, stored, strict=True):
-        try:
-            _check_fields(store.mapper.to_domain_event(event))
-        except Exception as error:  # any failure to decode: refuse the file, name the event
-            raise RecordingError(f"event at position {record.position} ({record.topic}) "
-                                 f"cannot be read: {error}") from None
-    store.recorder.insert_events(stored)
+    stored = admit(store.mapper, recording.events)
+    with store.transaction():
+        store.recorder.insert_events(stored)
     return len(stored)
-
-
-def _check_fields(event: object) -> None:
-    """The state must carry exactly its event's fields: the decoder takes any dict, and a
-    store holding an event short of a field breaks every read of its stream."""
-    if not is_dataclass(event):
-        raise ValueError("not an event")
-    have = set(vars(event))
-    want = {f.name for f in fields(event)}
-    if have != want:
-        missing, extra = sorted(want - have), sorted(have - want)
-        raise ValueError(f"fields missing: {', '.join(missing) or 'none'}; "
-                         f"unexpected: {', '.join(extra) or 'none'}")
 
 
 def _check_whole_streams(events: Sequence[EventRecord]) -> None:
@@ -130,13 +113,13 @@ def commands_of(recording: Recording) -> Iterable[tuple[CommandRecord, list[Even
 
 
 def decode(recording: Recording) -> list[tuple[int, object]]:
-    """The recording's events as (position, domain event), decoded as the store would."""
+    """The recording's events as (position, domain event), decoded as the store would,
+    once all of them are admitted (see `import_into`)."""
     store = EventStore(store_settings(MEMORY))
     try:
-        return [(e.position, store.mapper.to_domain_event(
-            StoredEvent(e.stream, e.version, e.topic, e.state_bytes()))) for e in recording.events]
-    except Exception as error:  # an unknown topic or a state the event cannot take
-        raise RecordingError(f"the recording holds an event this planledger cannot read: "
-                             f"{error}") from None
+        _check_whole_streams(recording.events)
+        stored = admit(store.mapper, recording.events)
+        return [(e.position, store.mapper.to_domain_event(s))
+                for e, s in zip(recording.events, stored, strict=True)]
     finally:
         store.close()
