@@ -25,7 +25,8 @@ KEYS = ("user_us", "cpu_us", "wall_us")
 WARM_UP = 200  # cycles before timing: first claims of a fresh store read more
 
 # Run with the tree under test first on the path; it uses only the long-standing public
-# calls (open_runtime, create_plan, start_session, claim, complete), so old revisions run it.
+# calls (open_runtime, create_plan, start_session, claim, complete), so old revisions run it
+# (the plan's author, a session, passed as `actor=`, which every revision takes).
 WORKLOAD = """
 import json, os, resource, sys, tempfile, time
 from pathlib import Path
@@ -37,9 +38,9 @@ if cpu >= 0:
 with tempfile.TemporaryDirectory(prefix="planledger-compare-") as scratch:
     runtime = open_runtime(str(Path(scratch) / "ledger.sqlite"))
     ledger = runtime.ledger
-    _, steps = ledger.create_plan("bench", "Bench",
-                                  steps=[NewStep(f"step {i}") for i in range(warm + cycles)])
     session = ledger.start_session("bench").id
+    _, steps = ledger.create_plan("bench", "Bench", actor=session,
+                                  steps=[NewStep(f"step {i}") for i in range(warm + cycles)])
     for step in steps[:warm]:
         ledger.claim(step, session)
         ledger.complete(step, session)
