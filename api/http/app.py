@@ -18,6 +18,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
+from api import __version__
 from api.console.routes import install_console
 from api.errors import ApiError, Replayed, problem
 from api.http import routes_log, routes_plans, routes_sessions, routes_steps
@@ -45,7 +46,7 @@ def create_app(runtime: Runtime, settings: Settings, identity: Identity | None =
                ) -> FastAPI:
     """The HTTP API over `runtime`. CORS stays closed: no cross-origin headers are sent."""
     identity = identity or Identity(runtime.secret, settings.admin_token)
-    app = FastAPI(title="planledger", version="0.1.0", description=DESCRIPTION)
+    app = FastAPI(title="planledger", version=__version__, description=DESCRIPTION)
     app.state.service = Service(runtime, settings, identity)
     # The routes join the app's own table (their paths carry their prefixes already):
     # `include_router` wraps each router in a layer that re-derives its routes' context on

@@ -20,6 +20,7 @@ from mcp.types import (
     TextContent,
 )
 
+from api import __version__
 from api.errors import ConfigError
 from api.mcp.http import PATH
 from api.mcp.server import INSTRUCTIONS
@@ -98,7 +99,7 @@ async def _serve(url: str) -> None:
             await relay.connect()  # fail fast when the server is not there
         except Exception as error:
             raise ConfigError(f"cannot reach the MCP server at {url}: {_cause(error)}") from None
-        server: Server = Server("planledger", version="0.1.0", instructions=INSTRUCTIONS,
+        server: Server = Server("planledger", version=__version__, instructions=INSTRUCTIONS,
                                 on_list_tools=relay.list_tools, on_call_tool=relay.call_tool)
         async with stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())

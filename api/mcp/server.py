@@ -15,6 +15,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, InputRequiredResult, TextContent
 from pydantic import ValidationError
 
+from api import __version__
 from api.errors import problem
 from api.mcp.acting import Connections, mcp_connection
 from api.mcp.tools_claims import ClaimTools
@@ -38,7 +39,7 @@ class LedgerMCP(MCPServer[Any]):
     connection's sessions when its MCP session ends."""
 
     def __init__(self, connections: Connections) -> None:
-        super().__init__("planledger", title="planledger", version="0.1.0",
+        super().__init__("planledger", title="planledger", version=__version__,
                          instructions=INSTRUCTIONS, log_level="WARNING")
         self.connections = connections
 
