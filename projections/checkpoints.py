@@ -10,6 +10,10 @@ after the position its state includes: nothing is applied twice, nothing is skip
 Several processes following the same log fold the same state at the same position, so
 they may share one checkpoint: a CLI process starts from whatever a server saved.
 
+A recorder keeps a state's bytes as it was given them and trusts nothing in them: what
+they hold, and when a process believes them (their MAC under the store's secret, the log
+they name), is `projections.resume`'s.
+
 Backends: in-process (`memory`), SQLite (a file beside the log, so the log's writers never
 wait on a checkpoint), and PostgreSQL (`projections.pg_checkpoints`: two tables in the
 log's own schema, made by `planledger db init` with the log's; every replica shares them).

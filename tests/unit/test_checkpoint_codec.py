@@ -138,6 +138,7 @@ Session = NewType("Session", str)
     (list[datetime], [datetime(2020, 1, 1, tzinfo=timezone(timedelta(hours=-5)))]),
     (list[Positions], [array("q", [2**63 - 1, -(2**63)]), array("q")]),
     (dict[str, bool], {"yes": True, "no": False}),
+    (list[Session | None], [Session("local:ann"), None, Session("01AGENT")]),
 ])
 def test_values_of_every_kind_the_view_keeps_come_back_equal(kind: Any, value: Any) -> None:
     assert through_json(kind, value) == value
