@@ -282,13 +282,14 @@ class ReadModel(Queryable, CandidateView):
     def _checkpoint_key(self) -> bytes | None:
         """The key checkpoints are authenticated under, derived from the store's secret
         once; None (and checkpoints unused, with a warning) when there is no secret."""
-        if self._key is None and self._secret is not None:
-            secret, self._secret = self._secret, None
-            try:
-                self._key = checkpoint_key(secret() if callable(secret) else secret)
-            except ValueError as error:  # infra.secret.SecretError: none configured
-                log.warning("read model checkpoints are not used: %s", error)
-        return self._key
+        with self._lock:  # read once, by one thread: the others wait for its answer
+            if self._key is None and self._secret is not None:
+                secret, self._secret = self._secret, None
+                try:
+                    self._key = checkpoint_key(secret() if callable(secret) else secret)
+                except (ValueError, OSError) as error:  # none configured, or unreadable
+                    log.warning("read model checkpoints are not used: %s", error)
+            return self._key
 
     def _restore(self, checkpoints: CheckpointRecorder) -> None:
         """Start from the newest checkpoint once it passes every check (projections.resume);
