@@ -15,23 +15,27 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from api.commands.common import DbOption, JsonOption
+from api.commands.common import DbOption, JsonOption, UrlOption
 from api.runtime import open_runtime
 from ledger.domain.errors import LedgerError
 from projections.timeline import Timeline, TimelineModel
 from replays import demo as demo_run
-from replays import render
+from replays import merged_render, render
+from replays import race_transcripts as race_example
 from replays.explore import explore
 from replays.fixture import PLAN, seed_auth_refresh
 from replays.format import Recording, RecordingError, Selection, write, write_file
 from replays.reading import read_file
 from replays.recording import decode, export, import_into
 from replays.rerun import rerun
+from replays.transcript_timeline import merged
+from replays.transcripts import TranscriptError
 
 app = typer.Typer(help="Recordings of the log: export, import, timeline, re-execute, explore.",
                   no_args_is_help=True)
 console = Console()
 EXIT_ERROR = 1
+EXAMPLE_THINK = 0.3  # seconds between an example agent's calls: room for its prose
 
 FileArg = Annotated[Path, typer.Argument(help="A recording (JSON Lines, see replays/README.md).",
                                          show_default=False)]
@@ -48,7 +52,7 @@ def _refusing() -> Iterator[None]:
     """A refused recording or ledger call becomes its message on stderr and exit 1."""
     try:
         yield
-    except (RecordingError, LedgerError, ValueError) as error:
+    except (RecordingError, LedgerError, TranscriptError, ValueError) as error:
         typer.echo(str(error), err=True)
         raise typer.Exit(EXIT_ERROR) from None
 
@@ -106,14 +110,44 @@ def _timeline(recording: Recording, plan: str | None, sessions: tuple[str, ...])
                           chosen.since, chosen.until)
 
 
+TranscriptsOption = Annotated[list[Path] | None, typer.Option(
+    "--transcript", help="An agent's transcript (Claude Code JSONL or a Codex CLI rollout; "
+    "repeat for each agent): merged with its sessions' events from RECORDING, --db or --url.",
+    show_default=False)]
+
+
 @app.command("timeline")
 def timeline_command(
-    file: FileArg, plan: PlanOption = None, session: SessionsOption = None,
+    file: Annotated[Path | None, typer.Argument(
+        help="A recording (JSON Lines, see replays/README.md).", show_default=False)] = None,
+    plan: PlanOption = None, session: SessionsOption = None,
     as_json: JsonOption = False,
     as_html: Annotated[bool, typer.Option("--html", help="Print a self-contained HTML page.")]
     = False,
+    transcript: TranscriptsOption = None, db: DbOption = None, url: UrlOption = None,
+    clock_threshold: Annotated[float, typer.Option(
+        "--clock-threshold", help="Seconds a transcript's clock may differ from the ledger's "
+        "before the offset is reported and applied.")] = 1.0,
+    show_secrets: Annotated[bool, typer.Option(
+        "--show-secrets", help="Copy tokens found in transcripts as they are (masked by "
+        "default).")] = False,
 ) -> None:
-    """The merged timeline: one clock, a lane per session, bounces naming the holder."""
+    """The merged timeline: one clock, a lane per session, bounces naming the holder.
+    With --transcript: the agents' own transcripts merged with the ledger's events."""
+    if transcript:
+        with _refusing():
+            figure = merged(transcript, file, db, url, clock_threshold, show_secrets)
+        if as_json:
+            typer.echo(json.dumps(figure.to_dict(), indent=2, ensure_ascii=False))
+        elif as_html:
+            typer.echo(merged_render.html(figure), nl=False)
+        else:
+            merged_render.terminal(figure, console, title="transcripts and the log")
+        return
+    if file is None:
+        typer.echo("name a recording (or --transcript files with a recording, --db or --url)",
+                   err=True)
+        raise typer.Exit(EXIT_ERROR)
     with _refusing():
         timeline = _timeline(read_file(file), plan, tuple(session or ()))
     if as_json:
@@ -162,15 +196,24 @@ def demo(
     record: Annotated[Path | None, typer.Option(
         "--record", help="Write the log to this recording file.", show_default=False)] = None,
     as_json: JsonOption = False,
+    example: Annotated[Path | None, typer.Option(
+        "--example", help="With --race: write the run's recording, both agents' transcripts "
+        "(Claude Code format) and the merged HTML page into this folder.",
+        show_default=False)] = None,
 ) -> None:
     """Seed the seed's plan auth-refresh (steps 1-4 done); with --race, two agents on real
     threads race for step 5: one wins, the other bounces naming it and takes step 6."""
     with _refusing():
+        if example is not None and not race:
+            raise ValueError("--example needs --race")
         runtime = open_runtime(db)
         try:
             if race:
-                agents = tuple(a.session_id for a in demo_run.race(runtime).agents)
+                result = demo_run.race(runtime, think=EXAMPLE_THINK if example else 0.0)
+                agents = tuple(a.session_id for a in result.agents)
                 timeline = TimelineModel(runtime.store).timeline(sessions=agents)
+                if example is not None:
+                    race_example.write_example(runtime, result, example)
             else:
                 seed_auth_refresh(runtime.ledger, race=False)
                 timeline = TimelineModel(runtime.store).timeline(plan=PLAN)

@@ -10,6 +10,7 @@ of it all is the recording.
 """
 
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -46,28 +47,40 @@ class RaceResult:
         return next(a for a in self.agents if a.bounced_by is not None)
 
 
-def race(runtime: Runtime) -> RaceResult:
-    """Seed the race variant of the plan and run the two agents; returns who did what."""
+def race(runtime: Runtime, think: float = 0.0) -> RaceResult:
+    """Seed the race variant of the plan and run the two agents; returns who did what.
+    `think`: seconds each agent spends between its calls, as a model would (the shipped
+    example's transcripts need room on the clock for the agents' prose); the claims still
+    race, released together."""
     steps = seed_auth_refresh(runtime.ledger, race=True)
     barrier = threading.Barrier(len(AGENTS), timeout=BARRIER_TIMEOUT)
     with ThreadPoolExecutor(len(AGENTS)) as pool:
-        futures = [pool.submit(_agent, runtime.ledger, name, barrier) for name in AGENTS]
+        futures = [pool.submit(_agent, runtime.ledger, name, barrier, think)
+                   for name in AGENTS]
         runs = tuple(f.result() for f in futures)
     return RaceResult(tuple(steps), runs)
 
 
-def _agent(ledger: Ledger, name: str, barrier: threading.Barrier) -> AgentRun:
+def _agent(ledger: Ledger, name: str, barrier: threading.Barrier, think: float
+           ) -> AgentRun:
     """One agent: list ready, wait for the other, claim the oldest; on a bounce, pivot;
     work (wait for the other to hold a step too); complete."""
     session = ledger.start_session(name)
+    time.sleep(think)
     listed = ledger.list_ready(PLAN, session.id)
+    time.sleep(think)
     barrier.wait()
     bounced_by = None
     try:
         grant = ledger.claim(listed[0], session.id)
     except AlreadyClaimed as bounce:
         bounced_by = bounce.holder
-        grant = ledger.claim(ledger.list_ready(PLAN, session.id)[0], session.id)
+        time.sleep(think)
+        pivot = ledger.list_ready(PLAN, session.id)[0]
+        time.sleep(think)
+        grant = ledger.claim(pivot, session.id)
+    time.sleep(think)
     barrier.wait()
+    time.sleep(think)
     ledger.complete(grant.step_id, session.id, grant.fence)
     return AgentRun(name, session.id, tuple(listed), bounced_by, grant.step_id)
