@@ -3,7 +3,7 @@
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from infra.clock_ids import SystemClock, UlidGenerator
+from infra.clock_ids import UlidGenerator, ledger_clock
 from infra.secret import load_secret
 from ledger.application import Ledger
 from ledger.ports import Clock, IdGenerator
@@ -41,7 +41,7 @@ class Runtime:
 
 def open_runtime(
     db: str | None = None, clock: Clock | None = None, ids: IdGenerator | None = None,
-    *, checkpoints: bool = False, secret: bytes | None = None,
+    *, checkpoints: bool = False, secret: bytes | None = None, wall: Clock | None = None,
 ) -> Runtime:
     """The ledger on `db`. With `checkpoints`, the read model starts from the last
     checkpoint of this log (when first read) instead of folding all of it, and saves one
@@ -52,7 +52,9 @@ def open_runtime(
         from infra.pg_schema import ensure_schema  # the driver only where it is needed
         ensure_schema(resolved)  # replicas never create tables themselves: see infra.pg_schema
     store = EventStore(store_settings(resolved))
-    the_clock = clock or SystemClock()
+    # Leases are decided by one steady clock (infra.clock_ids); `wall` stands for the
+    # machine's clock under it (tests skew it), `clock` replaces it altogether.
+    the_clock = clock or ledger_clock(store, postgres=is_postgres(resolved), wall=wall)
     runtime: Runtime  # checkpoints are authenticated under its secret, read when first needed
     reads = ReadModel(store, the_clock, secret=lambda: runtime.secret,
                       checkpoints=open_checkpoints(resolved) if checkpoints else None)

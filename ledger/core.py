@@ -27,15 +27,14 @@ class LedgerCore:
 
     # --- plumbing -------------------------------------------------------------
 
-    def _decide(
-        self, stream: str, attempt: Callable[[datetime], Decision], now: datetime | None = None
-    ) -> Decision:
-        """Run `attempt` until its events append cleanly; raise its refusal afterwards."""
-        now = now or self.clock.now()
+    def _decide(self, stream: str, attempt: Callable[[datetime], Decision]) -> Decision:
+        """Run `attempt` until its events append cleanly; raise its refusal afterwards.
+        Each attempt decides at a fresh `now`: one that conflicted may have waited, and a
+        lease judged at the first attempt's time could have lapsed since."""
         for _ in range(MAX_ATTEMPTS):
             try:
                 with self.store.transaction():
-                    decision = attempt(now)
+                    decision = attempt(self.clock.now())
                     self.store.append(with_riders(decision))
             except ConflictError:
                 continue
@@ -51,13 +50,12 @@ class LedgerCore:
         the step from this process's cache (`attempt(now, False)`, no read). A stale step
         cannot land, as the version it appends at is taken (a conflict, then fresh tries);
         a refusal is decided again on fresh state before it is recorded or raised."""
-        now = self.clock.now()
         with contextlib.suppress(ConflictError), self.store.transaction():
-            first = attempt(now, False)
+            first = attempt(self.clock.now(), False)
             if first.refusal is None:
                 self.store.append(with_riders(first))
                 return first
-        return self._decide(stream, lambda at: attempt(at, True), now)
+        return self._decide(stream, lambda at: attempt(at, True))
 
     def live_session(self, session_id: str) -> SessionState:
         session = self.store.session(SessionId(session_id))

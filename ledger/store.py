@@ -194,6 +194,18 @@ class EventStore(Application[str]):
         if isinstance(self.events, SealingEventStore):
             self.events.heads.forget(e.originator_id for events, _ in pending for e in events)
 
+    def newest_event_time(self) -> datetime | None:
+        """When the log's newest event happened, by the clock that decided it (None for an
+        empty log): no later decision may be judged at an earlier time."""
+        newest = self.recorder.max_notification_id()
+        if not newest:
+            return None
+        found = self.recorder.select_notifications(start=newest, limit=1)
+        if not found:
+            return None
+        moment = getattr(self.mapper.to_domain_event(found[0]), "timestamp", None)
+        return moment if isinstance(moment, datetime) else None
+
     def last_position(self) -> int | None:
         """The log position of the calling thread's latest append (None before any), so a
         caller can ask a read model to wait until its own write is applied."""
