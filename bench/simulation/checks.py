@@ -1,0 +1,163 @@
+"""The invariants a world checks after every action, and every so many actions in full.
+
+After each action (cheap, incremental):
+- the log's new events keep the claim rule (the reference model folds them: at most one
+  live holder per step, fences grow by one per grant, closes by the live holder only);
+- a command's answer is the reference model's (taken on the log as it stood just before),
+  unless it replays an earlier answer or the store was unavailable;
+- an acknowledged write is in the log at once (its events are noted, and looked for again
+  in every full check);
+- an idempotent retry gets its first answer, and the answer the log recorded for its key;
+- one process's ready lists are the reference model's.
+Every `every` actions and at the end (full): every process's ready lists; each read model
+rebuilt from the log equals the one kept incrementally; each process's write-side state
+of every step is the reference model's; every acknowledged event is still in the log.
+"""
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from ledger.domain.ids import PlanSlug, StepId
+from projections.log import page_after
+from projections.readmodel import ReadModel
+
+if TYPE_CHECKING:
+    from bench.simulation.actions import Action
+    from bench.simulation.world import Answer, Request, World
+
+
+class Violation(Exception):
+    """An invariant the world broke; the message says which, and how."""
+
+
+class Checks:
+    def __init__(self, world: "World", every: int) -> None:
+        self.world = world
+        self.every = every
+        self.sent: set[str] = set()  # idempotency keys used so far
+        self.first: dict[str, Answer] = {}  # each key's first answer
+        self.acknowledged: set[tuple[str, int]] = set()  # (stream, version) of acked writes
+        self.since_full = 0
+
+    def expect(self, request: "Request") -> str | None:
+        """What the reference model says the request will answer; None for a replay."""
+        if request.key is not None:
+            if request.key in self.sent:
+                return None  # a replay: it must answer as the first time instead
+            self.sent.add(request.key)
+        ref, now, actor = self.world.reference, self.world.clock.now(), request.actor or ""
+        step = request.step or ""
+        if request.op in ("claim", "heartbeat"):
+            judge = ref.claim if request.op == "claim" else ref.heartbeat
+            return judge(step, actor, now)
+        if request.op in ("complete", "release", "drop"):
+            return ref.close(request.op, step, actor, request.fence, now)
+        if request.op == "next":
+            return ref.claim_next(request.plan or "", actor, now)
+        if request.op == "end":
+            return ref.end_session(actor)
+        if request.op == "reopen":
+            return ref.reopen(step)
+        return "ok"
+
+    def after(self, action: "Action", request: "Request | None", answer: "Answer | None",
+              expected: str | None) -> None:
+        world = self.world
+        new = world.sync()
+        if world.reference.violations:
+            raise Violation(f"the log breaks the claim rule: {world.reference.violations[0]}")
+        if request is not None and answer is not None:
+            self._answered(request, answer, expected, new)
+        self._ready(world.processes[len(world.history) % len(world.processes)].reads)
+        self.since_full += 1
+        if self.since_full >= self.every:
+            self.full()
+
+    def _answered(self, request: "Request", answer: "Answer", expected: str | None,
+                  new: list[tuple[int, object]]) -> None:
+        got = _outcome(request.op, answer)
+        if expected is not None and got != expected:
+            raise Violation(f"{request.op} on {request.step or request.plan} by {request.actor} "
+                            f"answered {got}, the reference model says {expected} "
+                            f"({answer[1].get('message', '')})")
+        if answer[0] == 200 and expected is not None:
+            self._in_log(request, answer)
+            self.acknowledged.update((getattr(e, "originator_id", ""),
+                                      getattr(e, "originator_version", 0)) for _, e in new)
+        if request.key is not None:
+            first = self.first.setdefault(request.key, answer)
+            if answer != first:
+                raise Violation(f"an idempotent retry of {request.op} (key {request.key}) "
+                                f"answered {answer}, its first answer was {first}")
+            recorded = self.world.recorded_answer(request)
+            if recorded is not None and recorded != answer:
+                raise Violation(f"{request.op} (key {request.key}) answered {answer}; the log "
+                                f"recorded {recorded} for its key")
+
+    def _in_log(self, request: "Request", answer: "Answer") -> None:
+        """An acknowledged write's effect is in the log the moment it is answered."""
+        ref, body = self.world.reference, answer[1]
+        claimed: Any = body.get("claimed", body) if request.op == "next" else body
+        if request.op in ("claim", "heartbeat", "next") and claimed:
+            step = ref.steps[claimed["step_id"]]
+            expires = datetime.fromisoformat(claimed["expires_at"])
+            if (step.holder, step.fence, step.expires) != (request.actor, claimed["fence"],
+                                                          expires):
+                raise Violation(f"an acknowledged grant of {claimed['step_id']} (fence "
+                                f"{claimed['fence']}) is not what the log says: holder "
+                                f"{step.holder}, fence {step.fence}, until {step.expires}")
+        status = {"complete": "done", "drop": "dropped", "release": "open", "reopen": "open"}
+        if request.op in status and ref.steps[request.step or ""].status != status[request.op]:
+            raise Violation(f"an acknowledged {request.op} of {request.step} is not in the log")
+        if request.op == "end" and request.actor not in ref.ended:
+            raise Violation(f"an acknowledged end of session {request.actor} is not in the log")
+        if request.op == "start" and body["session_id"] not in ref.sessions:
+            raise Violation(f"an acknowledged session start {body['session_id']} is not in "
+                            "the log")
+
+    def _ready(self, reads: ReadModel) -> None:
+        ref, now = self.world.reference, self.world.clock.now()
+        for plan in self.world.plans:
+            got, want = list(reads.ready(PlanSlug(plan))), ref.ready(plan, now)
+            if got != want:
+                raise Violation(f"ready({plan}) is {got}; the reference model says {want}")
+
+    def full(self) -> None:
+        self.since_full = 0
+        world = self.world
+        for number, process in enumerate(world.processes):
+            self._ready(process.reads)
+            process.reads.catch_up()
+            rebuilt = ReadModel(process.store, world.clock)
+            rebuilt.catch_up()
+            if rebuilt.facts() != process.reads.facts():
+                raise Violation(f"process {number}: a read model rebuilt from the log differs "
+                                "from the one kept incrementally")
+            for _, step_id in world.steps:
+                state, ref = process.store.step(StepId(step_id)), world.reference.steps[step_id]
+                if (state.status, state.holder, state.fence, state.expires_at) != (
+                        ref.status, ref.holder, ref.fence, ref.expires):
+                    raise Violation(f"process {number}: step {step_id} is {state} on the "
+                                    f"write side; the reference model has {ref}")
+        self._all_acknowledged_kept()
+
+    def _all_acknowledged_kept(self) -> None:
+        store, after = self.world.processes[0].store, 0
+        logged: set[tuple[str, int]] = set()
+        while notes := page_after(store, after, 1000):
+            logged.update((str(n.originator_id), n.originator_version) for n in notes)
+            after = notes[-1].id
+        missing = self.acknowledged - logged
+        if missing:
+            raise Violation(f"acknowledged writes missing from the log: {sorted(missing)[:5]}")
+
+
+def _outcome(op: str, answer: "Answer") -> str:
+    status, body = answer
+    if status != 200:
+        return str(body.get("reason"))
+    if op in ("claim", "heartbeat"):
+        return "renewed" if body["renewed"] else "granted"
+    if op == "next":
+        return f"granted {body['claimed']['step_id']}" if body["claimed"] else "nothing"
+    return "ok"

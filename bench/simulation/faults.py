@@ -1,0 +1,121 @@
+"""Faults at the store boundary: the real event store, subclassed, told what to break.
+
+The world arms one fault before an action (`FaultPlan.arm`); the first append of that
+action meets it:
+- `conflict`: the append fails as an optimistic-concurrency conflict, as when another
+  writer took the stream's next version (only where one could: a stream already begun);
+- `fail`: the commit fails and nothing is written (a crash before commit, a full disk);
+- `lost_ack`: the commit holds but its acknowledgement never arrives (the connection
+  drops after COMMIT): the caller sees a store error for a write that is in the log.
+Besides, the store can refuse every write for a while (`refuse_until`), as a database
+held down does. Failures are the library's `OperationalError`, which callers answer as
+503 (store unavailable), exactly as a real outage's.
+"""
+
+import contextlib
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from eventsourcing.persistence import ApplicationRecorder, OperationalError, Recording
+
+from ledger.ports import Clock
+from ledger.store import ConflictError, EventStore, Fact
+
+Fault = Literal["conflict", "fail", "lost_ack"]
+FAULTS: tuple[Fault, ...] = ("conflict", "fail", "lost_ack")
+
+
+class StoreRefused(OperationalError):
+    """A write the simulated store refused (or whose acknowledgement it lost)."""
+
+
+@dataclass
+class FaultPlan:
+    """What the store breaks next, shared by every process of a world; `fired` tells the
+    world which faults its last action met."""
+
+    clock: Clock
+    armed: Fault | None = None
+    conflicts_left: int = 0
+    refuse_until: datetime | None = None
+    fired: tuple[str, ...] = ()
+    counts: Counter[str] = field(default_factory=Counter)  # every fault met, by kind
+
+    def arm(self, fault: Fault | None, conflicts: int = 1) -> None:
+        self.armed, self.conflicts_left, self.fired = fault, conflicts, ()
+
+    def refusing(self) -> bool:
+        return self.refuse_until is not None and self.clock.now() < self.refuse_until
+
+    def _fire(self, what: str) -> None:
+        self.fired = (*self.fired, what)
+        self.counts[what] += 1
+
+
+class FaultyEventStore(EventStore):
+    """The real event store (sealing, caches, snapshots), whose appends meet the world's
+    faults. Given `recorder`, it shares another store's log: a second process on the same
+    database (the in-memory store has no file to open twice)."""
+
+    def __init__(self, settings: dict[str, str], faults: FaultPlan,
+                 recorder: ApplicationRecorder | None = None) -> None:
+        self._shared_recorder = recorder  # read by construct_recorder, during super().__init__
+        self.faults = faults
+        self._depth = 0
+        self._lose_ack = False
+        super().__init__(settings)
+
+    def construct_recorder(self) -> ApplicationRecorder:
+        if self._shared_recorder is not None:
+            return self._shared_recorder
+        return super().construct_recorder()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        if self._depth:
+            yield
+            return
+        self._depth, self._lose_ack = 1, False
+        try:
+            with super().transaction():
+                yield
+        finally:
+            self._depth = 0
+        if self._lose_ack:  # committed: only the answer goes missing
+            self._lose_ack = False
+            raise StoreRefused("the store's acknowledgement of a commit was lost")
+
+    def append(self, events: Sequence[Fact]) -> list[Recording[str]]:
+        if not events:
+            return super().append(events)
+        if not self._depth:
+            with self.transaction():
+                return self.append(events)
+        plan = self.faults
+        if plan.refusing():
+            plan._fire("refused")
+            raise StoreRefused("the store refuses writes (simulated outage)")
+        fault = plan.armed
+        if fault == "conflict" and any(e.originator_version > 1 for e in events):
+            plan.conflicts_left -= 1
+            if plan.conflicts_left <= 0:
+                plan.armed = None
+            plan._fire("conflict")
+            raise ConflictError("simulated: another writer took the stream's next version")
+        if fault == "fail":
+            plan.armed = None
+            plan._fire("fail")
+            raise StoreRefused("the store failed to commit (simulated)")
+        recordings = super().append(events)
+        if fault == "lost_ack":
+            plan.armed = None
+            plan._fire("lost_ack")
+            self._lose_ack = True
+        return recordings
+
+    def shared_recorder(self) -> Any:
+        """The log itself, for another process of the same world to open."""
+        return self.recorder

@@ -1,0 +1,186 @@
+"""The reference model: the log folded by a few lines of independent code, the claim rule
+as the README states it, and what every command should answer.
+
+It shares nothing with the ledger's own folds (`ledger.domain.state`) or read models
+(`projections`): it reads the decoded events' fields and keeps its own small states. While
+folding it checks what the log must never show (`Reference.violations`): two live holders
+of one step, a fence that does not grow by one with each new grant, a renewal or a close by
+a session that did not hold the step live at that moment, a close of a closed step, and a
+step's events going back in time.
+"""
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from ledger.domain import events as ev
+
+CLOSED = ("done", "dropped")
+Positioned = tuple[int, object]
+
+
+@dataclass
+class RefStep:
+    plan: str
+    added_at: datetime
+    deps: tuple[str, ...]
+    status: str = "open"
+    holder: str | None = None
+    fence: int = 0
+    expires: datetime | None = None
+    last_time: datetime | None = None
+
+
+@dataclass
+class Reference:
+    position: int = 0
+    steps: dict[str, RefStep] = field(default_factory=dict)
+    plans: dict[str, list[str]] = field(default_factory=dict)  # step ids, oldest first
+    sessions: set[str] = field(default_factory=set)
+    ended: set[str] = field(default_factory=set)
+    violations: list[str] = field(default_factory=list)
+    _defs: dict[str, tuple[datetime, tuple[str, ...]]] = field(default_factory=dict)
+
+    # --- the claim rule -------------------------------------------------------------
+
+    def live(self, step_id: str, at: datetime) -> str | None:
+        step = self.steps[step_id]
+        if step.status != "in_progress" or step.holder is None or step.expires is None:
+            return None
+        if step.holder in self.ended or at >= step.expires:
+            return None
+        return step.holder
+
+    def blocked(self, step_id: str) -> bool:
+        return any(self.steps[d].status not in CLOSED for d in self.steps[step_id].deps)
+
+    def ready(self, plan: str, now: datetime) -> list[str]:
+        return [s for s in self.plans.get(plan, ()) if self.steps[s].status not in CLOSED
+                and self.live(s, now) is None and not self.blocked(s)]
+
+    # --- what commands should answer -------------------------------------------------
+
+    def claim(self, step_id: str, session: str, now: datetime) -> str:
+        if session in self.ended:
+            return "session_ended"
+        step, holder = self.steps[step_id], self.live(step_id, now)
+        if step.status in CLOSED:
+            return "closed"
+        if holder is not None:
+            return "renewed" if holder == session else "already_claimed"
+        return "blocked" if self.blocked(step_id) else "granted"
+
+    def heartbeat(self, step_id: str, session: str, now: datetime) -> str:
+        if self.live(step_id, now) != session:
+            return "session_ended" if session in self.ended else "not_holder"
+        return self.claim(step_id, session, now)
+
+    def close(self, action: str, step_id: str, session: str, fence: int | None,
+              now: datetime) -> str:
+        if session in self.ended:
+            return "session_ended"
+        step, holder = self.steps[step_id], self.live(step_id, now)
+        if action == "drop" and holder is None and step.status not in CLOSED and fence is None:
+            return "ok"
+        if step.status in CLOSED:
+            return "closed"
+        if fence is not None and fence != step.fence:
+            return "stale_fence"
+        return "ok" if holder == session else "not_holder"
+
+    def claim_next(self, plan: str, session: str, now: datetime) -> str:
+        if session in self.ended:
+            return "session_ended"
+        ready = self.ready(plan, now)
+        return f"granted {ready[0]}" if ready else "nothing"
+
+    def end_session(self, session: str) -> str:
+        return "session_ended" if session in self.ended else "ok"
+
+    def reopen(self, step_id: str) -> str:
+        return "ok" if self.steps[step_id].status in CLOSED else "not_reopenable"
+
+    def held_live(self, session: str, now: datetime) -> list[str]:
+        return sorted(s for s in self.steps if self.live(s, now) == session)
+
+    # --- folding the log ---------------------------------------------------------------
+
+    def fold(self, events: list[Positioned]) -> None:
+        for position, event in events:
+            if position <= self.position:
+                continue
+            self.position = position
+            if isinstance(event, ev.LedgerEvent):
+                self._apply(event)
+
+    def _apply(self, event: ev.LedgerEvent) -> None:
+        if isinstance(event, ev.SessionStarted):
+            self.sessions.add(event.originator_id)
+        elif isinstance(event, ev.SessionEnded):
+            self.ended.add(event.originator_id)
+        elif isinstance(event, ev.StepAdded):
+            self._defs[event.step_id] = (event.timestamp, tuple(event.depends_on))
+        elif isinstance(event, ev.DependenciesDeclared):
+            step = self.steps[event.step_id]
+            step.deps = step.deps + tuple(d for d in event.depends_on if d not in step.deps)
+        elif isinstance(event, ev.StepOpened):
+            added_at, deps = self._defs[event.originator_id]
+            self.steps[event.originator_id] = RefStep(event.plan, added_at, deps)
+            order = self.plans.setdefault(event.plan, [])
+            order.append(event.originator_id)
+            order.sort(key=lambda s: (self.steps[s].added_at, s))
+        elif event.originator_id in self.steps:
+            self._on_step(self.steps[event.originator_id], event)
+
+    def _on_step(self, step: RefStep, event: ev.LedgerEvent) -> None:
+        at, name = event.timestamp, event.originator_id
+        if step.last_time is not None and at < step.last_time:
+            self._violate(f"step {name}: {type(event).__name__} at {at} goes back in time "
+                          f"(its last event was at {step.last_time})")
+        step.last_time = at
+        holder = self.live(name, at)
+        if isinstance(event, ev.StepClaimed):
+            if holder is not None:
+                self._violate(f"step {name}: granted to {event.session_id} at {at} while "
+                              f"{holder} held it live (until {step.expires})")
+            if event.fence != step.fence + 1:
+                self._violate(f"step {name}: a grant carried fence {event.fence} after "
+                              f"fence {step.fence}")
+            if step.status in CLOSED:
+                self._violate(f"step {name}: granted while {step.status}")
+            step.status, step.holder, step.fence = "in_progress", event.session_id, event.fence
+            step.expires = at + timedelta(seconds=event.lease_seconds)
+            if step.expires != event.expires_at:
+                self._violate(f"step {name}: the grant's expiry is not its time plus its lease")
+        elif isinstance(event, ev.LeaseRenewed):
+            if holder is None or holder != event.session_id or event.fence != step.fence:
+                self._violate(f"step {name}: renewed by {event.session_id} (fence "
+                              f"{event.fence}) while the live holder was {holder} "
+                              f"(fence {step.fence})")
+            step.expires = event.expires_at
+        elif isinstance(event, ev.StepReopened):
+            if step.status not in CLOSED:
+                self._violate(f"step {name}: reopened while {step.status}")
+            step.status = "open"
+        elif isinstance(event, ev.StepCompleted | ev.StepReleased | ev.StepDropped):
+            self._on_close(step, event, holder)
+
+    def _on_close(self, step: RefStep, event: ev.LedgerEvent, holder: str | None) -> None:
+        name = event.originator_id
+        if step.status in CLOSED:
+            self._violate(f"step {name}: {type(event).__name__} while {step.status}")
+        fence = getattr(event, "fence", None)
+        if fence is not None and fence != step.fence:
+            self._violate(f"step {name}: closed with fence {fence}, current {step.fence}")
+        forced = isinstance(event, ev.StepReleased) and event.reason == "forced"
+        unheld_drop = isinstance(event, ev.StepDropped) and event.fence is None
+        if unheld_drop and holder is not None:
+            self._violate(f"step {name}: dropped without a fence while {holder} held it live")
+        if not forced and not unheld_drop and holder != event.session_id:
+            self._violate(f"step {name}: {type(event).__name__} by {event.session_id} "
+                          f"while the live holder was {holder}")
+        step.holder, step.expires = None, None
+        step.status = ("done" if isinstance(event, ev.StepCompleted) else
+                       "dropped" if isinstance(event, ev.StepDropped) else "open")
+
+    def _violate(self, what: str) -> None:
+        self.violations.append(what)
