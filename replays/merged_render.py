@@ -73,7 +73,8 @@ def terminal(merged: MergedTimeline, console: Console, title: str = "timeline") 
         console.print(line, highlight=False, markup=False)
 
 
-def html(merged: MergedTimeline, title: str = "planledger: transcripts and the log") -> str:
+def html(merged: MergedTimeline,
+         title: str = "planledger: the agents' transcripts and the ledger on one clock") -> str:
     """A page in the spirit of the seed's figure: a pane per agent headed by its session
     ids, one clock down the side, the bounce highlighted, findings and the story below."""
     heads = "".join(f"<th class=pane>{_pane_head(lane)}</th>" for lane in merged.lanes)

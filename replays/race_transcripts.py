@@ -255,6 +255,5 @@ def write_example(runtime: Runtime, race: RaceResult, directory: Path) -> list[P
     read = read_transcripts([a, b])
     sessions = list(agents)
     merged = merge(read, log_of_recording(read_file(recording), sessions))
-    page.write_text(merged_render.html(merged, "Two agents, one plan step: transcripts and "
-                                       "the ledger on one clock"), encoding="utf-8")
+    page.write_text(merged_render.html(merged), encoding="utf-8")
     return [recording, a, b, page]
