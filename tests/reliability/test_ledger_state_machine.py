@@ -215,16 +215,16 @@ class LedgerMachine(RuleBasedStateMachine):
             self.model.claim(ready[0], w, lease, now)
 
     @rule(what=PICK, who=PICK, fence=st.sampled_from([None, 0, -1]),
-          action=st.sampled_from(["complete", "release", "drop", "drop-anonymous"]))
+          action=st.sampled_from(["complete", "release", "drop", "drop-by-operator"]))
     def close(self, what: int, who: int, fence: int | None, action: str) -> None:
         s, now = self.step_in(what, ("in_progress",)), self.clock.now()
-        w = None if action == "drop-anonymous" else self.session(who)
+        w = None if action == "drop-by-operator" else self.session(who)  # None: no session
         sent = None if fence is None else self.model.steps[s].fence + fence
         status = {"complete": "done", "release": "open"}.get(action, "dropped")
         expected = self.model.close(s, w, sent, now, status)
         command = {"complete": self.ledger.complete, "release": self.ledger.release}.get(
             action, self.ledger.drop)
-        got = self.answer(lambda: command(s, w, sent))  # type: ignore[arg-type]
+        got = self.answer(lambda: command(s, w or OPERATOR, sent))
         assert got == expected, (action, got, expected)
 
     @rule(what=PICK)

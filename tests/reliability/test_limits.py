@@ -5,6 +5,7 @@ Cycles are refused, naming the cycle, however long it is."""
 
 import socket
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from urllib.parse import urlparse
 
@@ -12,6 +13,7 @@ import httpx
 import pytest
 
 from api.http.limits import MAX_BODY_BYTES
+from api.settings import MAX_STEPS_SETTING
 from ledger.domain import errors
 from ledger.domain.ids import PlanSlug, StepId
 from ledger.domain.plans import (
@@ -25,6 +27,19 @@ from ledger.domain.state import PlanState, StepDef
 from tests.reliability.conftest import Served
 from tests.support import OPERATOR
 from tests.support.live_server import author, author_at
+from tests.support.replicas import start_replica
+
+
+@pytest.fixture(scope="module")
+def roomy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """A server whose cap on steps per request admits the large plans made here."""
+    db = str(tmp_path_factory.mktemp("roomy") / "ledger.sqlite")
+    server = start_replica(db, {MAX_STEPS_SETTING: str(CHAIN + FAN)})
+    try:
+        yield Served(db, server.url, server)
+    finally:
+        server.stop()
+
 
 CHAIN = 10_000
 FAN = 2_000
@@ -95,8 +110,9 @@ def test_steps_per_plan_are_capped_naming_the_limit() -> None:
 
 @pytest.mark.slow
 def test_a_chain_of_ten_thousand_steps_works_and_closing_it_into_a_cycle_is_refused(
-    served: Served,
+    roomy: Served,
 ) -> None:
+    served = roomy
     started = time.monotonic()
     steps = served.plan_of("chain", [{"key": str(i), "title": f"link {i}",
                                       "depends_on": [str(i - 1)] if i else []}
@@ -118,10 +134,12 @@ def test_a_chain_of_ten_thousand_steps_works_and_closing_it_into_a_cycle_is_refu
 
 
 @pytest.mark.slow
-def test_a_wide_fan_and_a_step_waiting_on_the_most_dependencies_work(served: Served) -> None:
+def test_a_wide_fan_and_a_step_waiting_on_the_most_dependencies_work(roomy: Served) -> None:
+    served = roomy
     steps = served.plan_of("fan", [{"key": "root", "title": "root"}, *[
         {"title": f"leaf {i}", "depends_on": ["root"]} for i in range(FAN)]])
-    waits = httpx.post(f"{served.url}/api/plans/fan/steps", timeout=30, json={
+    waits = httpx.post(f"{served.url}/api/plans/fan/steps", timeout=30,
+                       headers=author_at(served.url), json={
         "title": "fan-in", "depends_on": steps[1:MAX_DEPENDENCIES + 1]})
     assert waits.status_code == 201, waits.text
     _, agent = served.session("fan")
