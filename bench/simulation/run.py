@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from bench.simulation.actions import Action
 from bench.simulation.checks import Violation
+from bench.simulation.faults import FaultyEventStore
 from bench.simulation.world import World
 from ledger.storage import MEMORY
 
@@ -90,10 +91,10 @@ def _results(jobs: list[tuple[int, int, int, str]], workers: int) -> Iterator[Wo
         yield from pool.imap(_run_numbered, jobs, chunksize=4)
 
 
-def replay(seed: int, history: list[Action], store: str = MEMORY,
-           tracing: bool = False) -> tuple[str | None, World]:
+def replay(seed: int, history: list[Action], store: str = MEMORY, tracing: bool = False,
+           store_class: type[FaultyEventStore] = FaultyEventStore) -> tuple[str | None, World]:
     """Run the world on exactly these actions; the violation it meets (or None)."""
-    world = World(seed, store, tracing=tracing)
+    world = World(seed, store, tracing=tracing, store_class=store_class)
     try:
         world.replay(history)
         world.checks.full()
@@ -110,7 +111,8 @@ def _same_failure(a: str, b: str | None) -> bool:
 
 
 def shrink(seed: int, history: list[Action], violation: str, store: str = MEMORY,
-           seconds: float = 60.0) -> list[Action]:
+           seconds: float = 60.0,
+           store_class: type[FaultyEventStore] = FaultyEventStore) -> list[Action]:
     """A shorter history that still breaks the same invariant: chunks of actions are
     taken out while it does (delta debugging), until single actions cannot be, or time
     is up."""
@@ -121,7 +123,9 @@ def shrink(seed: int, history: list[Action], violation: str, store: str = MEMORY
         start, removed = 0, False
         while start < len(current) and time.monotonic() < deadline:
             candidate = current[:start] + current[start + chunk:]
-            if candidate and _same_failure(violation, replay(seed, candidate, store)[0]):
+            found = (replay(seed, candidate, store, store_class=store_class)[0]
+                     if candidate else None)
+            if _same_failure(violation, found):
                 current, removed = candidate, True
             else:
                 start += chunk

@@ -291,8 +291,9 @@ class World:
     def recorded_answer(self, request: Request) -> Answer | None:
         """The answer the log holds for a keyed request, if any."""
         assert request.key is not None
-        if self._idempotency is None:  # its key is derived once, as a server's is
-            self._idempotency = Idempotency(self.processes[0].service.runtime)
+        runtime = self.processes[0].service.runtime
+        if self._idempotency is None or self._idempotency.runtime is not runtime:
+            self._idempotency = Idempotency(runtime)  # its key derived once per process
         found = self._idempotency.lookup(self._idempotency.stream(request.actor, request.key))
         return None if found is None else (found.status, found.body)
 
