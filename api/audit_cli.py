@@ -1,5 +1,7 @@
 """`planledger audit verify`: check the hash chain of a store or a recording (ledger.chain)
-and name the first event that was changed, removed or reordered.
+and name the first event that was changed, removed or reordered; on a store, also that
+SQLite's positions have no gap and that the log adds up to its signed head
+(ledger.log_head), so its newest events cut off, or a stream deleted, show too.
 
 Exit codes: 0 every link holds; 1 a broken link, or a file or store that cannot be read.
 """
@@ -12,8 +14,10 @@ from typing import Annotated
 import typer
 
 from api.commands.common import DbOption, JsonOption, answering_errors
-from api.runtime import open_runtime
+from api.derived_keys import derived_key
+from api.runtime import Runtime, open_runtime
 from ledger.chain import Broken, Entry, Verified, verify
+from ledger.log_head import HEAD_PURPOSE, Finding, KeepsHead, judge
 from ledger.storage import MEMORY, is_postgres, resolve_db
 from ledger.store import EventStore
 from replays.format import canonical
@@ -75,16 +79,23 @@ def _entry(number: int, text: str) -> Entry | None:
     return Entry(position, stream, version, topic, canonical(state))  # type: ignore[arg-type]
 
 
-def _report(result: Verified | Broken, what: str, as_json: bool) -> None:
+def _report(result: Verified | Broken, what: str, as_json: bool,
+            head: Finding | None = None) -> None:
+    intact = isinstance(result, Verified) and (head is None or head.intact)
     if as_json:
-        intact = isinstance(result, Verified)
-        typer.echo(json.dumps({"intact": intact, "source": what, **vars(result)}, indent=2))
-    elif isinstance(result, Verified):
-        typer.echo(f"intact: {result.events} events in {result.streams} streams of {what}, "
-                   f"every hash chained to the one before\nheads digest: {result.digest}")
-    else:
+        found = {"head": vars(head)} if head is not None else {}
+        typer.echo(json.dumps({"intact": intact, "source": what, **vars(result), **found},
+                              indent=2, default=str))
+    elif isinstance(result, Broken):
         typer.echo(f"TAMPERED: {what}: {result.message}", err=True)
-    if isinstance(result, Broken):
+    elif head is not None and not head.intact:
+        typer.echo(f"TAMPERED: {what}: {head.message}", err=True)
+    else:
+        signed = f"\n{head.message}" if head is not None else ""
+        typer.echo(f"intact: {result.events} events in {result.streams} streams of {what}, "
+                   f"every hash chained to the one before{signed}\n"
+                   f"heads digest: {result.digest}")
+    if not intact:
         raise typer.Exit(EXIT_BROKEN)
 
 
@@ -92,6 +103,33 @@ def _require_store(db: str) -> None:
     """Verifying a store that is not there must not create an empty one and call it intact."""
     if db != MEMORY and not is_postgres(db) and not Path(db).expanduser().is_file():
         raise ValueError(f"no store at {db}")
+
+
+TRIES = 5  # a store appended to while it is verified: read its head and log again
+
+
+def verify_store(runtime: Runtime) -> tuple[Verified | Broken, Finding | None]:
+    """The store's chains, and what its signed head says of its log. SQLite moves its head
+    in each append's transaction, so a head and a log read apart are read again until they
+    agree (a store busy past `TRIES` reads is judged on the last)."""
+    recorder = runtime.store.recorder
+    postgres = is_postgres(runtime.db)
+    if not isinstance(recorder, KeepsHead):  # an in-memory store keeps no head
+        return verify(store_entries(runtime.store)), None
+    key = derived_key(runtime.secret, HEAD_PURPOSE)
+    for _ in range(TRIES):
+        head = recorder.read_head()
+        marks = (head.position,) if head is not None else ()
+        result = verify(store_entries(runtime.store), contiguous=not postgres, marks=marks)
+        if isinstance(result, Broken):
+            return result, None
+        verified = result
+        if postgres or head is None or result.last == head.position:
+            break
+        again = recorder.read_head()
+        if again is None or again.position <= head.position:
+            break  # the head did not move: the newer events were written around it
+    return verified, judge(verified, head, key, lag_allowed=postgres)
 
 
 @audit_app.command("verify")
@@ -103,9 +141,11 @@ def verify_command(
     as_json: JsonOption = False,
 ) -> None:
     """Check that every event carries a hash chained to the event before it in its stream;
-    name the first event changed, removed or reordered. Prints a digest of every stream's
-    head: note it, and a later run that prints another shows any change since, even the
-    newest events cut off."""
+    name the first event changed, removed or reordered. On a store, check too that the log
+    adds up to the head the store signed with its secret (so its newest events cut off, or
+    a stream deleted, show) and, on SQLite, that no position is missing. Prints a digest of
+    every stream's head: note it, and a later run that prints another shows any change
+    since."""
     if recording is not None:
         try:
             result = verify(recording_entries(recording))
@@ -118,7 +158,7 @@ def verify_command(
         _require_store(resolve_db(db))
         runtime = open_runtime(db)
         try:
-            result = verify(store_entries(runtime.store))
+            result, head = verify_store(runtime)
         finally:
             runtime.close()
-    _report(result, f"store {runtime.db}", as_json)
+    _report(result, f"store {runtime.db}", as_json, head)

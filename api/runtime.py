@@ -3,9 +3,11 @@
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from api.derived_keys import derived_key
 from infra.clock_ids import UlidGenerator, ledger_clock
-from infra.secret import load_secret
+from infra.secret import SecretError, load_secret
 from ledger.application import Ledger
+from ledger.log_head import HEAD_PURPOSE, KeepsHead
 from ledger.ports import Clock, IdGenerator
 from ledger.storage import is_postgres, resolve_db, store_settings
 from ledger.store import EventStore
@@ -60,4 +62,15 @@ def open_runtime(
                       checkpoints=open_checkpoints(resolved) if checkpoints else None)
     ledger = Ledger(store, the_clock, ids or UlidGenerator(), reads)
     runtime = Runtime(resolved, store, ledger, reads, secret)
+    if isinstance(store.recorder, KeepsHead):  # it signs its log's head (ledger.log_head)
+        store.recorder.head_key = lambda: head_key(runtime)
     return runtime
+
+
+def head_key(runtime: Runtime) -> bytes | None:
+    """The key a store signs its log's head with, derived from its secret; None without
+    a secret (PostgreSQL without PLANLEDGER_SECRET): the head is then left unsigned."""
+    try:
+        return derived_key(runtime.secret, HEAD_PURPOSE)
+    except SecretError:
+        return None

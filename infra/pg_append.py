@@ -13,52 +13,164 @@ tables, see infra.pg_schema) in the pool's autocommit mode: it takes the same lo
 the same channel and inserts, and the server commits when it returns, so the lock is released
 without waiting on the client. (The library's own function, `POSTGRES_ENABLE_DB_FUNCTIONS`,
 takes no lock.) A unique violation (the stream moved since it was read) is the library's
-IntegrityError, as before. Selected by `ledger.storage` (`PERSISTENCE_MODULE`).
-"""
+IntegrityError, as before.
 
-from collections.abc import Sequence
+The same call moves the log's head (ledger.log_head) under the same lock: it chains the new
+events onto the head's tip (`link`, the same sum as ledger.chain.link, in SQL) and stores
+the new position and tip. Signing needs the store's secret, which never reaches the
+database: the appending process signs the head right after its call returns (one more
+short statement, committed without waiting for the disk: a signature lost in a crash is
+made again by the next append). It signs only a head that extends the last signed one,
+checked from the events between them, so a head moved by anyone else is never signed.
+So the signed head may lag the log by the appends still signing: a verify reports those
+events as not yet signed, and cannot see them deleted (ledger.log_head).
+Selected by `ledger.storage` (`PERSISTENCE_MODULE`)."""
+
+import contextlib
+from collections.abc import Callable, Sequence
 from typing import Any
 
+import psycopg
 from eventsourcing.persistence import InterfaceError, OperationalError, StoredEvent
 from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore, PostgresFactory
 from eventsourcing.utils import retry
 from psycopg.sql import SQL, Identifier
 
-APPEND_FUNCTION = "planledger_append_events"
+from ledger.chain import GENESIS, link
+from ledger.log_head import SignedHead, head_mac, signed_by
+
+# A new name for a new shape (it answers the head too): `CREATE OR REPLACE` cannot change
+# what an existing function returns, so a schema made before heads gets this one beside
+# its old function at the next `db init` or start (infra.pg_schema).
+APPEND_FUNCTION = "planledger_append_with_head"
 # The function's argument types, as `to_regprocedure` names them (infra.pg_schema).
 APPEND_ARGUMENTS = "text[], bigint[], text[], bytea[], text"
+SIGN_FUNCTION = "planledger_sign_head"
+SIGN_ARGUMENTS = "bigint, text, text"
+HEAD_TABLE = "planledger_head"
+
+# ledger.chain.link, in SQL: sha256(tip \n position \n stream \n version \n topic \n
+# sha256(state)), as hex.
+_LINK = ("encode(sha256(convert_to({tip} || E'\\n' || {position} || E'\\n' || {stream} "
+         "|| E'\\n' || {version} || E'\\n' || {topic} || E'\\n', 'UTF8') || "
+         "sha256({state})), 'hex')")
+
+_CREATE_HEAD = """
+CREATE TABLE IF NOT EXISTS {schema}.{head} (
+    id int PRIMARY KEY CHECK (id = 1),
+    position bigint NOT NULL, tip text NOT NULL,
+    signed_position bigint NOT NULL, signed_tip text NOT NULL, mac text)
+"""
 
 _CREATE = """
 CREATE OR REPLACE FUNCTION {schema}.{function}(
     ids text[], versions bigint[], topics text[], states bytea[], lock_wait text)
-RETURNS SETOF bigint LANGUAGE plpgsql AS $body$
+RETURNS TABLE(appended bigint, was_position bigint, was_tip text, now_position bigint,
+              now_tip text, sig_position bigint, sig_tip text, sig_mac text)
+LANGUAGE plpgsql AS $body$
+DECLARE
+    new_ids bigint[];
+    kept record;
+    e record;
+    v_last bigint := 0;
+    v_tip text := '';
 BEGIN
     PERFORM set_config('lock_timeout', lock_wait, true);
     LOCK TABLE {schema}.{table} IN EXCLUSIVE MODE;
     NOTIFY {channel};
-    RETURN QUERY
+    WITH inserted AS (
         INSERT INTO {schema}.{table} (originator_id, originator_version, topic, state)
         SELECT i, v, t, s
-        FROM unnest(ids, versions, topics, states) WITH ORDINALITY AS e(i, v, t, s, n)
+        FROM unnest(ids, versions, topics, states) WITH ORDINALITY AS x(i, v, t, s, n)
         ORDER BY n  -- notification ids in the order of the events given
-        RETURNING notification_id;
+        RETURNING {table}.notification_id AS nid)
+    SELECT array_agg(inserted.nid ORDER BY inserted.nid) INTO new_ids FROM inserted;
+    SELECT h.position, h.tip, h.signed_position, h.signed_tip, h.mac INTO kept
+    FROM {schema}.{head} h WHERE h.id = 1;
+    IF NOT FOUND THEN  -- a log from before heads: its head starts over all of it, once
+        INSERT INTO {schema}.{head} VALUES (1, 0, '', 0, '', NULL);
+        sig_position := 0; sig_tip := ''; sig_mac := NULL;
+    ELSE
+        v_last := kept.position; v_tip := kept.tip;
+        sig_position := kept.signed_position; sig_tip := kept.signed_tip;
+        sig_mac := kept.mac;
+    END IF;
+    IF v_last >= new_ids[1] THEN  -- a head past this append: kept as evidence, not moved
+        RETURN QUERY SELECT unnest(new_ids), NULL::bigint, NULL::text, NULL::bigint,
+                            NULL::text, sig_position, sig_tip, sig_mac;
+        RETURN;
+    END IF;
+    FOR e IN SELECT l.notification_id, l.originator_id, l.originator_version, l.topic, l.state
+             FROM {schema}.{table} l
+             WHERE l.notification_id > v_last AND l.notification_id < new_ids[1]
+             ORDER BY l.notification_id LOOP  -- appended by a process that kept no head
+        v_tip := {link_row};
+        v_last := e.notification_id;
+    END LOOP;
+    was_position := v_last; was_tip := v_tip;
+    FOR k IN 1 .. array_length(new_ids, 1) LOOP
+        v_tip := {link_new};
+    END LOOP;
+    v_last := new_ids[array_length(new_ids, 1)];
+    UPDATE {schema}.{head} SET position = v_last, tip = v_tip WHERE id = 1;
+    RETURN QUERY SELECT unnest(new_ids), was_position, was_tip, v_last, v_tip,
+                        sig_position, sig_tip, sig_mac;
+END;
+$body$
+"""
+
+_CREATE_SIGN = """
+CREATE OR REPLACE FUNCTION {schema}.{function}(p_position bigint, p_tip text, p_mac text)
+RETURNS void LANGUAGE plpgsql AS $body$
+BEGIN
+    -- A signature lost in a crash is made again by the next append: no wait for the disk.
+    PERFORM set_config('synchronous_commit', 'off', true);
+    UPDATE {schema}.{head} h SET signed_position = p_position, signed_tip = p_tip, mac = p_mac
+    WHERE h.id = 1 AND (h.mac IS NULL OR h.signed_position < p_position);
 END;
 $body$
 """
 
 
+def no_key() -> bytes | None:
+    return None
+
+
 class AppendingRecorder(PostgresApplicationRecorder):
-    """The library's recorder; `insert_events` calls the append function."""
+    """The library's recorder; `insert_events` calls the append function, then signs the
+    head it moved with `head_key` (None: left unsigned, and a verify says so)."""
+
+    head_key: Callable[[], bytes | None] = staticmethod(no_key)
 
     def __init__(self, datastore: PostgresDatastore, *,
                  events_table_name: str = "stored_events") -> None:
         super().__init__(datastore, events_table_name=events_table_name)
         schema, function = Identifier(datastore.schema), Identifier(APPEND_FUNCTION)
-        self.sql_create_statements.append(SQL(_CREATE).format(
-            schema=schema, function=function, table=Identifier(self.events_table_name),
-            channel=Identifier(self.channel_name)))
+        table, head = Identifier(self.events_table_name), Identifier(HEAD_TABLE)
+        link_row = _LINK.format(tip="v_tip", position="e.notification_id",
+                                stream="e.originator_id", version="e.originator_version",
+                                topic="e.topic", state="e.state")
+        link_new = _LINK.format(tip="v_tip", position="new_ids[k]", stream="ids[k]",
+                                version="versions[k]", topic="topics[k]", state="states[k]")
+        self.sql_create_statements += [
+            SQL(_CREATE_HEAD).format(schema=schema, head=head),
+            SQL(_CREATE.replace("{link_row}", link_row).replace("{link_new}", link_new)
+                ).format(schema=schema, function=function, table=table, head=head,
+                         channel=Identifier(self.channel_name)),
+            SQL(_CREATE_SIGN).format(schema=schema, function=Identifier(SIGN_FUNCTION),
+                                     head=head),
+        ]
         self.append_statement = SQL("SELECT * FROM {}.{}(%s, %s, %s, %s, %s)").format(
             schema, function)
+        self.sign_statement = SQL("SELECT {}.{}(%s, %s, %s)").format(
+            schema, Identifier(SIGN_FUNCTION))
+        self.between_statement = SQL(
+            "SELECT notification_id, originator_id, originator_version, topic, state "
+            "FROM {}.{} WHERE notification_id > %s AND notification_id < %s "
+            "ORDER BY notification_id").format(schema, table)
+        self.head_statement = SQL(
+            "SELECT signed_position, signed_tip, mac FROM {}.{} WHERE id = 1").format(
+            schema, head)
         self.lock_wait = f"{datastore.lock_timeout}s"
 
     @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
@@ -72,7 +184,47 @@ class AppendingRecorder(PostgresApplicationRecorder):
                    [e.topic for e in stored_events], [e.state for e in stored_events])
         with self.datastore.get_connection() as conn, conn.cursor() as cursor:
             cursor.execute(self.append_statement, (*columns, self.lock_wait), prepare=True)
-            return [row[APPEND_FUNCTION] for row in cursor.fetchall()]
+            rows = cursor.fetchall()
+            # Committed already: a failure to sign leaves the head lagging, no more.
+            with contextlib.suppress(psycopg.Error):
+                self._sign(cursor, rows, stored_events)
+            return [row["appended"] for row in rows]
+
+    def _sign(self, cursor: Any, rows: list[Any], events: Sequence[StoredEvent]) -> None:
+        """Sign the head the append moved, if it extends the last signed head: the events
+        between them are read and chained here, never taken on the database's word."""
+        key = self.head_key()
+        answer = rows[0]
+        if key is None or answer["now_position"] is None:
+            return
+        signed = SignedHead(answer["sig_position"], answer["sig_tip"], answer["sig_mac"])
+        if signed.mac is not None and not signed_by(signed, key):
+            return  # a head forged or altered: kept as evidence
+        position, tip = ((signed.position, signed.tip) if signed.mac is not None
+                         else (0, GENESIS))
+        first = rows[0]["appended"]
+        if (position, tip) != (answer["was_position"], answer["was_tip"]):
+            cursor.execute(self.between_statement, (position, first))
+            for row in cursor.fetchall():
+                tip = link(tip, row["notification_id"], row["originator_id"],
+                           row["originator_version"], row["topic"], bytes(row["state"]))
+            if tip != answer["was_tip"]:
+                return
+        for row, event in zip(rows, events, strict=True):
+            tip = link(tip, row["appended"], str(event.originator_id),
+                       event.originator_version, event.topic, event.state)
+        if tip == answer["now_tip"]:
+            cursor.execute(self.sign_statement, (answer["now_position"], tip,
+                                                 head_mac(key, answer["now_position"], tip)))
+
+    def read_head(self) -> SignedHead | None:
+        """The signed head as stored (None when the store keeps none yet)."""
+        with self.datastore.get_connection() as conn, conn.cursor() as cursor:
+            cursor.execute(self.head_statement)
+            row = cursor.fetchone()
+        if row is None:
+            return None
+        return SignedHead(row["signed_position"], row["signed_tip"], row["mac"])
 
 
 class Factory(PostgresFactory):

@@ -14,7 +14,13 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from infra.pg_append import APPEND_ARGUMENTS, APPEND_FUNCTION
+from infra.pg_append import (
+    APPEND_ARGUMENTS,
+    APPEND_FUNCTION,
+    HEAD_TABLE,
+    SIGN_ARGUMENTS,
+    SIGN_FUNCTION,
+)
 from ledger.storage import postgres_conninfo, postgres_options, store_settings
 from ledger.store import EventStore
 from projections.pg_checkpoints import PG_CHECKPOINT_TABLE, PG_TRACKING_TABLE, postgres_checkpoints
@@ -35,7 +41,9 @@ SELECT name FROM (VALUES
     ('index', to_regclass(%(index)s)::text),
     ('checkpoints', to_regclass(%(checkpoints)s)::text),
     ('checkpoint tracking', to_regclass(%(checkpoint tracking)s)::text),
-    ('append function', to_regprocedure(%(append function)s)::text)
+    ('append function', to_regprocedure(%(append function)s)::text),
+    ('signed head', to_regclass(%(signed head)s)::text),
+    ('head signing function', to_regprocedure(%(head signing function)s)::text)
 ) AS objects(name, found)
 WHERE found IS NULL
 """
@@ -64,6 +72,8 @@ def _missing(conn: psycopg.Connection[tuple[object, ...]], schema: str) -> tuple
         "checkpoints": f'"{schema}".{PG_CHECKPOINT_TABLE}',
         "checkpoint tracking": f'"{schema}".{PG_TRACKING_TABLE}',
         "append function": f'"{schema}".{APPEND_FUNCTION}({APPEND_ARGUMENTS})',
+        "signed head": f'"{schema}".{HEAD_TABLE}',
+        "head signing function": f'"{schema}".{SIGN_FUNCTION}({SIGN_ARGUMENTS})',
     }
     has_schema = conn.execute(
         "SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone()

@@ -14,12 +14,18 @@ order and names the first event whose chain does not hold.
 A chain shows what was changed inside it; it cannot show that the newest events of a
 stream were cut off (the shorter chain is whole). `Verified.digest` sums up every stream's
 head, so a digest noted earlier shows a cut, or any change, since.
+
+The log as a whole is chained too, in position order: its *tip* after an event is
+`sha256(tip before \n position \n stream \n version \n topic \n sha256(stored bytes))`
+(`link`). A store keeps a signed head, the position and tip of its newest event under an
+HMAC of the store's secret (ledger.log_head), which a verify compares with the tip it
+recomputes: a cut-off tail, a deleted stream or a replaced event no longer adds up to it.
 """
 
 import hashlib
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, field
 
 PREV_KEY = "prev_hash"
 HASH_KEY = "hash"
@@ -27,6 +33,13 @@ GENESIS = ""  # the prev_hash of a stream's first event
 
 _SEAL = re.compile(rb'(,?)"prev_hash":"([0-9a-f]{64}|)","hash":"([0-9a-f]{64})"\}\Z')
 _TAIL = 200  # the seal's longest length, rounded up: only the end of the bytes is searched
+
+
+def link(tip: str, position: int, stream: str, version: int, topic: str, state: bytes) -> str:
+    """The log's tip once the event at `position` (stored as `state`) follows `tip`. The
+    same sum is taken in SQL by the PostgreSQL append function (infra.pg_append)."""
+    head = f"{tip}\n{position}\n{stream}\n{version}\n{topic}\n".encode()
+    return hashlib.sha256(head + hashlib.sha256(state).digest()).hexdigest()
 
 
 def digest(prev: str, stream: str, version: int, topic: str, body: bytes) -> str:
@@ -91,7 +104,7 @@ class Broken:
     position: int
     stream: str
     version: int
-    kind: str  # "changed", "removed", "reordered" or "unsealed"
+    kind: str  # "changed", "removed", "reordered", "unsealed" or "deleted"
     message: str
 
 
@@ -100,23 +113,50 @@ class Verified:
     events: int
     streams: int
     digest: str  # sha256 over every stream's head (stream, version, hash), sorted
+    last: int = 0  # the position of the newest event (0: an empty log)
+    tips: dict[int, str] = field(default_factory=dict, compare=False, repr=False)
+    # the log's tip (see `link`) at each position asked for, and at `last`
+
+    @property
+    def tip(self) -> str:
+        return self.tips.get(self.last, GENESIS)
 
 
-def verify(entries: Iterable[Entry]) -> Verified | Broken:
-    """Walk the log in order; the first broken link, or a summary when every link holds."""
+def verify(entries: Iterable[Entry], *, contiguous: bool = False,
+           marks: Collection[int] = ()) -> Verified | Broken:
+    """Walk the log in order; the first broken link, or a summary when every link holds.
+    `contiguous`: positions run 1, 2, 3… (SQLite's do), so a gap is a deleted event.
+    The summary holds the log's tip at each position of `marks` that is in the log."""
     heads: dict[str, tuple[int, str]] = {}
-    count = 0
+    tips: dict[int, str] = {}
+    count, last, tip = 0, 0, GENESIS
     for entry in entries:
         count += 1
-        version, last = heads.get(entry.stream, (0, GENESIS))
-        broken = _check(entry, version, last)
+        if contiguous and entry.position != last + 1:
+            return _gap(entry, last)
+        version, prev = heads.get(entry.stream, (0, GENESIS))
+        broken = _check(entry, version, prev)
         if broken is not None:
             return broken
         sealed = unseal(entry.state)
         assert sealed is not None
         heads[entry.stream] = (entry.version, sealed.hash)
+        tip = link(tip, entry.position, entry.stream, entry.version, entry.topic, entry.state)
+        last = entry.position
+        if last in marks:
+            tips[last] = tip
+    tips[last] = tip
     summary = "\n".join(f"{s}\n{v}\n{h}" for s, (v, h) in sorted(heads.items()))
-    return Verified(count, len(heads), hashlib.sha256(summary.encode()).hexdigest())
+    return Verified(count, len(heads), hashlib.sha256(summary.encode()).hexdigest(),
+                    last, tips)
+
+
+def _gap(entry: Entry, last: int) -> Broken:
+    missing = (f"position {last + 1} is missing" if entry.position == last + 2 else
+               f"positions {last + 1} to {entry.position - 1} are missing")
+    return Broken(entry.position, entry.stream, entry.version, "deleted",
+                  f"{missing}: the log jumps from {last} to {entry.position} (events were "
+                  f"deleted; the next is stream {entry.stream}, version {entry.version})")
 
 
 def _check(entry: Entry, version: int, last: str) -> Broken | None:

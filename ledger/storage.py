@@ -43,9 +43,9 @@ def store_settings(db: str) -> dict[str, str]:
     path.parent.mkdir(parents=True, exist_ok=True)
     return {
         **_COMMON,
-        # The library's SQLite persistence with a real statement cache, and one transaction
-        # per command (see the module).
-        "PERSISTENCE_MODULE": "infra.sqlite_pool:Factory",
+        # The library's SQLite persistence with a real statement cache, one transaction
+        # per command (infra.sqlite_pool), and the log's signed head kept in it.
+        "PERSISTENCE_MODULE": "infra.sqlite_head:Factory",
         "SQLITE_DBNAME": str(path),
         # Seconds a write waits for another process's lock before failing (503).
         "SQLITE_LOCK_TIMEOUT": os.environ.get(SQLITE_LOCK_TIMEOUT_VAR) or "30",

@@ -134,4 +134,6 @@ def test_closing_the_store_lets_go_of_the_file(tmp_path: Path, clock: FakeClock)
 
     runtime.close()
 
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["ledger.sqlite"]
+    # The secret beside it (infra.secret) signs the log's head: it goes with the file.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ledger.sqlite",
+                                                         "ledger.sqlite.secret"]

@@ -89,7 +89,8 @@ def test_a_full_disk_answers_503_naming_it_and_writes_resume_when_space_is_back(
         assert _write(http, "after").status_code == 201
         slugs = {p["slug"] for p in http.get("/api/plans").json()}
         assert slugs == {*(f"plan-{i}" for i in range(written)), "after"}
-        verified = _inside(server, PLANLEDGER, "audit", "verify", "--db", server.db)
+        verified = _inside(server, "env", f"PLANLEDGER_SECRET={SECRET}",  # checks the head
+                           PLANLEDGER, "audit", "verify", "--db", server.db)
         assert verified.returncode == 0 and "intact:" in verified.stdout
 
 
