@@ -141,6 +141,7 @@ class AppendingRecorder(PostgresApplicationRecorder):
     head it moved with `head_key` (None: left unsigned, and a verify says so)."""
 
     head_key: Callable[[], bytes | None] = staticmethod(no_key)
+    _key: bytes | None = None
 
     def __init__(self, datastore: PostgresDatastore, *,
                  events_table_name: str = "stored_events") -> None:
@@ -193,7 +194,7 @@ class AppendingRecorder(PostgresApplicationRecorder):
     def _sign(self, cursor: Any, rows: list[Any], events: Sequence[StoredEvent]) -> None:
         """Sign the head the append moved, if it extends the last signed head: the events
         between them are read and chained here, never taken on the database's word."""
-        key = self.head_key()
+        key = self._key = self._key or self.head_key()  # derived once, when first there
         answer = rows[0]
         if key is None or answer["now_position"] is None:
             return

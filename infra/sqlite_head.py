@@ -28,7 +28,8 @@ HEAD_TABLE = "planledger_head"
 _CREATE = (f"CREATE TABLE IF NOT EXISTS {HEAD_TABLE} (id INTEGER PRIMARY KEY CHECK (id = 1), "
            "position INTEGER NOT NULL, tip TEXT NOT NULL, mac TEXT)")
 _READ = f"SELECT position, tip, mac FROM {HEAD_TABLE} WHERE id = 1"
-_WRITE = f"INSERT OR REPLACE INTO {HEAD_TABLE} (id, position, tip, mac) VALUES (1, ?, ?, ?)"
+_INSERT = f"INSERT INTO {HEAD_TABLE} (id, position, tip, mac) VALUES (1, ?, ?, ?)"
+_UPDATE = f"UPDATE {HEAD_TABLE} SET position = ?, tip = ?, mac = ? WHERE id = 1"
 
 
 def no_key() -> bytes | None:
@@ -42,6 +43,8 @@ class HeadKeepingRecorder(UnitRecorder):
 
     head_key: Callable[[], bytes | None] = staticmethod(no_key)
     _created = False
+    _key: bytes | None = None
+    _wrote: SignedHead | None = None  # the head this process wrote last
 
     def _insert_events(
         self, c: SQLiteCursor, stored_events: Sequence[StoredEvent], **kwargs: Any
@@ -55,20 +58,24 @@ class HeadKeepingRecorder(UnitRecorder):
         if not self._created:
             cursor.execute(_CREATE)
             self._created = True
-        key = self.head_key()
+        key = self._key = self._key or self.head_key()  # derived once, when first there
         row = cursor.execute(_READ).fetchone()
         if row is None:  # no head yet: start one over the log before this append
             tip = self._fold(cursor, 0, GENESIS, ids[0])
         else:
             head = SignedHead(int(row[0]), str(row[1]), row[2])
-            if head.position >= ids[0] or (key is not None and not signed_by(head, key)):
+            vouched = head == self._wrote or key is None or signed_by(head, key)
+            if head.position >= ids[0] or not vouched:
                 return  # not a head this process can vouch for: keep it as evidence
             tip = self._fold(cursor, head.position, head.tip, ids[0])
         for n_id, event in zip(ids, events, strict=True):
             tip = link(tip, n_id, str(event.originator_id), event.originator_version,
                        event.topic, event.state)
-        mac = head_mac(key, ids[-1], tip) if key is not None else None
-        cursor.execute(_WRITE, (ids[-1], tip, mac))
+        moved = SignedHead(ids[-1], tip, head_mac(key, ids[-1], tip) if key else None)
+        cursor.execute(_UPDATE if row is not None else _INSERT,
+                       (moved.position, moved.tip, moved.mac))
+        # Noted before the commit: a rolled-back head is never read back, so never matched.
+        self._wrote = moved
 
     def _fold(self, cursor: Any, position: int, tip: str, upto: int) -> str:
         """Chain onto `tip` the events after `position` and before `upto`: appended by a

@@ -15,7 +15,6 @@ together); and a head deleted with the tail: a verify reports the missing head, 
 next write starts a new one over the log as it then is.
 """
 
-import hashlib
 import hmac
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -44,7 +43,8 @@ class KeepsHead(Protocol):
 
 
 def head_mac(key: bytes, position: int, tip: str) -> str:
-    return hmac.new(key, _CONTEXT + f"{position}\n{tip}".encode(), hashlib.sha256).hexdigest()
+    # hmac.digest: the one-shot C path, a quarter of hmac.new's cost on the append path.
+    return hmac.digest(key, _CONTEXT + f"{position}\n{tip}".encode(), "sha256").hex()
 
 
 def signed_by(head: SignedHead, key: bytes) -> bool:
