@@ -18,7 +18,6 @@ import hmac
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
@@ -26,6 +25,7 @@ from pydantic import BaseModel
 from api.derived_keys import IDEMPOTENCY_STREAMS, derived_key
 from api.errors import BadIdempotencyKey, IdempotencyKeyReused, Replayed, problem
 from api.runtime import Runtime
+from ledger.answers import AnswerRecorded
 from ledger.domain.claims import Decision
 from ledger.domain.errors import LedgerError
 from ledger.riders import riding
@@ -35,19 +35,6 @@ R = TypeVar("R")
 M = TypeVar("M", bound=BaseModel)
 STREAM_PREFIX = "idem:"
 MAX_KEY = 200
-
-
-@dataclass(frozen=True)
-class AnswerRecorded:
-    """The first answer to an idempotent write. Not a ledger event: read models skip it."""
-
-    originator_id: str
-    originator_version: int
-    timestamp: datetime
-    session_id: str | None
-    request: str
-    status: int
-    body: dict[str, Any]
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ GOAL = 0.5
 # An unsealed claim or completion event is about this long (JSON with two timestamps);
 # the store's are 100-200 bytes longer (their chain hashes), which counts against us.
 PAYLOAD = b"x" * 190
-TOPIC = "ledger.domain.events:StepClaimed"
+TOPIC = ev.StepClaimed.TOPIC
 
 
 def store_pragmas(recorder: object) -> dict[str, str]:

@@ -13,7 +13,9 @@ from typing import Any, Protocol
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import EventStore as LibraryEventStore
 from eventsourcing.persistence import IntegrityError, Mapper, Recording
+from eventsourcing.utils import get_topic
 
+from ledger.answers import AnswerRecorded
 from ledger.domain import errors
 from ledger.domain import events as ev
 from ledger.domain.ids import PlanSlug, SessionId, StepId, plan_stream
@@ -40,13 +42,21 @@ class WouldWait(Exception):
 
 
 SNAPSHOT_INTERVAL = 100
+
+# Everything the store holds, by the fixed name each is stored under (its TOPIC): named
+# here, so that reading a log resolves every name to its class without importing a module
+# by the name (which need not be where the class lives now).
+STORED_KINDS: tuple[type, ...] = (*ev.LedgerEvent.__subclasses__(), StepSnapshot,
+                                  AnswerRecorded)
+for _kind in STORED_KINDS:
+    get_topic(_kind)  # registers the kind under its TOPIC
 _STEP_EVENTS = (ev.StepOpened, ev.StepClaimed, ev.LeaseRenewed, ev.StepReleased,
                 ev.StepCompleted, ev.StepDropped, ev.StepReopened)
 
 
 class Fact(Protocol):
     """What the store appends: the ledger's events, and other layers' facts kept in the
-    same log (an idempotent answer, api.idempotency), which read models pass by."""
+    same log (an idempotent answer, ledger.answers), which read models pass by."""
 
     @property
     def originator_id(self) -> str: ...

@@ -10,6 +10,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ledger.answers import AnswerRecorded
 from ledger.domain import events as ev
 from replays.format import (
     COMMAND_NAMES,
@@ -25,18 +26,11 @@ from replays.format import (
 )
 from replays.jsonline import BadLine, parse_line
 
-
-def _known_topics() -> frozenset[str]:
-    """The event types a planledger store holds: a recording naming any other is refused
-    before anything decodes it (decoding imports the module a topic names)."""
-    ledger_events = {f"{ev.__name__}:{name}" for name, cls in vars(ev).items()
-                     if isinstance(cls, type) and issubclass(cls, ev.LedgerEvent)
-                     and cls is not ev.LedgerEvent}
-    return frozenset({*ledger_events, ANSWER_TOPIC})
-
-
-ANSWER_TOPIC = "api.idempotency:AnswerRecorded"  # the API's idempotency records (riders)
-KNOWN_TOPICS = _known_topics()
+ANSWER_TOPIC = AnswerRecorded.TOPIC  # the API's idempotency records (riders)
+# The event types a planledger log holds: a recording naming any other is refused before
+# anything decodes it.
+KNOWN_TOPICS = frozenset({*(kind.TOPIC for kind in ev.LedgerEvent.__subclasses__()),
+                          ANSWER_TOPIC})
 
 
 def read_file(path: Path) -> Recording:

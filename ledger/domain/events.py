@@ -10,19 +10,31 @@ Field values are JSON-friendly so that a stored event re-encodes to the same byt
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
+from typing import ClassVar, Literal
 
 ReleaseReason = Literal["released", "session_ended", "forced"]
 RefusalReason = Literal["blocked", "closed"]
 
 
+# The name each event type is stored under (the event store's "topic"): fixed, not derived
+# from where the class lives, so logs and recordings read alike whatever the package's
+# import path (events were first written from the module `ledger.domain.events`).
+TOPIC_PREFIX = "ledger.domain.events:"
+
+
 @dataclass(frozen=True)
 class LedgerEvent:
+    TOPIC: ClassVar[str]
+
     originator_id: str
     originator_version: int
     timestamp: datetime
     session_id: str | None
     actor: str | None = field(default=None, kw_only=True)
+
+    def __init_subclass__(cls) -> None:
+        super().__init_subclass__()
+        cls.TOPIC = f"{TOPIC_PREFIX}{cls.__qualname__}"
 
 
 def author_of(event: LedgerEvent) -> str | None:

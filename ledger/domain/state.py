@@ -7,7 +7,7 @@ so a fold always works on a fresh copy.
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
-from typing import Literal
+from typing import ClassVar, Literal
 
 from ledger.domain import events as ev
 from ledger.domain.ids import PlanSlug, SessionId, StepId
@@ -55,6 +55,8 @@ class StepState:
 class StepSnapshot:
     """A step's folded state at a version, so a long-heartbeated step loads in O(1) events.
     Kept beside the log (never in it): replays and exports see only real events."""
+
+    TOPIC: ClassVar[str] = "ledger.domain.state:StepSnapshot"  # see events.TOPIC_PREFIX
 
     originator_id: str
     originator_version: int
