@@ -1,0 +1,250 @@
+"""What a red-team pass over issue 17's fixes still got through, one test per finding.
+
+Each is marked xfail(strict=True): it fails today for the reason given, and turns the
+suite red once the hole is closed, so that its mark is removed with the fix."""
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from api.audit_cli import verify_store
+from api.cli import app
+from api.runtime import open_runtime
+from infra.secret import SecretError, load_secret
+from ledger.application import NewStep
+from ledger.chain import HASH_KEY, PREV_KEY, seal
+from replays.fixture import seed_auth_refresh
+from replays.format import write_file
+from replays.recording import export
+from tests.support.fakes import FakeClock, SequentialIds
+
+runner = CliRunner()
+Lines = list[dict[str, Any]]
+FAR_FUTURE = "9999-12-31T23:59:59.999999+00:00"
+
+
+# --- helpers: a real recording, edited and re-hashed as a forger would -----------------
+
+
+@pytest.fixture
+def lines(tmp_path: Path, clock: FakeClock) -> Lines:
+    """The seed's plan, then two live sessions: "holder" claims a step and completes it,
+    "other" only starts."""
+    runtime = open_runtime("memory", clock=clock, ids=SequentialIds())
+    seed_auth_refresh(runtime.ledger, race=True)
+    holder = runtime.ledger.start_session("holder")
+    runtime.ledger.start_session("other")
+    grant = runtime.ledger.claim_next("auth-refresh", holder.id)
+    assert grant is not None
+    runtime.ledger.complete(grant.step_id, holder.id)
+    path = tmp_path / "good.jsonl"
+    write_file(export(runtime.store), path)
+    runtime.close()
+    return [json.loads(text) for text in path.read_text().splitlines()]
+
+
+def _events(lines: Lines, kind: str = "") -> list[dict[str, Any]]:
+    return [line for line in lines if line["type"] == "event"
+            and str(line["topic"]).endswith(kind)]
+
+
+def _resealed(lines: Lines) -> Lines:
+    """Every stream's chain recomputed, and the header's counts made to agree."""
+    heads: dict[str, str] = {}
+    for line in sorted(_events(lines), key=lambda e: int(e["position"])):
+        body = {k: v for k, v in line["state"].items() if k not in (PREV_KEY, HASH_KEY)}
+        raw = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+        sealed, digest = seal(heads.get(line["stream"], ""), line["stream"], line["version"],
+                              line["topic"], raw)
+        line["state"] = json.loads(sealed)
+        heads[line["stream"]] = digest
+    lines[0]["events"] = len(_events(lines))
+    return lines
+
+
+def _write(lines: Lines, path: Path) -> Path:
+    path.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines))
+    return path
+
+
+def _without(lines: Lines, event: dict[str, Any]) -> Lines:
+    return [line for line in lines if line is not event]
+
+
+def _session_named(lines: Lines, name: str) -> str:
+    return str(next(e["state"]["session_id"] for e in _events(lines, ":SessionStarted")
+                    if e["state"]["name"] == name))
+
+
+def _last_claim_left_open(lines: Lines) -> tuple[Lines, dict[str, Any]]:
+    """The recording without the newest completion, and the claim it closed (now live)."""
+    completion = _events(lines, ":StepCompleted")[-1]
+    claim = [e for e in _events(lines, ":StepClaimed") if e["stream"] == completion["stream"]][-1]
+    return _without(lines, completion), claim
+
+
+def _import(lines: Lines, tmp_path: Path) -> tuple[int, str, str]:
+    db = str(tmp_path / "imported.sqlite")
+    result = runner.invoke(app, ["replay", "import", str(_write(lines, tmp_path / "r.jsonl")),
+                                 "--db", db])
+    return result.exit_code, result.output, db
+
+
+# --- the signed head --------------------------------------------------------------------
+
+
+@pytest.mark.xfail(strict=True, reason="a store whose head row was deleted with its tail "
+                   "gets a fresh head over the cut log at its next append (any anonymous "
+                   "POST /api/sessions), after which audit verify --db says intact")
+def test_a_tail_cut_with_its_head_stays_visible_after_the_next_append(
+    tmp_path: Path, clock: FakeClock,
+) -> None:
+    db = str(tmp_path / "ledger.sqlite")
+    runtime = open_runtime(db, clock=clock, ids=SequentialIds())
+    seed_auth_refresh(runtime.ledger, race=True)
+    runtime.close()
+    with sqlite3.connect(db) as conn:
+        conn.execute("DELETE FROM stored_events WHERE rowid > (SELECT MAX(rowid) - 3 "
+                     "FROM stored_events)")
+        conn.execute("DELETE FROM planledger_head")
+    runtime = open_runtime(db, clock=clock)
+    runtime.ledger.start_session("a stranger's session start")  # what anyone may do
+
+    _, head = verify_store(runtime)
+    runtime.close()
+
+    assert head is not None and not head.intact, head
+
+
+# --- recordings -------------------------------------------------------------------------
+
+
+@pytest.mark.xfail(strict=True, reason="audit verify FILE says intact (exit 0) for a "
+                   "recording whose newest events were cut (its header counts more), which "
+                   "replay import refuses as truncated")
+def test_audit_verify_of_a_recording_cut_short_is_not_intact(lines: Lines,
+                                                            tmp_path: Path) -> None:
+    cut = _write(lines[:-2], tmp_path / "cut.jsonl")
+
+    result = runner.invoke(app, ["audit", "verify", str(cut)])
+
+    assert result.exit_code != 0, result.output
+
+
+@pytest.mark.xfail(strict=True, reason="audit verify FILE says 'intact: 0 events' (exit 0) "
+                   "for an empty file or one that is not a recording at all")
+@pytest.mark.parametrize("text", ["", '{"hello": 1}\n'])
+def test_audit_verify_of_a_file_that_is_no_recording_is_not_intact(text: str,
+                                                                  tmp_path: Path) -> None:
+    path = tmp_path / "not-a-recording.jsonl"
+    path.write_text(text)
+
+    result = runner.invoke(app, ["audit", "verify", str(path)])
+
+    assert result.exit_code != 0, result.output
+
+
+@pytest.mark.xfail(strict=True, reason="an event dated 9999-12-31 is admitted; the store's "
+                   "steady clock is then floored there and every claim fails with "
+                   "OverflowError (HTTP 500)")
+def test_a_recording_dated_in_the_far_future_cannot_break_later_claims(
+    lines: Lines, tmp_path: Path,
+) -> None:
+    last = max(_events(lines), key=lambda e: int(e["position"]))
+    last["state"]["timestamp"]["_data_"] = FAR_FUTURE
+    last["time"] = FAR_FUTURE
+    code, _, db = _import(_resealed(lines), tmp_path)
+    if code != 0:
+        return  # refused: what should happen (naming the line)
+    runtime = open_runtime(db)
+    try:
+        session = runtime.ledger.start_session("after the import")
+        _, ids = runtime.ledger.create_plan("after", "after", {}, [NewStep("a step")],
+                                            actor=session.id)
+        runtime.ledger.claim(ids[0], session.id)
+    finally:
+        runtime.close()
+
+
+@pytest.mark.xfail(strict=True, reason="a claim whose expires_at is not its timestamp plus "
+                   "lease_seconds (here: year 9999) is admitted, so the step is held for ever")
+def test_a_claim_whose_expiry_does_not_match_its_lease_is_refused(lines: Lines,
+                                                                  tmp_path: Path) -> None:
+    lines, claim = _last_claim_left_open(lines)
+    claim["state"]["expires_at"]["_data_"] = FAR_FUTURE
+
+    code, out, _ = _import(_resealed(lines), tmp_path)
+
+    assert code != 0 and "StepClaimed" in out, out
+
+
+@pytest.mark.xfail(strict=True, reason="a completion by a session that does not hold the "
+                   "step (at the holder's fence) is admitted")
+def test_a_completion_by_a_session_that_does_not_hold_the_step_is_refused(
+    lines: Lines, tmp_path: Path,
+) -> None:
+    completion = _events(lines, ":StepCompleted")[-1]
+    other = _session_named(lines, "other")
+    completion["state"]["session_id"] = completion["state"]["actor"] = other
+    completion["session"] = other
+
+    code, out, _ = _import(_resealed(lines), tmp_path)
+
+    assert code != 0 and "StepCompleted" in out, out
+
+
+@pytest.mark.xfail(strict=True, reason="a second session's claim of a step under another "
+                   "session's live lease (fence raised) is admitted: two holders at once")
+def test_a_claim_over_another_sessions_live_lease_is_refused(lines: Lines,
+                                                             tmp_path: Path) -> None:
+    lines, claim = _last_claim_left_open(lines)
+    other = _session_named(lines, "other")
+    steal = json.loads(json.dumps(claim))
+    steal.update(position=max(int(e["position"]) for e in _events(lines)) + 1,
+                 version=int(claim["version"]) + 1, session=other, command=None)
+    steal["state"].update(session_id=other, actor=other, fence=int(claim["state"]["fence"]) + 1)
+    lines.append(steal)
+
+    code, out, _ = _import(_resealed(lines), tmp_path)
+
+    assert code != 0 and "StepClaimed" in out, out
+
+
+@pytest.mark.xfail(strict=True, reason="an event that changes state with no actor (the key "
+                   "removed, or null) is admitted, so the imported log cannot say who did it")
+@pytest.mark.parametrize("erase", ["removed", "null"])
+def test_an_event_without_an_actor_is_refused(erase: str, lines: Lines,
+                                              tmp_path: Path) -> None:
+    created = _events(lines, ":PlanCreated")[0]
+    if erase == "removed":
+        del created["state"]["actor"]
+    else:
+        created["state"]["actor"] = None
+
+    code, out, _ = _import(_resealed(lines), tmp_path)
+
+    assert code != 0 and "PlanCreated" in out, out
+
+
+# --- the secret file --------------------------------------------------------------------
+
+
+@pytest.mark.xfail(strict=True, reason="a secret path that is a directory or a dangling "
+                   "symlink raises IsADirectoryError / FileNotFoundError: a traceback, not a "
+                   "refusal naming the file")
+@pytest.mark.parametrize("kind", ["directory", "dangling symlink"])
+def test_a_secret_path_that_is_no_readable_file_is_refused_naming_it(
+    kind: str, tmp_path: Path,
+) -> None:
+    secret = tmp_path / "ledger.sqlite.secret"
+    if kind == "directory":
+        secret.mkdir()
+    else:
+        secret.symlink_to(tmp_path / "nowhere" / "secret")
+
+    with pytest.raises(SecretError, match=r"ledger\.sqlite\.secret"):
+        load_secret(str(tmp_path / "ledger.sqlite"))
