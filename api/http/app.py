@@ -70,7 +70,13 @@ def _json(status: int, body: ErrorOut) -> JSONResponse:
 def _install_errors(app: FastAPI) -> None:
     async def answer(request: Request, error: Exception) -> Response:
         status, body = problem(error)
-        if status >= 500:
+        if status == 503:
+            # The store's known trouble (full, locked, unreachable): one line, no
+            # traceback. Rendering one took a quarter of a second on the event loop for
+            # every refused write, and reads queued behind it.
+            log.warning("%s %s answered 503, %s (%s)", request.method, request.url.path,
+                        body.message, str(error).strip() or type(error).__name__)
+        elif status >= 500:
             log.error("%s %s failed", request.method, request.url.path, exc_info=error)
         return _json(status, body)
 
