@@ -1,13 +1,14 @@
-"""`planledger db …`: the store's one explicit set-up step (PostgreSQL), and its status."""
+"""`planledger db …`: the store's one explicit set-up step (PostgreSQL), its status, and
+backups of an SQLite store (infra.sqlite_backup)."""
 
 from collections.abc import Callable
 from typing import Annotated, TypeVar
 
 import typer
 
-from ledger.storage import StorageConfigError, is_postgres, resolve_db
+from ledger.storage import MEMORY, StorageConfigError, is_postgres, resolve_db
 
-db_app = typer.Typer(help="Set up and inspect the store (PostgreSQL schema creation).",
+db_app = typer.Typer(help="Set up, inspect, back up and restore the store.",
                      no_args_is_help=True)
 
 DbOption = Annotated[str | None, typer.Option("--db", envvar="PLANLEDGER_DB",
@@ -69,3 +70,58 @@ def status(db: DbOption = None) -> None:
         typer.echo(f"not initialised: missing {', '.join(missing)}; run `planledger db init`")
         raise typer.Exit(EXIT_NOT_READY)
     typer.echo("ready")
+
+
+def _sqlite_store(db: str | None, what: str) -> str:
+    """The SQLite store to back up or restore; exits naming the way for other stores."""
+    resolved = resolve_db(db)
+    if is_postgres(resolved):
+        typer.echo(f"`db {what}` is for an SQLite store; on PostgreSQL use pg_dump and "
+                   "pg_restore (see README, Backups)", err=True)
+        raise typer.Exit(EXIT_BAD_CONFIG)
+    if resolved == MEMORY:
+        typer.echo(f"`db {what}`: an in-memory store has nothing to keep", err=True)
+        raise typer.Exit(EXIT_BAD_CONFIG)
+    return resolved
+
+
+@db_app.command("backup")
+def backup(
+    file: Annotated[str, typer.Argument(help="the new file to write the copy to")],
+    db: DbOption = None,
+) -> None:
+    """Copy the SQLite store to FILE while it serves (SQLite's online backup): every write
+    acknowledged before the copy began is in it. The secret (<db>.secret) is not: keep it
+    apart."""
+    from infra.sqlite_backup import BackupError
+    from infra.sqlite_backup import backup as copy_store
+
+    store = _sqlite_store(db, "backup")
+    try:
+        copied = copy_store(store, file)
+    except BackupError as error:
+        typer.echo(f"backup refused: {error}", err=True)
+        raise typer.Exit(EXIT_NOT_READY) from None
+    typer.echo(f"backed up {copied.events} events (log position {copied.position}) to "
+               f"{file}; the store's secret is not in it")
+
+
+@db_app.command("restore")
+def restore(
+    file: Annotated[str, typer.Argument(help="a file written by `planledger db backup`")],
+    db: DbOption = None,
+    replace: Annotated[bool, typer.Option(
+        "--replace", help="replace a store that holds events (stop its servers first)")] = False,
+) -> None:
+    """Put a backup in place of the SQLite store (created if missing)."""
+    from infra.sqlite_backup import BackupError
+    from infra.sqlite_backup import restore as put_back
+
+    store = _sqlite_store(db, "restore")
+    try:
+        copied = put_back(file, store, replace=replace)
+    except BackupError as error:
+        typer.echo(f"restore refused: {error}", err=True)
+        raise typer.Exit(EXIT_NOT_READY) from None
+    typer.echo(f"restored {copied.events} events (log position {copied.position}) into "
+               f"{store}")
