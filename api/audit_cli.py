@@ -13,15 +13,15 @@ from typing import Annotated
 
 import typer
 
-from api.commands.common import DbOption, JsonOption, answering_errors
-from api.derived_keys import derived_key
-from api.runtime import Runtime, open_runtime
-from ledger.chain import Broken, Entry, Verified, verify
-from ledger.log_head import HEAD_PURPOSE, Finding, KeepsHead, judge
-from ledger.storage import MEMORY, is_postgres, resolve_db
-from ledger.store import EventStore
-from replays.format import canonical
-from replays.jsonline import BadLine, parse_line
+from planledger.api.commands.common import DbOption, JsonOption, answering_errors
+from planledger.api.derived_keys import derived_key
+from planledger.api.runtime import Runtime, open_runtime
+from planledger.ledger.chain import Broken, Entry, Verified, verify
+from planledger.ledger.log_head import HEAD_PURPOSE, Finding, KeepsHead, judge
+from planledger.ledger.storage import MEMORY, is_postgres, resolve_db
+from planledger.ledger.store import EventStore
+from planledger.replays.format import canonical
+from planledger.replays.jsonline import BadLine, parse_line
 
 audit_app = typer.Typer(help="Tamper evidence: check the log's hash chain.",
                         no_args_is_help=True)

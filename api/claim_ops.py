@@ -4,12 +4,12 @@ reopen and force-release; each counted in the metrics and idempotent given a key
 from collections.abc import Callable
 from typing import Any
 
-from api import views
-from api.idempotency import Write
-from api.operations import Key, Operations
-from api.schemas import ClaimNextOut, ClaimOut, ForceReleaseOut, StepChangeOut
-from ledger.application import Grant
-from ledger.domain.ids import StepId
+from planledger.api import views
+from planledger.api.idempotency import Write
+from planledger.api.operations import Key, Operations
+from planledger.api.schemas import ClaimNextOut, ClaimOut, ForceReleaseOut, StepChangeOut
+from planledger.ledger.application import Grant
+from planledger.ledger.domain.ids import StepId
 
 
 class ClaimOperations(Operations):

@@ -7,12 +7,12 @@ or, with `--url`, on a running server. `--json` prints for scripts. Exit codes: 
 
 import typer
 
-from api.audit_cli import audit_app
-from api.commands import plans, serve, work
-from api.db_cli import db_app
-from api.mcp import stdio as mcp_stdio
-from bench import cli as bench_cli
-from replays import cli as replays_cli
+from planledger.api.audit_cli import audit_app
+from planledger.api.commands import plans, serve, work
+from planledger.api.db_cli import db_app
+from planledger.api.mcp import stdio as mcp_stdio
+from planledger.bench import cli as bench_cli
+from planledger.replays import cli as replays_cli
 
 app = typer.Typer(help="planledger: one dependency-aware queue of plan steps for many agents.",
                   no_args_is_help=True)

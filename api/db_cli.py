@@ -6,7 +6,7 @@ from typing import Annotated, TypeVar
 
 import typer
 
-from ledger.storage import MEMORY, StorageConfigError, is_postgres, resolve_db
+from planledger.ledger.storage import MEMORY, StorageConfigError, is_postgres, resolve_db
 
 db_app = typer.Typer(help="Set up, inspect, back up and restore the store.",
                      no_args_is_help=True)
@@ -48,7 +48,7 @@ def init(db: DbOption = None) -> None:
     url = _postgres_url(db)
     if url is None:
         return
-    from infra.pg_schema import init_schema
+    from planledger.infra.pg_schema import init_schema
 
     report = _on_postgres(url, init_schema)
     if report.created:
@@ -63,7 +63,7 @@ def status(db: DbOption = None) -> None:
     url = _postgres_url(db)
     if url is None:
         return
-    from infra.pg_schema import missing_objects
+    from planledger.infra.pg_schema import missing_objects
 
     missing = _on_postgres(url, missing_objects)
     if missing:
@@ -93,8 +93,8 @@ def backup(
     """Copy the SQLite store to FILE while it serves (SQLite's online backup): every write
     acknowledged before the copy began is in it. The secret (<db>.secret) is not: keep it
     apart."""
-    from infra.sqlite_backup import BackupError
-    from infra.sqlite_backup import backup as copy_store
+    from planledger.infra.sqlite_backup import BackupError
+    from planledger.infra.sqlite_backup import backup as copy_store
 
     store = _sqlite_store(db, "backup")
     try:
@@ -114,8 +114,8 @@ def restore(
         "--replace", help="replace a store that holds events (stop its servers first)")] = False,
 ) -> None:
     """Put a backup in place of the SQLite store (created if missing)."""
-    from infra.sqlite_backup import BackupError
-    from infra.sqlite_backup import restore as put_back
+    from planledger.infra.sqlite_backup import BackupError
+    from planledger.infra.sqlite_backup import restore as put_back
 
     store = _sqlite_store(db, "restore")
     try:

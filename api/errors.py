@@ -9,8 +9,8 @@ from typing import Any
 
 from eventsourcing.persistence import PersistenceError
 
-from api.schemas import BlockerOut, ErrorOut
-from ledger.domain import errors as le
+from planledger.api.schemas import BlockerOut, ErrorOut
+from planledger.ledger.domain import errors as le
 
 
 class ApiError(Exception):

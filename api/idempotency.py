@@ -22,14 +22,14 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
-from api.derived_keys import IDEMPOTENCY_STREAMS, derived_key
-from api.errors import BadIdempotencyKey, IdempotencyKeyReused, Replayed, problem
-from api.runtime import Runtime
-from ledger.answers import AnswerRecorded
-from ledger.domain.claims import Decision
-from ledger.domain.errors import LedgerError
-from ledger.riders import riding
-from ledger.store import ConflictError
+from planledger.api.derived_keys import IDEMPOTENCY_STREAMS, derived_key
+from planledger.api.errors import BadIdempotencyKey, IdempotencyKeyReused, Replayed, problem
+from planledger.api.runtime import Runtime
+from planledger.ledger.answers import AnswerRecorded
+from planledger.ledger.domain.claims import Decision
+from planledger.ledger.domain.errors import LedgerError
+from planledger.ledger.riders import riding
+from planledger.ledger.store import ConflictError
 
 R = TypeVar("R")
 M = TypeVar("M", bound=BaseModel)

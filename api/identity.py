@@ -10,8 +10,8 @@ import base64
 import hashlib
 import hmac
 
-from api.errors import Forbidden, Unauthorized
-from ledger.domain.ids import SessionId
+from planledger.api.errors import Forbidden, Unauthorized
+from planledger.ledger.domain.ids import SessionId
 
 _CONTEXT = b"planledger-session-token:"
 

@@ -5,9 +5,9 @@ Each app gets its own registry, so several apps in one process (tests) never col
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from api.errors import BOUNCE_REASONS, problem
-from ledger.application import Grant
-from ledger.domain.errors import LedgerError
+from planledger.api.errors import BOUNCE_REASONS, problem
+from planledger.ledger.application import Grant
+from planledger.ledger.domain.errors import LedgerError
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 

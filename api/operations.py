@@ -5,13 +5,13 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from api.idempotency import Answered, Idempotency, Write, fingerprint
-from api.identity import Identity
-from api.metrics import Metrics
-from api.runtime import Runtime
-from api.settings import Settings
-from ledger.domain.errors import LedgerError
-from projections.timeline import TimelineModel
+from planledger.api.idempotency import Answered, Idempotency, Write, fingerprint
+from planledger.api.identity import Identity
+from planledger.api.metrics import Metrics
+from planledger.api.runtime import Runtime
+from planledger.api.settings import Settings
+from planledger.ledger.domain.errors import LedgerError
+from planledger.projections.timeline import TimelineModel
 
 R = TypeVar("R")
 M = TypeVar("M", bound=BaseModel)

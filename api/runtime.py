@@ -3,16 +3,16 @@
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from api.derived_keys import derived_key
-from infra.clock_ids import UlidGenerator, ledger_clock
-from infra.secret import SecretError, load_secret
-from ledger.application import Ledger
-from ledger.log_head import HEAD_PURPOSE, KeepsHead
-from ledger.ports import Clock, IdGenerator
-from ledger.storage import is_postgres, resolve_db, store_settings
-from ledger.store import EventStore
-from projections.checkpoints import open_checkpoints
-from projections.readmodel import ReadModel
+from planledger.api.derived_keys import derived_key
+from planledger.infra.clock_ids import UlidGenerator, ledger_clock
+from planledger.infra.secret import SecretError, load_secret
+from planledger.ledger.application import Ledger
+from planledger.ledger.log_head import HEAD_PURPOSE, KeepsHead
+from planledger.ledger.ports import Clock, IdGenerator
+from planledger.ledger.storage import is_postgres, resolve_db, store_settings
+from planledger.ledger.store import EventStore
+from planledger.projections.checkpoints import open_checkpoints
+from planledger.projections.readmodel import ReadModel
 
 
 @dataclass
@@ -51,7 +51,7 @@ def open_runtime(
     command-line and MCP-stdio processes agents run use them."""
     resolved = resolve_db(db)
     if is_postgres(resolved):
-        from infra.pg_schema import ensure_schema  # the driver only where it is needed
+        from planledger.infra.pg_schema import ensure_schema  # the driver only where it is needed
         ensure_schema(resolved)  # replicas never create tables themselves: see infra.pg_schema
     store = EventStore(store_settings(resolved))
     # Leases are decided by one steady clock (infra.clock_ids); `wall` stands for the

@@ -8,8 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from api.text import check_text
-from projections.timeline_entries import Entry, Lane
+from planledger.api.text import check_text
+from planledger.projections.timeline_entries import Entry, Lane
 
 SID = "01KXP8FEJQ6R5Z5NMVZ7082X5A"
 STEP = "01KXMRCX4W2M8YB5Q2Y3V9ZP7N"

@@ -9,11 +9,11 @@ the local operator: `ledger.domain.ids.Actor`). No rule lives here.
 
 from typing import Any
 
-from api import views
-from api.claim_ops import ClaimOperations
-from api.idempotency import Write
-from api.operations import Key
-from api.schemas import (
+from planledger.api import views
+from planledger.api.claim_ops import ClaimOperations
+from planledger.api.idempotency import Write
+from planledger.api.operations import Key
+from planledger.api.schemas import (
     TOKEN_ONLY_FIRST,
     DependenciesIn,
     PlanCreatedOut,
@@ -26,11 +26,11 @@ from api.schemas import (
     StepRefOut,
     StepRevisionIn,
 )
-from ledger.application import NewStep
-from ledger.domain import events as ev
-from ledger.domain.claims import Decision
-from ledger.domain.ids import StepId
-from ledger.domain.state import PlanState, fold_plan, fold_session
+from planledger.ledger.application import NewStep
+from planledger.ledger.domain import events as ev
+from planledger.ledger.domain.claims import Decision
+from planledger.ledger.domain.ids import StepId
+from planledger.ledger.domain.state import PlanState, fold_plan, fold_session
 
 
 class Service(ClaimOperations):

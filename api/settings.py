@@ -20,10 +20,10 @@ setting); a longer plan is created with the first steps and grown by adding step
 import os
 from dataclasses import dataclass
 
-from ledger.domain.claims import DEFAULT_LEASE_SECONDS, check_lease
-from ledger.domain.errors import InvalidInput
-from ledger.domain.plans import MAX_STEPS_PER_PLAN
-from ledger.storage import resolve_db
+from planledger.ledger.domain.claims import DEFAULT_LEASE_SECONDS, check_lease
+from planledger.ledger.domain.errors import InvalidInput
+from planledger.ledger.domain.plans import MAX_STEPS_PER_PLAN
+from planledger.ledger.storage import resolve_db
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765

@@ -10,8 +10,8 @@ from dataclasses import asdict, fields
 from datetime import datetime
 from typing import Any
 
-from api.runtime import Runtime
-from api.schemas import (
+from planledger.api.runtime import Runtime
+from planledger.api.schemas import (
     BlockerOut,
     ClaimOut,
     EventOut,
@@ -28,17 +28,17 @@ from api.schemas import (
     StepOut,
     TimelineOut,
 )
-from ledger.application import Grant
-from ledger.domain import errors
-from ledger.domain import events as ev
-from ledger.domain.claims import Verdict
-from ledger.domain.events import LedgerEvent
-from ledger.domain.ids import PlanSlug, SessionId, StepId
-from ledger.domain.state import PlanState, StepDef, StepState
-from projections import queries
-from projections.results import Progress
-from projections.timeline import TimelineModel
-from projections.view import LedgerView
+from planledger.ledger.application import Grant
+from planledger.ledger.domain import errors
+from planledger.ledger.domain import events as ev
+from planledger.ledger.domain.claims import Verdict
+from planledger.ledger.domain.events import LedgerEvent
+from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId
+from planledger.ledger.domain.state import PlanState, StepDef, StepState
+from planledger.projections import queries
+from planledger.projections.results import Progress
+from planledger.projections.timeline import TimelineModel
+from planledger.projections.view import LedgerView
 
 MAX_PAGE = 1000
 MAX_TIMELINE_PAGE = 100_000  # entries in one page of /api/timeline

@@ -1,9 +1,9 @@
 """Run benchmarks and print one table: figures, same-run baselines, ratios, goals.
 
-    python -m bench                 # every benchmark, full size
-    python -m bench --smoke         # every benchmark, tiny sizes (seconds; CI-friendly)
-    python -m bench rebuild ready_latency --json out.json
-    python -m bench --list
+    python -m planledger.bench                 # every benchmark, full size
+    python -m planledger.bench --smoke         # every benchmark, tiny sizes (seconds; CI-friendly)
+    python -m planledger.bench rebuild ready_latency --json out.json
+    python -m planledger.bench --list
 
 A benchmark is any module in this package with `run(smoke: bool = False) -> list[Figure]`
 (see bench/README.md); its name is the module's name.
@@ -20,8 +20,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import bench
-from bench.apart import run_apart
+from planledger import bench
+from planledger.bench.apart import run_apart
 
 NOT_BENCHMARKS = {"timing", "ledger_log", "apart", "compare"}  # shared helpers, no `run`
 
@@ -32,7 +32,7 @@ def registered() -> dict[str, ModuleType]:
     for info in sorted(pkgutil.iter_modules(bench.__path__), key=lambda i: i.name):
         if info.name.startswith("_") or info.name in NOT_BENCHMARKS:
             continue
-        module = importlib.import_module(f"bench.{info.name}")
+        module = importlib.import_module(f"planledger.bench.{info.name}")
         if callable(getattr(module, "run", None)):
             found[info.name] = module
     return found
@@ -73,7 +73,8 @@ def table(found: list[list[str]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m planledger.bench",
+                                     description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", help="benchmarks to run (default: all)")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes: checks they run")
     parser.add_argument("--list", action="store_true", help="list the benchmarks and exit")

@@ -6,7 +6,7 @@ import queue
 import traceback
 from typing import Any
 
-from bench.timing import Figure
+from planledger.bench.timing import Figure
 
 
 def run_apart(name: str, smoke: bool) -> list[Figure]:
@@ -27,7 +27,7 @@ def run_apart(name: str, smoke: bool) -> list[Figure]:
 
 def _run_and_answer(name: str, smoke: bool, answers: Any) -> None:
     try:
-        answers.put(importlib.import_module(f"bench.{name}").run(smoke=smoke))
+        answers.put(importlib.import_module(f"planledger.bench.{name}").run(smoke=smoke))
     except BaseException:
         answers.put(traceback.format_exc())
 

@@ -20,10 +20,10 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from api.runtime import open_runtime
-from bench.timing import OPERATOR, Figure, scratch_dir
-from ledger.application import NewStep
-from ledger.domain import events as ev
+from planledger.api.runtime import open_runtime
+from planledger.bench.timing import OPERATOR, Figure, scratch_dir
+from planledger.ledger.application import NewStep
+from planledger.ledger.domain import events as ev
 
 TITLE = "claim + complete cycles/s (SQLite)"
 GOAL = 0.5

@@ -1,4 +1,4 @@
-"""`planledger bench`: the benchmark harness (`python -m bench`) as a CLI command."""
+"""`planledger bench`: the benchmark harness (`python -m planledger.bench`) as a CLI command."""
 
 import sys
 from pathlib import Path
@@ -12,9 +12,9 @@ SETTINGS = {"allow_extra_args": True, "ignore_unknown_options": True,
 
 
 def bench(ctx: typer.Context) -> None:
-    """Run the benchmarks: same arguments as `python -m bench` (see bench/README.md)."""
+    """Run the benchmarks: same arguments as `python -m planledger.bench` (see bench/README.md)."""
     if str(CHECKOUT) not in sys.path:
         sys.path.insert(0, str(CHECKOUT))  # the benchmarks start servers with tests/support
-    from bench.__main__ import main
+    from planledger.bench.__main__ import main
 
     raise typer.Exit(main(list(ctx.args)))

@@ -1,7 +1,7 @@
 """Before and after: the claim path of this working tree against another revision's.
 
-    python -m bench.compare HEAD                 # uncommitted changes against HEAD
-    python -m bench.compare 98bcf94 --rounds 6
+    python -m planledger.bench.compare HEAD                 # uncommitted changes against HEAD
+    python -m planledger.bench.compare 98bcf94 --rounds 6
 
 A git worktree of the revision and this tree run the same claim + complete workload on
 SQLite at the same time, one process each, so what the machine's neighbours and its disk
@@ -26,12 +26,17 @@ WARM_UP = 200  # cycles before timing: first claims of a fresh store read more
 
 # Run with the tree under test first on the path; it uses only the long-standing public
 # calls (open_runtime, create_plan, start_session, claim, complete), so old revisions run it
-# (the plan's author, a session, passed as `actor=`, which every revision takes).
+# (the plan's author, a session, passed as `actor=`, which every revision takes), imported
+# from wherever the revision keeps them.
 WORKLOAD = """
 import json, os, resource, sys, tempfile, time
 from pathlib import Path
-from api.runtime import open_runtime
-from ledger.application import NewStep
+if Path(sys.path[0], "planledger").is_dir():  # this tree: everything under one root
+    from planledger.api.runtime import open_runtime
+    from planledger.ledger.application import NewStep
+else:  # a revision from before the root: its folders were packages of their own
+    from api.runtime import open_runtime
+    from ledger.application import NewStep
 cycles, warm, cpu = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 if cpu >= 0:
     os.sched_setaffinity(0, {cpu})

@@ -23,10 +23,10 @@ from pathlib import Path
 
 import httpx
 
-from bench.ledger_log import LogBuilder
-from bench.timing import Figure, scratch_dir
-from ledger.storage import store_settings
-from ledger.store import EventStore
+from planledger.bench.ledger_log import LogBuilder
+from planledger.bench.timing import Figure, scratch_dir
+from planledger.ledger.storage import store_settings
+from planledger.ledger.store import EventStore
 from tests.support.replicas import Agent, Replica, start_replica
 
 PLAN = "big"

@@ -16,10 +16,10 @@ from multiprocessing.synchronize import Barrier
 from pathlib import Path
 from typing import Any
 
-from api.runtime import open_runtime
-from bench.timing import OPERATOR, Figure, scratch_dir
-from ledger.application import NewStep
-from ledger.domain import events as ev
+from planledger.api.runtime import open_runtime
+from planledger.bench.timing import OPERATOR, Figure, scratch_dir
+from planledger.ledger.application import NewStep
+from planledger.ledger.domain import events as ev
 
 PLAN = "race"
 BARRIER_TIMEOUT = 300

@@ -20,7 +20,7 @@ from multiprocessing.synchronize import Event
 
 import httpx
 
-from bench.timing import Figure
+from planledger.bench.timing import Figure
 from tests.support.live_server import author
 from tests.support.replicas import PLANLEDGER, SECRET, Replica, free_port, wait_healthy
 

@@ -13,9 +13,9 @@ import statistics
 import time
 from pathlib import Path
 
-from api.runtime import open_runtime
-from bench.timing import OPERATOR, Figure, scratch_dir
-from ledger.application import NewStep
+from planledger.api.runtime import open_runtime
+from planledger.bench.timing import OPERATOR, Figure, scratch_dir
+from planledger.ledger.application import NewStep
 
 GOAL = 1.2
 WINDOW = 50

@@ -27,8 +27,8 @@ from pathlib import Path
 import httpx
 from fastapi import FastAPI
 
-from api.settings import DEFAULT_MAX_STEPS_PER_REQUEST
-from bench.timing import Figure, scratch_dir
+from planledger.api.settings import DEFAULT_MAX_STEPS_PER_REQUEST
+from planledger.bench.timing import Figure, scratch_dir
 from tests.support.replicas import Agent, Replica, create_plan, free_port, start_replica
 
 GOAL = 0.5
@@ -55,7 +55,7 @@ def bare_server(directory: Path) -> Iterator[Replica]:
     port = free_port()
     log = (directory / "bare.log").open("wb")
     process = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "bench.http:bare_app", "--factory", "--host",
+        [sys.executable, "-m", "uvicorn", "planledger.bench.http:bare_app", "--factory", "--host",
          "127.0.0.1", "--port", str(port), "--log-level", "info"],
         stdout=log, stderr=subprocess.STDOUT, cwd=Path(__file__).resolve().parent.parent,
         env={**os.environ})

@@ -11,11 +11,11 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from bench.timing import OPERATOR
-from ledger.domain import events as ev
-from ledger.domain.ids import PlanSlug, SessionId, StepId, plan_stream
-from ledger.ports import Clock
-from ledger.store import EventStore
+from planledger.bench.timing import OPERATOR
+from planledger.ledger.domain import events as ev
+from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId, plan_stream
+from planledger.ledger.ports import Clock
+from planledger.ledger.store import EventStore
 
 START = datetime(2026, 11, 29, 10, 0, 0, tzinfo=UTC)
 BATCH = 5_000

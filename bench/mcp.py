@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 from mcp import Client
 
-from bench.timing import Figure, scratch_dir
+from planledger.bench.timing import Figure, scratch_dir
 from tests.support.replicas import Agent, Replica, create_plan, start_replica
 
 

@@ -21,11 +21,11 @@ from pathlib import Path
 
 import httpx
 
-from bench.ledger_log import LogBuilder
-from bench.timing import Figure, scratch_dir
-from ledger.storage import store_settings
-from ledger.store import EventStore
-from projections.checkpoints import checkpoint_path
+from planledger.bench.ledger_log import LogBuilder
+from planledger.bench.timing import Figure, scratch_dir
+from planledger.ledger.storage import store_settings
+from planledger.ledger.store import EventStore
+from planledger.projections.checkpoints import checkpoint_path
 from tests.support.replicas import PLANLEDGER, start_replica
 
 PLANS, STEPS_PER_PLAN, EVENTS = 100, 1000, 1_000_000

@@ -23,7 +23,7 @@ ceiling is. Two limits meet here:
   same machine adds no throughput; replicas on more machines do, up to the serialized-append
   limit.
 
-    python -m bench postgres            # or: python -m bench.postgres
+    python -m planledger.bench postgres            # or: python -m planledger.bench.postgres
 """
 
 import contextlib
@@ -41,11 +41,11 @@ import psycopg
 from eventsourcing.persistence import StoredEvent
 from eventsourcing.postgres import PostgresApplicationRecorder
 
-from bench.timing import Figure
-from infra.pg_schema import EVENTS_TABLE
-from ledger.domain.events import StepClaimed
-from ledger.storage import store_settings
-from ledger.store import EventStore
+from planledger.bench.timing import Figure
+from planledger.infra.pg_schema import EVENTS_TABLE
+from planledger.ledger.domain.events import StepClaimed
+from planledger.ledger.storage import store_settings
+from planledger.ledger.store import EventStore
 from tests.support.postgres import BASE_URL, fresh_schema, postgres_reachable
 from tests.support.replicas import Agent, Replica, app_name, create_plan, replicas
 
@@ -216,6 +216,6 @@ def run(smoke: bool = False) -> list[Figure]:
 
 
 if __name__ == "__main__":
-    from bench.__main__ import rows, table
+    from planledger.bench.__main__ import rows, table
 
     print(table(rows("postgres", run())))

@@ -23,12 +23,12 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
-from bench.ledger_log import LogBuilder, StillClock, layered_graph
-from bench.timing import Figure, scratch_dir
-from ledger.domain.ids import PlanSlug, SessionId, StepId
-from ledger.storage import store_settings
-from ledger.store import EventStore
-from projections.readmodel import ReadModel
+from planledger.bench.ledger_log import LogBuilder, StillClock, layered_graph
+from planledger.bench.timing import Figure, scratch_dir
+from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId
+from planledger.ledger.storage import store_settings
+from planledger.ledger.store import EventStore
+from planledger.projections.readmodel import ReadModel
 
 PLAN = PlanSlug("deep")
 HELD, LAPSED = 16, 4

@@ -33,16 +33,22 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from bench.ledger_log import LogBuilder, StillClock, layered_graph
-from bench.timing import Figure, rate, scratch_dir
-from ledger.domain.events import LedgerEvent
-from ledger.domain.ids import SessionId, StepId
-from ledger.storage import store_settings
-from ledger.store import EventStore
-from projections.log import PAGE, paused_gc
-from projections.readmodel import ReadModel
-from projections.resume import binding_at, checkpoint_key, restored_view, saved_state, state_data
-from projections.view import LedgerView
+from planledger.bench.ledger_log import LogBuilder, StillClock, layered_graph
+from planledger.bench.timing import Figure, rate, scratch_dir
+from planledger.ledger.domain.events import LedgerEvent
+from planledger.ledger.domain.ids import SessionId, StepId
+from planledger.ledger.storage import store_settings
+from planledger.ledger.store import EventStore
+from planledger.projections.log import PAGE, paused_gc
+from planledger.projections.readmodel import ReadModel
+from planledger.projections.resume import (
+    binding_at,
+    checkpoint_key,
+    restored_view,
+    saved_state,
+    state_data,
+)
+from planledger.projections.view import LedgerView
 
 GOAL = 0.5
 SAVE_GOAL, LOAD_GOAL = 3.0, 2.0

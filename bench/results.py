@@ -1,7 +1,8 @@
 """Write bench/RESULTS.md and the contention plot from a run's figures.
 
-    python -m bench --json /tmp/figures.json      # run the benchmarks
-    python -m bench.results /tmp/figures.json     # -> bench/RESULTS.md, bench/claims_vs_agents.png
+    python -m planledger.bench --json /tmp/figures.json      # run the benchmarks
+    python -m planledger.bench.results /tmp/figures.json
+    # -> bench/RESULTS.md, bench/claims_vs_agents.png
 
 The page names the machine and the command, and gives every figure with its same-run
 baseline and ratio; the plot shows successful claims/s against the number of agents.
@@ -20,7 +21,8 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 PLOT = "claims_vs_agents.png"
-COMMAND = "python -m bench --json figures.json && python -m bench.results figures.json"
+COMMAND = ("python -m planledger.bench --json figures.json"
+           " && python -m planledger.bench.results figures.json")
 FINDINGS = HERE / "findings.md"  # what was made faster and what is still missed: kept by hand
 _RACING = re.compile(r"^(\d+) agents? (?:racing|alone): (?:successful )?claims/s$")
 
@@ -124,9 +126,10 @@ def write(figures: dict[str, list[dict[str, Any]]], out: Path, notes: str = "",
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.results",
+    parser = argparse.ArgumentParser(prog="python -m planledger.bench.results",
                                      description=__doc__.splitlines()[0] if __doc__ else "")
-    parser.add_argument("figures", type=Path, help="the JSON `python -m bench --json` wrote")
+    parser.add_argument("figures", type=Path,
+                        help="the JSON `python -m planledger.bench --json` wrote")
     parser.add_argument("--out", type=Path, default=HERE, help="directory (default bench/)")
     parser.add_argument("--notes", type=Path, default=FINDINGS if FINDINGS.exists() else None,
                         help="markdown appended under the table (default bench/findings.md)")

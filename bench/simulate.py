@@ -1,9 +1,9 @@
 """Run the deterministic simulator (bench.simulation) from the command line.
 
-    python -m bench.simulate                          # 1,000,000 actions, seed 1, 2 workers
-    python -m bench.simulate --seed 7 --ops 20000000  # a longer run
-    python -m bench.simulate --store sqlite --ops 20000
-    python -m bench.simulate --world 7000021          # replay one world, print its history
+    python -m planledger.bench.simulate                  # 1,000,000 actions, seed 1, 2 workers
+    python -m planledger.bench.simulate --seed 7 --ops 20000000  # a longer run
+    python -m planledger.bench.simulate --store sqlite --ops 20000
+    python -m planledger.bench.simulate --world 7000021  # replay one world, print its history
 
 A run prints how many worlds, actions and ledger commands it ran, and how fast. On a
 violation it prints the run's seed, the failing world's seed, the violation and a shrunk
@@ -13,14 +13,22 @@ history, and exits 1; `--world <seed>` replays that world exactly.
 import argparse
 import sys
 
-from bench.simulation.run import WORLD_ACTIONS, RunResult, replay, run_world, shrink, simulate
-from ledger.storage import MEMORY
+from planledger.bench.simulation.run import (
+    WORLD_ACTIONS,
+    RunResult,
+    replay,
+    run_world,
+    shrink,
+    simulate,
+)
+from planledger.ledger.storage import MEMORY
 
 STORES = {"memory": MEMORY, "sqlite": "sqlite"}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.simulate", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m planledger.bench.simulate",
+                                     description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seed", type=int, default=1, help="the run's seed (default 1)")
     parser.add_argument("--ops", type=int, default=1_000_000,
@@ -41,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     if result.failed is None:
         return 0
     print(f"seed {args.seed}: world {result.failed.seed} broke an invariant "
-          f"(replay it: python -m bench.simulate --world {result.failed.seed} "
+          f"(replay it: python -m planledger.bench.simulate --world {result.failed.seed} "
           f"--actions {args.actions} --store {args.store})")
     return _one_world(result.failed.seed, args.actions, store, args.shrink_seconds)
 

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 
-from bench.timing import Figure, scratch_dir
+from planledger.bench.timing import Figure, scratch_dir
 from tests.support.replicas import PLANLEDGER
 
 

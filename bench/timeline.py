@@ -14,8 +14,8 @@ from typing import Any
 
 import httpx
 
-from bench.memory import build_log
-from bench.timing import Figure, scratch_dir
+from planledger.bench.memory import build_log
+from planledger.bench.timing import Figure, scratch_dir
 from tests.support.replicas import start_replica
 
 LOAD_TIMEOUT = 600.0

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ledger.domain.ids import local_operator
+from planledger.ledger.domain.ids import local_operator
 
 # Who writes the plans every benchmark sets up (a write always names its author).
 OPERATOR = local_operator("bench")

@@ -19,8 +19,8 @@ from datetime import UTC, datetime, timedelta
 
 from ulid import ULID
 
-from ledger.ports import Clock, IdGenerator
-from ledger.store import EventStore
+from planledger.ledger.ports import Clock, IdGenerator
+from planledger.ledger.store import EventStore
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +114,7 @@ def ledger_clock(store: EventStore, *, postgres: bool, wall: Clock | None = None
     event either way."""
     machine = wall or SystemClock()
     if postgres:
-        from infra.pg_clock import database_time  # the driver only where it is needed
+        from planledger.infra.pg_clock import database_time  # the driver only where it is needed
 
         machine = DatabaseClock(lambda: database_time(store), fallback=machine)
     return SteadyClock(machine, floor=store.newest_event_time)

@@ -36,8 +36,8 @@ from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastor
 from eventsourcing.utils import retry
 from psycopg.sql import SQL, Identifier
 
-from ledger.chain import GENESIS, link
-from ledger.log_head import SignedHead, head_mac, signed_by
+from planledger.ledger.chain import GENESIS, link
+from planledger.ledger.log_head import SignedHead, head_mac, signed_by
 
 # A new name for a new shape (it answers the head too): `CREATE OR REPLACE` cannot change
 # what an existing function returns, so a schema made before heads gets this one beside

@@ -5,7 +5,7 @@ from datetime import datetime
 
 from eventsourcing.postgres import PostgresDatastore
 
-from ledger.store import EventStore
+from planledger.ledger.store import EventStore
 
 
 def database_time(store: EventStore) -> datetime:

@@ -14,16 +14,20 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from infra.pg_append import (
+from planledger.infra.pg_append import (
     APPEND_ARGUMENTS,
     APPEND_FUNCTION,
     HEAD_TABLE,
     SIGN_ARGUMENTS,
     SIGN_FUNCTION,
 )
-from ledger.storage import postgres_conninfo, postgres_options, store_settings
-from ledger.store import EventStore
-from projections.pg_checkpoints import PG_CHECKPOINT_TABLE, PG_TRACKING_TABLE, postgres_checkpoints
+from planledger.ledger.storage import postgres_conninfo, postgres_options, store_settings
+from planledger.ledger.store import EventStore
+from planledger.projections.pg_checkpoints import (
+    PG_CHECKPOINT_TABLE,
+    PG_TRACKING_TABLE,
+    postgres_checkpoints,
+)
 
 # The library names its table after the application and its row type after the id type.
 EVENTS_TABLE = f"{EventStore.name.lower()}_events"

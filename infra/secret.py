@@ -14,7 +14,7 @@ import secrets
 import stat
 from pathlib import Path
 
-from ledger.storage import MEMORY, is_postgres
+from planledger.ledger.storage import MEMORY, is_postgres
 
 SECRET_ENV = "PLANLEDGER_SECRET"
 MIN_SECRET_BYTES = 32

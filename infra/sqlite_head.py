@@ -19,10 +19,10 @@ from typing import Any
 from eventsourcing.persistence import StoredEvent
 from eventsourcing.sqlite import SQLiteCursor
 
-from infra.sqlite_pool import Factory as UnitFactory
-from infra.sqlite_pool import UnitRecorder
-from ledger.chain import GENESIS, link
-from ledger.log_head import SignedHead, head_mac, signed_by
+from planledger.infra.sqlite_pool import Factory as UnitFactory
+from planledger.infra.sqlite_pool import UnitRecorder
+from planledger.ledger.chain import GENESIS, link
+from planledger.ledger.log_head import SignedHead, head_mac, signed_by
 
 HEAD_TABLE = "planledger_head"
 _CREATE = (f"CREATE TABLE IF NOT EXISTS {HEAD_TABLE} (id INTEGER PRIMARY KEY CHECK (id = 1), "

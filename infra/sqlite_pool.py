@@ -48,7 +48,7 @@ from eventsourcing.sqlite import (
 )
 from eventsourcing.utils import Environment
 
-from ledger.store import WouldWait
+from planledger.ledger.store import WouldWait
 
 STATEMENT_CACHE = 64
 # After a write failed for want of disk space, writes are refused at once, before any page

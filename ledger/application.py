@@ -7,9 +7,9 @@ reused. Refusals worth auditing (bounces, stale fences) are appended before they
 raised, so a race can be read from the log alone.
 """
 
-from ledger.claim_commands import ClaimCommands, Grant
-from ledger.core import MAX_ATTEMPTS
-from ledger.plan_commands import NewStep, PlanCommands
+from planledger.ledger.claim_commands import ClaimCommands, Grant
+from planledger.ledger.core import MAX_ATTEMPTS
+from planledger.ledger.plan_commands import NewStep, PlanCommands
 
 __all__ = ["MAX_ATTEMPTS", "Grant", "Ledger", "NewStep"]
 

@@ -4,9 +4,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from ledger.core import LedgerCore
-from ledger.domain import closing, errors
-from ledger.domain.claims import (
+from planledger.ledger.core import LedgerCore
+from planledger.ledger.domain import closing, errors
+from planledger.ledger.domain.claims import (
     DEFAULT_LEASE_SECONDS,
     Decision,
     Verdict,
@@ -14,9 +14,9 @@ from ledger.domain.claims import (
     check_lease,
     decide_claim,
 )
-from ledger.domain.events import LeaseRenewed, ReadyListed, StepClaimed
-from ledger.domain.ids import PlanSlug, SessionId, StepId, acting_session
-from ledger.domain.state import SATISFYING, StepDef
+from planledger.ledger.domain.events import LeaseRenewed, ReadyListed, StepClaimed
+from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId, acting_session
+from planledger.ledger.domain.state import SATISFYING, StepDef
 
 
 @dataclass(frozen=True)

@@ -5,13 +5,13 @@ import contextlib
 from collections.abc import Callable
 from datetime import datetime
 
-from ledger.domain import errors
-from ledger.domain.claims import Decision, live_holder
-from ledger.domain.ids import Actor, SessionId, StepId, acting_session
-from ledger.domain.state import PlanState, SessionState, StepDef, StepState
-from ledger.ports import CandidateView, Clock, IdGenerator
-from ledger.riders import with_riders
-from ledger.store import ConflictError, EventStore
+from planledger.ledger.domain import errors
+from planledger.ledger.domain.claims import Decision, live_holder
+from planledger.ledger.domain.ids import Actor, SessionId, StepId, acting_session
+from planledger.ledger.domain.state import PlanState, SessionState, StepDef, StepState
+from planledger.ledger.ports import CandidateView, Clock, IdGenerator
+from planledger.ledger.riders import with_riders
+from planledger.ledger.store import ConflictError, EventStore
 
 MAX_ATTEMPTS = 64
 

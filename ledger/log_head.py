@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from ledger.chain import Verified
+from planledger.ledger.chain import Verified
 
 HEAD_PURPOSE = "log-head"  # the secret's use (see api.derived_keys)
 _CONTEXT = b"planledger/log-head\n"

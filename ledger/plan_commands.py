@@ -4,15 +4,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from ledger.core import LedgerCore
-from ledger.domain import closing, errors
-from ledger.domain import plans as plan_rules
-from ledger.domain.claims import Decision
-from ledger.domain.events import LedgerEvent, SessionStarted
-from ledger.domain.ids import PlanSlug, SessionId, StepId
-from ledger.domain.state import PlanState, SessionState, evolve_plan
-from ledger.riders import with_riders
-from ledger.store import ConflictError
+from planledger.ledger.core import LedgerCore
+from planledger.ledger.domain import closing, errors
+from planledger.ledger.domain import plans as plan_rules
+from planledger.ledger.domain.claims import Decision
+from planledger.ledger.domain.events import LedgerEvent, SessionStarted
+from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId
+from planledger.ledger.domain.state import PlanState, SessionState, evolve_plan
+from planledger.ledger.riders import with_riders
+from planledger.ledger.store import ConflictError
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from datetime import datetime
 
-from ledger.domain.ids import PlanSlug, SessionId, StepId
+from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId
 
 
 class Clock(ABC):

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-from ledger.domain.claims import Decision
+from planledger.ledger.domain.claims import Decision
 
 # Given the decision about to be appended, the extra events to append with it (or none).
 Rider = Callable[[Decision], Sequence[Any]]

@@ -22,7 +22,7 @@ from eventsourcing.persistence import (
     StoredEvent,
 )
 
-from ledger.chain import GENESIS, HASH_KEY, PREV_KEY, hash_of, seal
+from planledger.ledger.chain import GENESIS, HASH_KEY, PREV_KEY, hash_of, seal
 
 HEADS_KEPT = 50_000
 

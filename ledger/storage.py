@@ -45,7 +45,7 @@ def store_settings(db: str) -> dict[str, str]:
         **_COMMON,
         # The library's SQLite persistence with a real statement cache, one transaction
         # per command (infra.sqlite_pool), and the log's signed head kept in it.
-        "PERSISTENCE_MODULE": "infra.sqlite_head:Factory",
+        "PERSISTENCE_MODULE": "planledger.infra.sqlite_head:Factory",
         "SQLITE_DBNAME": str(path),
         # Seconds a write waits for another process's lock before failing (503).
         "SQLITE_LOCK_TIMEOUT": os.environ.get(SQLITE_LOCK_TIMEOUT_VAR) or "30",
@@ -118,7 +118,7 @@ def _postgres_settings(url: str) -> dict[str, str]:
     settings = {
         # The library's PostgreSQL persistence, each append one call of a function that the
         # server runs and commits (see the module).
-        "PERSISTENCE_MODULE": "infra.pg_append:Factory",
+        "PERSISTENCE_MODULE": "planledger.infra.pg_append:Factory",
         "POSTGRES_DBNAME": conn["dbname"],
         "POSTGRES_HOST": conn["host"],
         "POSTGRES_PORT": conn["port"],

@@ -15,11 +15,11 @@ from eventsourcing.persistence import EventStore as LibraryEventStore
 from eventsourcing.persistence import IntegrityError, Mapper, Recording
 from eventsourcing.utils import get_topic
 
-from ledger.answers import AnswerRecorded
-from ledger.domain import errors
-from ledger.domain import events as ev
-from ledger.domain.ids import PlanSlug, SessionId, StepId, plan_stream
-from ledger.domain.state import (
+from planledger.ledger.answers import AnswerRecorded
+from planledger.ledger.domain import errors
+from planledger.ledger.domain import events as ev
+from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId, plan_stream
+from planledger.ledger.domain.state import (
     PlanState,
     SessionState,
     StepSnapshot,
@@ -28,8 +28,8 @@ from ledger.domain.state import (
     fold_session,
     fold_step,
 )
-from ledger.followed import Appended, FollowedStates
-from ledger.sealing import Heads, SealingEventStore, UnsealingMapper
+from planledger.ledger.followed import Appended, FollowedStates
+from planledger.ledger.sealing import Heads, SealingEventStore, UnsealingMapper
 
 __all__ = ["ConflictError", "EventStore", "WouldWait"]
 

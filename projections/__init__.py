@@ -11,3 +11,8 @@
   PostgreSQL), `follow(model)` picks one. `log`: paging and decoding the log.
 - `timeline`: merged timelines of plans or sessions, a lane per session.
 """
+
+# Mapped in as planledger.projections (see planledger/__init__.py), and imported only so.
+if __name__ != "planledger.projections":
+    raise ImportError(f"import this folder as planledger.projections, not as {__name__}")
+

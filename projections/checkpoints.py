@@ -27,7 +27,7 @@ from eventsourcing.persistence import IntegrityError, Tracking, TrackingRecorder
 from eventsourcing.popo import POPOTrackingRecorder
 from eventsourcing.sqlite import SQLiteDatastore, SQLiteTrackingRecorder
 
-from ledger.storage import MEMORY, is_postgres
+from planledger.ledger.storage import MEMORY, is_postgres
 
 CHECKPOINT_TABLE = "readmodel_checkpoints"
 
@@ -122,7 +122,7 @@ def open_checkpoints(db: str) -> CheckpointRecorder:
     if is_postgres(db):
         # Imported here: the PostgreSQL driver costs an embedded store's every command-line
         # process a sixth of its start-up.
-        from projections.pg_checkpoints import postgres_checkpoints
+        from planledger.projections.pg_checkpoints import postgres_checkpoints
         return postgres_checkpoints(db)
     datastore = SQLiteDatastore(str(checkpoint_path(db)), lock_timeout=30,
                                 originator_id_type="text")

@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING, Protocol, Self
 
 from eventsourcing.persistence import Notification
 
-from ledger.store import EventStore
-from projections.log import PAGE, page_after
+from planledger.ledger.store import EventStore
+from planledger.projections.log import PAGE, page_after
 
 if TYPE_CHECKING:
-    from projections.readmodel import ReadModel
+    from planledger.projections.readmodel import ReadModel
 
 ApplyNotes = Callable[[Sequence[Notification]], int]
 DEFAULT_INTERVAL = 0.05
@@ -141,7 +141,7 @@ def follow(model: "ReadModel", interval: float = DEFAULT_INTERVAL) -> Follower:
     stood when this returns (not wherever the model happened to be)."""
     model.catch_up()
     if _is_postgres(model.store.recorder):
-        from projections.pg_follower import PgFollower
+        from planledger.projections.pg_follower import PgFollower
 
         return PgFollower(model.store, model.apply_notifications, model.position).start()
     return PollingFollower(model.store, model.apply_notifications, model.position,

@@ -16,13 +16,13 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 
-from ledger.domain.events import LedgerEvent
-from ledger.domain.ids import StepId
-from ledger.store import EventStore
-from projections.log import PAGE, Positioned, at_positions, pages, paused_gc
-from projections.queryable import Queryable
-from projections.results import HistoryEntry
-from projections.view import TIMELESS, LedgerView
+from planledger.ledger.domain.events import LedgerEvent
+from planledger.ledger.domain.ids import StepId
+from planledger.ledger.store import EventStore
+from planledger.projections.log import PAGE, Positioned, at_positions, pages, paused_gc
+from planledger.projections.queryable import Queryable
+from planledger.projections.results import HistoryEntry
+from planledger.projections.view import TIMELESS, LedgerView
 
 
 def step_history(

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
-from ledger.domain.ids import PlanSlug, StepId
+from planledger.ledger.domain.ids import PlanSlug, StepId
 
 Bucket = Literal["ready", "blocked", "in_progress", "done", "dropped"]
 BUCKETS: tuple[Bucket, ...] = ("ready", "blocked", "in_progress", "done", "dropped")

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 
 from eventsourcing.persistence import Notification
 
-from ledger.store import EventStore
+from planledger.ledger.store import EventStore
 
 PAGE = 1000
 

@@ -10,9 +10,9 @@ from eventsourcing.postgres import PostgresDatastore, PostgresFactory, PostgresT
 from eventsourcing.utils import Environment
 from psycopg.sql import SQL, Identifier
 
-from ledger.storage import store_settings
-from ledger.store import EventStore
-from projections.checkpoints import CHECKPOINT_TABLE, CheckpointRecorder
+from planledger.ledger.storage import store_settings
+from planledger.ledger.store import EventStore
+from planledger.projections.checkpoints import CHECKPOINT_TABLE, CheckpointRecorder
 
 # Beside the log's own tables, so named after the application like them.
 PG_CHECKPOINT_TABLE = f"{EventStore.name.lower()}_{CHECKPOINT_TABLE}"

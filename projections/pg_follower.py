@@ -24,7 +24,7 @@ from typing import Any
 
 from eventsourcing.persistence import Notification, Subscription
 
-from ledger.store import EventStore
+from planledger.ledger.store import EventStore
 
 log = logging.getLogger(__name__)
 

@@ -22,18 +22,18 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from ledger.domain import events as ev
-from ledger.domain.ids import PlanSlug, StepId, plan_stream
-from ledger.domain.state import StepState
-from ledger.store import EventStore
-from projections import queries
-from projections.log import at_positions, paused_gc
-from projections.readmodel import Listener, ReadModel
-from projections.timeline_entries import Timeline
-from projections.view import LedgerView
+from planledger.ledger.domain import events as ev
+from planledger.ledger.domain.ids import PlanSlug, StepId, plan_stream
+from planledger.ledger.domain.state import StepState
+from planledger.ledger.store import EventStore
+from planledger.projections import queries
+from planledger.projections.log import at_positions, paused_gc
+from planledger.projections.readmodel import Listener, ReadModel
+from planledger.projections.timeline_entries import Timeline
+from planledger.projections.view import LedgerView
 
 if TYPE_CHECKING:  # the model imports this module
-    from projections.timeline import TimelineModel
+    from planledger.projections.timeline import TimelineModel
 
 log = logging.getLogger(__name__)
 

@@ -10,12 +10,12 @@ never the size of the plan, of its steps in flight, or of the log.
 import heapq
 from datetime import datetime
 
-from ledger.domain import errors
-from ledger.domain.claims import Verdict, live_holder
-from ledger.domain.ids import PlanSlug, SessionId, StepId
-from projections.index import PlanIndex
-from projections.results import BlockedStep, Blocker, Holding, Progress, ReadyStep
-from projections.view import LedgerView
+from planledger.ledger.domain import errors
+from planledger.ledger.domain.claims import Verdict, live_holder
+from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId
+from planledger.projections.index import PlanIndex
+from planledger.projections.results import BlockedStep, Blocker, Holding, Progress, ReadyStep
+from planledger.projections.view import LedgerView
 
 
 def _index(view: LedgerView, plan: PlanSlug) -> PlanIndex:

@@ -5,11 +5,11 @@ from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager
 from datetime import datetime
 
-from ledger.domain.claims import Verdict, live_holder
-from ledger.domain.ids import PlanSlug, SessionId, StepId
-from projections import queries
-from projections.results import BlockedStep, Holding, Progress, ReadyStep
-from projections.view import LedgerView
+from planledger.ledger.domain.claims import Verdict, live_holder
+from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId
+from planledger.projections import queries
+from planledger.projections.results import BlockedStep, Holding, Progress, ReadyStep
+from planledger.projections.view import LedgerView
 
 Reading = AbstractContextManager[tuple[LedgerView, datetime]]
 

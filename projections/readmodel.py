@@ -28,17 +28,17 @@ from datetime import datetime
 
 from eventsourcing.persistence import Notification, Tracking
 
-from ledger.domain.ids import PlanSlug, SessionId, StepId
-from ledger.domain.state import PlanState, SessionState, StepState
-from ledger.ports import CandidateView, Clock
-from ledger.store import EventStore
-from projections import queries
-from projections.checkpoints import CheckpointRecorder
-from projections.history import AsOf, as_of, step_history
-from projections.log import PAGE, decode, page_after, paused_gc
-from projections.queryable import Queryable
-from projections.results import HistoryEntry
-from projections.resume import (
+from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId
+from planledger.ledger.domain.state import PlanState, SessionState, StepState
+from planledger.ledger.ports import CandidateView, Clock
+from planledger.ledger.store import EventStore
+from planledger.projections import queries
+from planledger.projections.checkpoints import CheckpointRecorder
+from planledger.projections.history import AsOf, as_of, step_history
+from planledger.projections.log import PAGE, decode, page_after, paused_gc
+from planledger.projections.queryable import Queryable
+from planledger.projections.results import HistoryEntry
+from planledger.projections.resume import (
     UnusableCheckpoint,
     binding_at,
     checkpoint_key,
@@ -46,7 +46,7 @@ from projections.resume import (
     saved_state,
     state_data,
 )
-from projections.view import LedgerView
+from planledger.projections.view import LedgerView
 
 CHECKPOINT_EVERY = 50_000
 RETRY_SECONDS = 0.01

@@ -3,8 +3,8 @@
 from dataclasses import dataclass
 from datetime import datetime
 
-from ledger.domain.events import LedgerEvent
-from ledger.domain.ids import PlanSlug, SessionId, StepId
+from planledger.ledger.domain.events import LedgerEvent
+from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId
 
 
 @dataclass(frozen=True)

@@ -29,10 +29,10 @@ from dataclasses import asdict, dataclass
 
 from eventsourcing.persistence import Notification
 
-from ledger.store import EventStore
-from projections.codec import Data, record_of
-from projections.log import paused_gc
-from projections.view import LedgerView
+from planledger.ledger.store import EventStore
+from planledger.projections.codec import Data, record_of
+from planledger.projections.log import paused_gc
+from planledger.projections.view import LedgerView
 
 MAGIC = b"planledger-checkpoint/4\n"
 TAG_BYTES = hashlib.sha256().digest_size

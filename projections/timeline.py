@@ -18,18 +18,25 @@ import sys
 import threading
 from datetime import datetime
 
-from ledger.domain import events as ev
-from ledger.domain.ids import PLAN_STREAM_PREFIX, PlanSlug, SessionId, StepId
-from ledger.domain.state import StepState
-from ledger.store import EventStore
-from projections import queries
-from projections.log import PAGE, decode, page_after, paused_gc
-from projections.plan_timelines import PlanTimelines
-from projections.readmodel import ReadModel
-from projections.results import Progress
-from projections.timeline_entries import Entry, EntryKind, Lane, StepInfo, Timeline, describe
-from projections.timeline_pages import EntryIndex, chosen, position_of, take
-from projections.view import LedgerView
+from planledger.ledger.domain import events as ev
+from planledger.ledger.domain.ids import PLAN_STREAM_PREFIX, PlanSlug, SessionId, StepId
+from planledger.ledger.domain.state import StepState
+from planledger.ledger.store import EventStore
+from planledger.projections import queries
+from planledger.projections.log import PAGE, decode, page_after, paused_gc
+from planledger.projections.plan_timelines import PlanTimelines
+from planledger.projections.readmodel import ReadModel
+from planledger.projections.results import Progress
+from planledger.projections.timeline_entries import (
+    Entry,
+    EntryKind,
+    Lane,
+    StepInfo,
+    Timeline,
+    describe,
+)
+from planledger.projections.timeline_pages import EntryIndex, chosen, position_of, take
+from planledger.projections.view import LedgerView
 
 __all__ = ["Entry", "EntryKind", "Lane", "Progress", "Timeline", "TimelineModel"]
 

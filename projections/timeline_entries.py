@@ -12,10 +12,10 @@ from dataclasses import dataclass, fields, is_dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from ledger.domain import errors
-from ledger.domain import events as ev
-from ledger.domain.state import StepState
-from projections.results import Progress
+from planledger.ledger.domain import errors
+from planledger.ledger.domain import events as ev
+from planledger.ledger.domain.state import StepState
+from planledger.projections.results import Progress
 
 EntryKind = Literal[
     "plan_created", "step_added", "step_revised", "dependencies_declared",

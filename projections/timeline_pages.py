@@ -13,7 +13,7 @@ import itertools
 from collections.abc import Callable, Iterable
 from datetime import datetime
 
-from projections.timeline_entries import Entry
+from planledger.projections.timeline_entries import Entry
 
 MARKS = ("session_started", "session_ended")
 

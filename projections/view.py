@@ -16,11 +16,11 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, get_type_hints
 
-from ledger.domain import errors
-from ledger.domain import events as ev
-from ledger.domain.claims import Verdict, assess
-from ledger.domain.ids import PLAN_STREAM_PREFIX, PlanSlug, SessionId, StepId
-from ledger.domain.state import (
+from planledger.ledger.domain import errors
+from planledger.ledger.domain import events as ev
+from planledger.ledger.domain.claims import Verdict, assess
+from planledger.ledger.domain.ids import PLAN_STREAM_PREFIX, PlanSlug, SessionId, StepId
+from planledger.ledger.domain.state import (
     SATISFYING,
     PlanState,
     SessionState,
@@ -30,7 +30,7 @@ from ledger.domain.state import (
     evolve_session,
     evolve_step,
 )
-from projections.index import PlanIndex
+from planledger.projections.index import PlanIndex
 
 # An open step's verdict does not depend on the time (only a held lease does), so the
 # index judges open steps once, when they or their dependencies change, at any moment.

@@ -8,3 +8,8 @@
 - `render`: the merged timeline in a terminal, as JSON and as an HTML page;
 - `fixture`, `demo`: the seed's plan and the two-agent race.
 """
+
+# Mapped in as planledger.replays (see planledger/__init__.py), and imported only so.
+if __name__ != "planledger.replays":
+    raise ImportError(f"import this folder as planledger.replays, not as {__name__}")
+

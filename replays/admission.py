@@ -18,11 +18,11 @@ from typing import Any
 
 from eventsourcing.persistence import Mapper, StoredEvent
 
-from ledger.chain import Broken, Entry, verify
-from ledger.domain import errors
-from ledger.domain import events as ev
-from ledger.domain.ids import ADMIN, LOCAL_PREFIX, PlanSlug, StepId, plan_stream
-from ledger.domain.plans import (
+from planledger.ledger.chain import Broken, Entry, verify
+from planledger.ledger.domain import errors
+from planledger.ledger.domain import events as ev
+from planledger.ledger.domain.ids import ADMIN, LOCAL_PREFIX, PlanSlug, StepId, plan_stream
+from planledger.ledger.domain.plans import (
     MAX_BODY,
     MAX_DEPENDENCIES,
     MAX_STEPS_PER_PLAN,
@@ -32,7 +32,7 @@ from ledger.domain.plans import (
     check_text,
     find_cycle,
 )
-from ledger.domain.state import (
+from planledger.ledger.domain.state import (
     SATISFYING,
     PlanState,
     SessionState,
@@ -41,9 +41,9 @@ from ledger.domain.state import (
     evolve_session,
     evolve_step,
 )
-from replays.format import EventRecord, RecordingError
-from replays.reading import ANSWER_TOPIC
-from replays.typed_events import Mistyped, decode_typed
+from planledger.replays.format import EventRecord, RecordingError
+from planledger.replays.reading import ANSWER_TOPIC
+from planledger.replays.typed_events import Mistyped, decode_typed
 
 # Session and step ids as every door takes them (api.http.deps): a stream named otherwise
 # could not have been written by planledger.

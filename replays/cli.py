@@ -15,21 +15,21 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from api.commands.common import DbOption, JsonOption, UrlOption
-from api.runtime import open_runtime
-from ledger.domain.errors import LedgerError
-from projections.timeline import Timeline, TimelineModel
-from replays import demo as demo_run
-from replays import merged_render, render
-from replays import race_transcripts as race_example
-from replays.explore import explore
-from replays.fixture import PLAN, seed_auth_refresh
-from replays.format import Recording, RecordingError, Selection, write, write_file
-from replays.reading import read_file
-from replays.recording import decode, export, import_into
-from replays.rerun import rerun
-from replays.transcript_timeline import merged
-from replays.transcripts import TranscriptError
+from planledger.api.commands.common import DbOption, JsonOption, UrlOption
+from planledger.api.runtime import open_runtime
+from planledger.ledger.domain.errors import LedgerError
+from planledger.projections.timeline import Timeline, TimelineModel
+from planledger.replays import demo as demo_run
+from planledger.replays import merged_render, render
+from planledger.replays import race_transcripts as race_example
+from planledger.replays.explore import explore
+from planledger.replays.fixture import PLAN, seed_auth_refresh
+from planledger.replays.format import Recording, RecordingError, Selection, write, write_file
+from planledger.replays.reading import read_file
+from planledger.replays.recording import decode, export, import_into
+from planledger.replays.rerun import rerun
+from planledger.replays.transcript_timeline import merged
+from planledger.replays.transcripts import TranscriptError
 
 app = typer.Typer(help="Recordings of the log: export, import, timeline, re-execute, explore.",
                   no_args_is_help=True)

@@ -13,10 +13,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
-from ledger.application import Ledger, NewStep
-from ledger.domain import events as ev
-from ledger.domain.ids import local_operator
-from replays.format import COMMAND_NAMES, CommandRecord, RecordingError
+from planledger.ledger.application import Ledger, NewStep
+from planledger.ledger.domain import events as ev
+from planledger.ledger.domain.ids import local_operator
+from planledger.replays.format import COMMAND_NAMES, CommandRecord, RecordingError
 
 Args = dict[str, Any]
 Start = tuple[str, str | None, Args, list[str]]  # name, acting session, args, new ids

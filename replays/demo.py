@@ -14,11 +14,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from api.runtime import Runtime
-from ledger.application import Ledger
-from ledger.domain.errors import AlreadyClaimed
-from ledger.domain.ids import StepId
-from replays.fixture import PLAN, seed_auth_refresh
+from planledger.api.runtime import Runtime
+from planledger.ledger.application import Ledger
+from planledger.ledger.domain.errors import AlreadyClaimed
+from planledger.ledger.domain.ids import StepId
+from planledger.replays.fixture import PLAN, seed_auth_refresh
 
 AGENTS = ("agent A", "agent B")
 BARRIER_TIMEOUT = 30.0

@@ -22,11 +22,11 @@ from typing import Any
 
 from eventsourcing.persistence import StoredEvent
 
-from ledger.domain import events as ev
-from projections.timeline import TimelineModel
-from replays.format import CommandRecord, Recording
-from replays.recording import decode, read_log
-from replays.rerun import Replayer
+from planledger.ledger.domain import events as ev
+from planledger.projections.timeline import TimelineModel
+from planledger.replays.format import CommandRecord, Recording
+from planledger.replays.recording import decode, read_log
+from planledger.replays.rerun import Replayer
 
 Schedule = tuple[tuple[int, ...], ...]  # per explored stretch, the lane of each turn
 

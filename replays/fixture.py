@@ -4,8 +4,8 @@ Tests import it from here (`tests/support/seed.py` re-exports it), so the demo a
 tests seed one and the same plan.
 """
 
-from ledger.application import Ledger, NewStep
-from ledger.domain.ids import StepId
+from planledger.ledger.application import Ledger, NewStep
+from planledger.ledger.domain.ids import StepId
 
 PLAN = "auth-refresh"
 PLAN_TITLE = "Refresh-token rotation"

@@ -23,9 +23,9 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from projections.timeline_entries import Entry, Lane, Timeline
-from replays import render
-from replays.transcripts import Item, ToolCall, Transcript, result_json
+from planledger.projections.timeline_entries import Entry, Lane, Timeline
+from planledger.replays import render
+from planledger.replays.transcripts import Item, ToolCall, Transcript, result_json
 
 DEFAULT_CLOCK_THRESHOLD = 1.0  # seconds: less than this is left alone as noise
 SLACK = timedelta(seconds=2)  # how far outside its call an event may still be its call's

@@ -19,19 +19,19 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from api.identity import Identity
-from api.runtime import Runtime
-from ledger.domain import errors
-from projections.timeline import TimelineModel
-from projections.timeline_entries import Entry
-from replays import merged_render
-from replays.demo import RaceResult
-from replays.fixture import CONSTRAINTS, PLAN, PLAN_TITLE
-from replays.format import write_file
-from replays.merge import merge
-from replays.reading import read_file
-from replays.recording import export
-from replays.transcript_timeline import log_of_recording, read_transcripts
+from planledger.api.identity import Identity
+from planledger.api.runtime import Runtime
+from planledger.ledger.domain import errors
+from planledger.projections.timeline import TimelineModel
+from planledger.projections.timeline_entries import Entry
+from planledger.replays import merged_render
+from planledger.replays.demo import RaceResult
+from planledger.replays.fixture import CONSTRAINTS, PLAN, PLAN_TITLE
+from planledger.replays.format import write_file
+from planledger.replays.merge import merge
+from planledger.replays.reading import read_file
+from planledger.replays.recording import export
+from planledger.replays.transcript_timeline import log_of_recording, read_transcripts
 
 PROMPT = "pick up the next step of the plan"
 SERVER = "mcp__planledger__"

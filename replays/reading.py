@@ -10,9 +10,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ledger.answers import AnswerRecorded
-from ledger.domain import events as ev
-from replays.format import (
+from planledger.ledger.answers import AnswerRecorded
+from planledger.ledger.domain import events as ev
+from planledger.replays.format import (
     COMMAND_NAMES,
     FORMAT,
     SCHEMA,
@@ -24,7 +24,7 @@ from replays.format import (
     Selection,
     canonical,
 )
-from replays.jsonline import BadLine, parse_line
+from planledger.replays.jsonline import BadLine, parse_line
 
 ANSWER_TOPIC = AnswerRecorded.TOPIC  # the API's idempotency records (riders)
 # The event types a planledger log holds: a recording naming any other is refused before

@@ -10,13 +10,13 @@ from datetime import datetime
 
 from eventsourcing.persistence import Notification
 
-from ledger.domain import events as ev
-from ledger.storage import MEMORY, store_settings
-from ledger.store import EventStore
-from projections.log import PAGE, page_after
-from replays.admission import admit
-from replays.commands import derive
-from replays.format import (
+from planledger.ledger.domain import events as ev
+from planledger.ledger.storage import MEMORY, store_settings
+from planledger.ledger.store import EventStore
+from planledger.projections.log import PAGE, page_after
+from planledger.replays.admission import admit
+from planledger.replays.commands import derive
+from planledger.replays.format import (
     CommandRecord,
     EventRecord,
     Header,
@@ -25,7 +25,7 @@ from replays.format import (
     Selection,
     canonical,
 )
-from replays.selection import Decoded, choose
+from planledger.replays.selection import Decoded, choose
 
 EPOCH = "1970-01-01T00:00:00+00:00"
 

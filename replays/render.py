@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from projections.timeline import Entry, Timeline
+from planledger.projections.timeline import Entry, Timeline
 
 TIME_WIDTH = 16
 MIN_LANE_WIDTH = 44  # narrower lanes wrap a bounce message into a column of words

@@ -12,14 +12,14 @@ from datetime import datetime
 
 from eventsourcing.persistence import StoredEvent
 
-from api.runtime import Runtime, open_runtime
-from ledger.chain import HASH_KEY
-from ledger.domain.errors import LedgerError
-from ledger.ports import Clock, IdGenerator
-from projections.log import page_after
-from replays.commands import execute
-from replays.format import CommandRecord, EventRecord, Recording, RecordingError
-from replays.recording import commands_of
+from planledger.api.runtime import Runtime, open_runtime
+from planledger.ledger.chain import HASH_KEY
+from planledger.ledger.domain.errors import LedgerError
+from planledger.ledger.ports import Clock, IdGenerator
+from planledger.projections.log import page_after
+from planledger.replays.commands import execute
+from planledger.replays.format import CommandRecord, EventRecord, Recording, RecordingError
+from planledger.replays.recording import commands_of
 
 MAX_EVENTS_PER_COMMAND = 1_000_000  # a plan created with all its steps is one command
 

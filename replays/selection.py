@@ -9,9 +9,9 @@ recording marks them `context`, and its timeline shows the matched events only.
 
 from eventsourcing.persistence import Notification
 
-from ledger.domain import events as ev
-from ledger.domain.ids import PLAN_STREAM_PREFIX
-from replays.format import Selection
+from planledger.ledger.domain import events as ev
+from planledger.ledger.domain.ids import PLAN_STREAM_PREFIX
+from planledger.replays.format import Selection
 
 Decoded = list[tuple[Notification, object]]
 

@@ -5,14 +5,14 @@ from a recording, a store or a running server, and merge (replays.merge)."""
 from collections.abc import Sequence
 from pathlib import Path
 
-from api.commands.client import Client
-from api.commands.common import open_client
-from projections.timeline import TimelineModel
-from replays.format import Recording
-from replays.merge import LedgerLog, MergedTimeline, bound_sessions, merge
-from replays.reading import read_file
-from replays.recording import decode
-from replays.transcripts import Transcript, TranscriptError, read_transcript
+from planledger.api.commands.client import Client
+from planledger.api.commands.common import open_client
+from planledger.projections.timeline import TimelineModel
+from planledger.replays.format import Recording
+from planledger.replays.merge import LedgerLog, MergedTimeline, bound_sessions, merge
+from planledger.replays.reading import read_file
+from planledger.replays.recording import decode
+from planledger.replays.transcripts import Transcript, TranscriptError, read_transcript
 
 MAX_TRANSCRIPTS = 16
 

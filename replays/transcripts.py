@@ -28,8 +28,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
-from replays.jsonline import BadLine, parse_line
-from replays.masking import mask_text, mask_value
+from planledger.replays.jsonline import BadLine, parse_line
+from planledger.replays.masking import mask_text, mask_value
 
 MAX_FILE_BYTES = 256 * 1024 * 1024
 MAX_LINE_BYTES = 16 * 1024 * 1024  # a tool result holding a whole file fits

@@ -16,7 +16,7 @@ from typing import Any, get_type_hints
 from eventsourcing.persistence import Mapper, StoredEvent
 from pydantic import TypeAdapter, ValidationError
 
-from ledger.chain import HASH_KEY, PREV_KEY
+from planledger.ledger.chain import HASH_KEY, PREV_KEY
 
 # A stored event's place comes from its row (stream, version), never from its state.
 PLACE = frozenset({"originator_id", "originator_version"})

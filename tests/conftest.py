@@ -10,7 +10,7 @@ for _name in ("COLUMNS", "LINES"):
 
 import pytest  # noqa: E402
 
-from api.runtime import Runtime, open_runtime  # noqa: E402
+from planledger.api.runtime import Runtime, open_runtime  # noqa: E402
 from tests.support.fakes import FakeClock, SequentialIds  # noqa: E402
 
 

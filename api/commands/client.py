@@ -8,9 +8,9 @@ from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, TypeAdapter
 
-from api import views
-from api.errors import Replayed, Unauthorized
-from api.schemas import (
+from planledger.api import views
+from planledger.api.errors import Replayed, Unauthorized
+from planledger.api.schemas import (
     ClaimIn,
     ClaimNextOut,
     ClaimOut,
@@ -29,8 +29,8 @@ from api.schemas import (
     StepDetailOut,
     TimelineOut,
 )
-from api.service import Service
-from ledger.domain.ids import local_operator
+from planledger.api.service import Service
+from planledger.ledger.domain.ids import local_operator
 
 T = TypeVar("T")
 

@@ -13,13 +13,13 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.console import Console
 
-from api.commands.client import Client, LocalClient, RemoteClient, Unreachable
-from api.errors import BOUNCE_REASONS, ConfigError, problem
-from api.identity import Identity
-from api.runtime import open_runtime
-from api.service import Service
-from api.settings import load_settings
-from ledger.domain.errors import InvalidInput
+from planledger.api.commands.client import Client, LocalClient, RemoteClient, Unreachable
+from planledger.api.errors import BOUNCE_REASONS, ConfigError, problem
+from planledger.api.identity import Identity
+from planledger.api.runtime import open_runtime
+from planledger.api.service import Service
+from planledger.api.settings import load_settings
+from planledger.ledger.domain.errors import InvalidInput
 
 EXIT_ERROR = 1
 EXIT_BOUNCED = 3

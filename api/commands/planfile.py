@@ -34,8 +34,8 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from api.schemas import PlanIn, PlanStepIn
-from ledger.domain.errors import InvalidInput
+from planledger.api.schemas import PlanIn, PlanStepIn
+from planledger.ledger.domain.errors import InvalidInput
 
 _ITEM = re.compile(r"^\s*(?:[-*]|\d+[.)])\s+(?:\[(?P<key>[^\]]+)\]\s*)?(?P<text>.+?)\s*$")
 _AFTER = re.compile(r"\s*\((?:after|depends on):\s*(?P<deps>[^)]*)\)\s*$", re.IGNORECASE)

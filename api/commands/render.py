@@ -5,8 +5,8 @@ from datetime import datetime
 import typer
 from rich.table import Table
 
-from api.commands.common import console
-from api.schemas import (
+from planledger.api.commands.common import console
+from planledger.api.schemas import (
     ClaimNextOut,
     ClaimOut,
     LogPageOut,
@@ -21,9 +21,9 @@ from api.schemas import (
     StepOut,
     TimelineOut,
 )
-from projections.results import Progress
-from projections.timeline import Timeline
-from replays import render as replay_render
+from planledger.projections.results import Progress
+from planledger.projections.timeline import Timeline
+from planledger.replays import render as replay_render
 
 
 def _when(moment: datetime | None) -> str:

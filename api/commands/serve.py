@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from starlette.concurrency import run_in_threadpool
 
-from api.commands.common import DbOption, answering_errors
-from api.runtime import Runtime, open_runtime
-from api.settings import load_settings
+from planledger.api.commands.common import DbOption, answering_errors
+from planledger.api.runtime import Runtime, open_runtime
+from planledger.api.settings import load_settings
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -29,7 +29,7 @@ def serve(
     """Serve the HTTP API (OpenAPI docs at /docs, health at /healthz, metrics at /metrics)."""
     import uvicorn  # the web stack loads only here: other commands start faster without it
 
-    from api.http.app import create_app
+    from planledger.api.http.app import create_app
 
     with answering_errors():
         settings = load_settings(db=db, host=host, port=port, lease_default=lease_default)

@@ -15,16 +15,16 @@ from dataclasses import dataclass, field
 
 from anyio import to_thread
 
-from api import views
-from api.console.schemas import ChangeOut
-from api.console.snapshot import live_sessions, names
-from api.console.steps import steps_now
-from api.runtime import Runtime
-from api.schemas import EventOut, PlanSummaryOut, ProgressOut
-from ledger.domain import events as ev
-from ledger.domain.ids import PLAN_STREAM_PREFIX, PlanSlug, SessionId, StepId
-from projections import queries
-from projections.view import LedgerView
+from planledger.api import views
+from planledger.api.console.schemas import ChangeOut
+from planledger.api.console.snapshot import live_sessions, names
+from planledger.api.console.steps import steps_now
+from planledger.api.runtime import Runtime
+from planledger.api.schemas import EventOut, PlanSummaryOut, ProgressOut
+from planledger.ledger.domain import events as ev
+from planledger.ledger.domain.ids import PLAN_STREAM_PREFIX, PlanSlug, SessionId, StepId
+from planledger.projections import queries
+from planledger.projections.view import LedgerView
 
 MAX_STEPS = 100  # steps sent one by one; a wider change names its plans to read again
 # Events after which a step's dependents may be judged differently.

@@ -12,8 +12,8 @@ import logging
 import anyio
 from anyio import to_thread
 
-from projections.follower import Follower, follow
-from projections.readmodel import ReadModel
+from planledger.projections.follower import Follower, follow
+from planledger.projections.readmodel import ReadModel
 
 log = logging.getLogger("planledger.console")
 WAIT_SECONDS = 0.5  # how long the watching thread blocks before looking again

@@ -13,15 +13,15 @@ from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
-from api.console.changes import SharedChanges, message_after
-from api.console.live import LogWatch
-from api.console.schemas import ConsoleOut, StepPageOut
-from api.console.snapshot import snapshot, steps_page
-from api.console.steps import MAX_PAGE, Show
-from api.console.tail import timeline_tail
-from api.http.deps import ServiceDep
-from api.http.docs import errors
-from api.schemas import TimelineOut
+from planledger.api.console.changes import SharedChanges, message_after
+from planledger.api.console.live import LogWatch
+from planledger.api.console.schemas import ConsoleOut, StepPageOut
+from planledger.api.console.snapshot import snapshot, steps_page
+from planledger.api.console.steps import MAX_PAGE, Show
+from planledger.api.console.tail import timeline_tail
+from planledger.api.http.deps import ServiceDep
+from planledger.api.http.docs import errors
+from planledger.api.schemas import TimelineOut
 
 STATIC = Path(__file__).with_name("static")
 # The page loads nothing from outside the server, and the browser is told to refuse to.

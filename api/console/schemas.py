@@ -5,7 +5,14 @@ from datetime import datetime
 
 from pydantic import Field
 
-from api.schemas import LogPageOut, PlanSummaryOut, ProgressOut, Schema, SessionOut, StepOut
+from planledger.api.schemas import (
+    LogPageOut,
+    PlanSummaryOut,
+    ProgressOut,
+    Schema,
+    SessionOut,
+    StepOut,
+)
 
 
 class SessionNameOut(Schema):

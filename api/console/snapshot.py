@@ -3,17 +3,17 @@ sessions, lapsed claims and names, built from `api.views` and `api.console.steps
 
 from collections.abc import Iterable
 
-from api import views
-from api.console.schemas import ConsoleOut, PlanPageOut, SessionNameOut, StepPageOut
-from api.console.steps import Show, lapsed, page_of
-from api.runtime import Runtime
-from api.schemas import SessionOut, StepOut
-from api.service import Service
-from ledger.domain import errors
-from ledger.domain.ids import PlanSlug, SessionId
-from ledger.domain.state import SessionState
-from projections import queries
-from projections.view import LedgerView
+from planledger.api import views
+from planledger.api.console.schemas import ConsoleOut, PlanPageOut, SessionNameOut, StepPageOut
+from planledger.api.console.steps import Show, lapsed, page_of
+from planledger.api.runtime import Runtime
+from planledger.api.schemas import SessionOut, StepOut
+from planledger.api.service import Service
+from planledger.ledger.domain import errors
+from planledger.ledger.domain.ids import PlanSlug, SessionId
+from planledger.ledger.domain.state import SessionState
+from planledger.projections import queries
+from planledger.projections.view import LedgerView
 
 MAX_IDLE = 12  # idle sessions shown as cards; an agent that never ended stays "live"
 

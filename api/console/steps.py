@@ -14,11 +14,11 @@ from datetime import datetime
 from itertools import islice
 from typing import Literal
 
-from api import views
-from api.schemas import StepOut
-from ledger.domain.ids import PlanSlug, StepId
-from ledger.domain.state import PlanState
-from projections.view import LedgerView
+from planledger.api import views
+from planledger.api.schemas import StepOut
+from planledger.ledger.domain.ids import PlanSlug, StepId
+from planledger.ledger.domain.state import PlanState
+from planledger.projections.view import LedgerView
 
 Show = Literal["all", "unfinished", "held", "claimable", "lapsed", "waiting", "done",
                "dropped"]

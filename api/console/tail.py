@@ -9,11 +9,11 @@ so nothing older is described.
 import heapq
 from itertools import chain
 
-from api import views
-from api.schemas import TimelineOut
-from api.service import Service
-from ledger.domain import errors
-from ledger.domain.ids import PlanSlug
+from planledger.api import views
+from planledger.api.schemas import TimelineOut
+from planledger.api.service import Service
+from planledger.ledger.domain import errors
+from planledger.ledger.domain.ids import PlanSlug
 
 LAST = 400  # entries: as many as the page draws
 

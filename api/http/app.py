@@ -18,19 +18,19 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from api import __version__
-from api.console.routes import install_console
-from api.errors import ApiError, Replayed, problem
-from api.http import routes_log, routes_plans, routes_sessions, routes_steps
-from api.http.latency import LatencyObserver
-from api.http.limits import BodyLimit
-from api.identity import Identity
-from api.mcp.http import install_mcp
-from api.runtime import Runtime
-from api.schemas import ErrorOut
-from api.service import Service
-from api.settings import Settings
-from ledger.domain.errors import LedgerError
+from planledger import __version__
+from planledger.api.console.routes import install_console
+from planledger.api.errors import ApiError, Replayed, problem
+from planledger.api.http import routes_log, routes_plans, routes_sessions, routes_steps
+from planledger.api.http.latency import LatencyObserver
+from planledger.api.http.limits import BodyLimit
+from planledger.api.identity import Identity
+from planledger.api.mcp.http import install_mcp
+from planledger.api.runtime import Runtime
+from planledger.api.schemas import ErrorOut
+from planledger.api.service import Service
+from planledger.api.settings import Settings
+from planledger.ledger.domain.errors import LedgerError
 
 log = logging.getLogger("planledger.http")
 

@@ -17,8 +17,8 @@ from typing import TypeVar
 
 from starlette.concurrency import run_in_threadpool
 
-from api.service import Service
-from ledger.store import WouldWait
+from planledger.api.service import Service
+from planledger.ledger.store import WouldWait
 
 T = TypeVar("T")
 

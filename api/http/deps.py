@@ -10,9 +10,9 @@ from typing import Annotated
 from fastapi import Depends, Header, Path, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from api.errors import Unauthorized
-from api.service import Service
-from ledger.domain.ids import ADMIN, Actor, SessionId
+from planledger.api.errors import Unauthorized
+from planledger.api.service import Service
+from planledger.ledger.domain.ids import ADMIN, Actor, SessionId
 
 
 def _service(request: Request) -> Service:

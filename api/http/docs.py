@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from api.schemas import ErrorOut
+from planledger.api.schemas import ErrorOut
 
 _DEFAULTS = {
     401: "No token, or a token this server did not sign.",

@@ -9,7 +9,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api.metrics import Metrics
+from planledger.api.metrics import Metrics
 
 
 class LatencyObserver:

@@ -6,12 +6,12 @@ from fastapi import APIRouter, Query, Response
 from pydantic import AwareDatetime
 from starlette.concurrency import run_in_threadpool
 
-from api import views
-from api.http.deps import ServiceDep
-from api.http.docs import errors
-from api.metrics import CONTENT_TYPE
-from api.schemas import HealthOut, LogPageOut, TimelineOut
-from ledger.storage import MEMORY, is_postgres
+from planledger.api import views
+from planledger.api.http.deps import ServiceDep
+from planledger.api.http.docs import errors
+from planledger.api.metrics import CONTENT_TYPE
+from planledger.api.schemas import HealthOut, LogPageOut, TimelineOut
+from planledger.ledger.storage import MEMORY, is_postgres
 
 router = APIRouter(tags=["log"])
 ops = APIRouter(tags=["operations"])

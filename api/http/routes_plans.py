@@ -4,16 +4,16 @@ add steps, and claim the next ready step."""
 from fastapi import APIRouter
 from starlette.concurrency import run_in_threadpool
 
-from api import views
-from api.http.deps import (
+from planledger.api import views
+from planledger.api.http.deps import (
     ActorDep,
     AuthorDep,
     IdempotencyKeyDep,
     ServiceDep,
     SlugPath,
 )
-from api.http.docs import errors
-from api.schemas import (
+from planledger.api.http.docs import errors
+from planledger.api.schemas import (
     ClaimIn,
     ClaimNextOut,
     PlanCreatedOut,

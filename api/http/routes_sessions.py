@@ -3,12 +3,12 @@
 from fastapi import APIRouter
 from starlette.concurrency import run_in_threadpool
 
-from api import views
-from api.errors import Forbidden
-from api.http.commands import run_command
-from api.http.deps import ActorDep, IdempotencyKeyDep, ServiceDep, SessionPath
-from api.http.docs import errors
-from api.schemas import SessionEndOut, SessionOut, SessionStartIn, SessionStartOut
+from planledger.api import views
+from planledger.api.errors import Forbidden
+from planledger.api.http.commands import run_command
+from planledger.api.http.deps import ActorDep, IdempotencyKeyDep, ServiceDep, SessionPath
+from planledger.api.http.docs import errors
+from planledger.api.schemas import SessionEndOut, SessionOut, SessionStartIn, SessionStartOut
 
 router = APIRouter(prefix="/api/sessions", tags=["sessions"])
 

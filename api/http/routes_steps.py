@@ -4,9 +4,9 @@ claim, heartbeat, complete, release, drop, reopen, and an operator's force-relea
 from fastapi import APIRouter
 from starlette.concurrency import run_in_threadpool
 
-from api import views
-from api.http.commands import run_command
-from api.http.deps import (
+from planledger.api import views
+from planledger.api.http.commands import run_command
+from planledger.api.http.deps import (
     ActorDep,
     AdminDep,
     AuthorDep,
@@ -14,8 +14,8 @@ from api.http.deps import (
     ServiceDep,
     StepPath,
 )
-from api.http.docs import errors
-from api.schemas import (
+from planledger.api.http.docs import errors
+from planledger.api.schemas import (
     ClaimIn,
     ClaimOut,
     DependenciesIn,

@@ -19,9 +19,9 @@ from typing import Any
 from mcp.server.connection import Connection
 from mcp.server.mcpserver import Context
 
-from api.errors import ApiError, Forbidden, Unauthorized
-from api.identity import Identity
-from ledger.domain.ids import SessionId
+from planledger.api.errors import ApiError, Forbidden, Unauthorized
+from planledger.api.identity import Identity
+from planledger.ledger.domain.ids import SessionId
 
 STDIO = "stdio"
 MAX_CONNECTIONS = 10_000  # as many as the SDK's session manager keeps open by default

@@ -9,9 +9,13 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field
 
-from api.text import check_text
-from ledger.domain.claims import DEFAULT_LEASE_SECONDS, MAX_LEASE_SECONDS, MIN_LEASE_SECONDS
-from ledger.domain.plans import SLUG_PATTERN
+from planledger.api.text import check_text
+from planledger.ledger.domain.claims import (
+    DEFAULT_LEASE_SECONDS,
+    MAX_LEASE_SECONDS,
+    MIN_LEASE_SECONDS,
+)
+from planledger.ledger.domain.plans import SLUG_PATTERN
 
 ID_PATTERN = r"^[0-9A-Za-z_-]{1,64}$"  # the HTTP API's StepPath/SessionPath pattern
 # Free text must be text (api.text): a lone surrogate is refused naming the argument. The

@@ -20,10 +20,10 @@ from mcp.types import (
     TextContent,
 )
 
-from api import __version__
-from api.errors import ConfigError
-from api.mcp.http import PATH
-from api.mcp.server import INSTRUCTIONS
+from planledger import __version__
+from planledger.api.errors import ConfigError
+from planledger.api.mcp.http import PATH
+from planledger.api.mcp.server import INSTRUCTIONS
 
 
 def mcp_url(url: str) -> str:

@@ -1,10 +1,10 @@
 """What an agent learns when its session starts: the plans in motion, their progress and
 their constraints, so it starts knowing the rules."""
 
-from api import views
-from api.mcp.schemas import PlanBriefOut, SessionBriefingOut
-from api.runtime import Runtime
-from api.schemas import PlanOut, PlanSummaryOut, ProgressOut, SessionStartOut
+from planledger.api import views
+from planledger.api.mcp.schemas import PlanBriefOut, SessionBriefingOut
+from planledger.api.runtime import Runtime
+from planledger.api.schemas import PlanOut, PlanSummaryOut, ProgressOut, SessionStartOut
 
 NEXT = ("Next: tasks_ready(plan) lists what you may claim (oldest first); tasks_claim(id) "
         "one, or tasks_claim_next(plan) to take the first; tasks_complete(id) when done.")

@@ -9,7 +9,7 @@ loopback address, the SDK also refuses requests whose Host or Origin is not loca
 
 A tool call is answered with a plain JSON body, not an SSE stream: no tool sends
 notifications while it runs, and the stream's set-up and framing made a `tasks_claim`
-round trip 2.2x the HTTP claim's (1.6x with JSON; `python -m bench mcp`).
+round trip 2.2x the HTTP claim's (1.6x with JSON; `python -m planledger.bench mcp`).
 """
 
 from collections.abc import AsyncIterator
@@ -20,8 +20,8 @@ from fastapi import FastAPI
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from api.mcp.server import LedgerMCP, build_server
-from api.service import Service
+from planledger.api.mcp.server import LedgerMCP, build_server
+from planledger.api.service import Service
 
 PATH = "/mcp"
 

@@ -2,7 +2,7 @@
 
 from pydantic import Field
 
-from api.schemas import EventOut, Schema, SessionStartOut, StepChangeOut, StepOut
+from planledger.api.schemas import EventOut, Schema, SessionStartOut, StepChangeOut, StepOut
 
 
 class PlanBriefOut(Schema):

@@ -15,14 +15,14 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, InputRequiredResult, TextContent
 from pydantic import ValidationError
 
-from api import __version__
-from api.errors import problem
-from api.mcp.acting import Connections, mcp_connection
-from api.mcp.tools_claims import ClaimTools
-from api.mcp.tools_plans import PlanTools
-from api.mcp.tools_sessions import SessionTools
-from api.mcp.tools_steps import StepTools
-from api.service import Service
+from planledger import __version__
+from planledger.api.errors import problem
+from planledger.api.mcp.acting import Connections, mcp_connection
+from planledger.api.mcp.tools_claims import ClaimTools
+from planledger.api.mcp.tools_plans import PlanTools
+from planledger.api.mcp.tools_sessions import SessionTools
+from planledger.api.mcp.tools_steps import StepTools
+from planledger.api.service import Service
 
 log = logging.getLogger("planledger.mcp")
 

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from api.commands.common import DbOption, UrlOption, answering_errors
+from planledger.api.commands.common import DbOption, UrlOption, answering_errors
 
 
 def mcp(
@@ -26,7 +26,7 @@ def mcp(
 
     with answering_errors():
         if url:
-            from api.mcp.bridge import serve_bridge
+            from planledger.api.mcp.bridge import serve_bridge
 
             anyio.run(serve_bridge, url)
         else:
@@ -36,11 +36,11 @@ def mcp(
 def _serve_embedded(db: str | None, lease_default: int | None) -> None:
     import anyio
 
-    from api.identity import Identity
-    from api.mcp.server import build_server
-    from api.runtime import open_runtime
-    from api.service import Service
-    from api.settings import load_settings
+    from planledger.api.identity import Identity
+    from planledger.api.mcp.server import build_server
+    from planledger.api.runtime import open_runtime
+    from planledger.api.service import Service
+    from planledger.api.settings import load_settings
 
     settings = load_settings(db=db, lease_default=lease_default)
     runtime = open_runtime(settings.db, checkpoints=True)

@@ -5,12 +5,12 @@ from typing import Any
 
 from mcp.server.mcpserver import Context
 
-from api.mcp.acting import Connections, mcp_connection
-from api.mcp.briefing import plans_in_motion
-from api.runtime import Runtime
-from api.service import Service
-from ledger.domain.errors import InvalidInput
-from ledger.domain.ids import ADMIN, Actor, SessionId
+from planledger.api.mcp.acting import Connections, mcp_connection
+from planledger.api.mcp.briefing import plans_in_motion
+from planledger.api.runtime import Runtime
+from planledger.api.service import Service
+from planledger.ledger.domain.errors import InvalidInput
+from planledger.ledger.domain.ids import ADMIN, Actor, SessionId
 
 
 class Tools:

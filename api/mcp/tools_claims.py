@@ -6,11 +6,11 @@ from typing import Any
 
 from mcp.server.mcpserver import Context
 
-from api import views
-from api.mcp.args import Fence, Lease, Plan, SessionArg, StepId, TokenArg
-from api.mcp.schemas import StepClosedOut
-from api.mcp.toolbase import Tools
-from api.schemas import ClaimNextOut, ClaimOut, StepChangeOut
+from planledger.api import views
+from planledger.api.mcp.args import Fence, Lease, Plan, SessionArg, StepId, TokenArg
+from planledger.api.mcp.schemas import StepClosedOut
+from planledger.api.mcp.toolbase import Tools
+from planledger.api.schemas import ClaimNextOut, ClaimOut, StepChangeOut
 
 
 class ClaimTools(Tools):

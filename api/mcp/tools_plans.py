@@ -6,10 +6,10 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
-from api import views
-from api.mcp.args import Plan, SessionArg, TokenArg
-from api.mcp.toolbase import Tools
-from api.schemas import PlanCreatedOut, PlanIn, PlanOut, PlanStepIn, PlanSummaryOut
+from planledger.api import views
+from planledger.api.mcp.args import Plan, SessionArg, TokenArg
+from planledger.api.mcp.toolbase import Tools
+from planledger.api.schemas import PlanCreatedOut, PlanIn, PlanOut, PlanStepIn, PlanSummaryOut
 
 Steps = Annotated[list[PlanStepIn | str] | None, Field(
     description="The steps in order: a title, or {key, title, body, depends_on} where "

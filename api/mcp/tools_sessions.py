@@ -6,11 +6,11 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
-from api.mcp.args import SessionArg, Text, TokenArg
-from api.mcp.briefing import briefing
-from api.mcp.schemas import SessionBriefingOut
-from api.mcp.toolbase import Tools
-from api.schemas import SessionEndOut
+from planledger.api.mcp.args import SessionArg, Text, TokenArg
+from planledger.api.mcp.briefing import briefing
+from planledger.api.mcp.schemas import SessionBriefingOut
+from planledger.api.mcp.toolbase import Tools
+from planledger.api.schemas import SessionEndOut
 
 Name = Annotated[str | None, Text, Field(
     max_length=300, description="A label people see on the timeline and the console, e.g. "

@@ -6,13 +6,29 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
-from api import views
-from api.mcp.args import Fence, Lease, MaybePlan, SessionArg, Status, StepId, StepIds, TokenArg
-from api.mcp.schemas import TasksOut
-from api.mcp.toolbase import Tools
-from api.schemas import DependenciesIn, ReadyOut, StepIn, StepOut, StepRefOut, StepRevisionIn
-from ledger.domain.ids import SessionId
-from ledger.domain.state import SATISFYING
+from planledger.api import views
+from planledger.api.mcp.args import (
+    Fence,
+    Lease,
+    MaybePlan,
+    SessionArg,
+    Status,
+    StepId,
+    StepIds,
+    TokenArg,
+)
+from planledger.api.mcp.schemas import TasksOut
+from planledger.api.mcp.toolbase import Tools
+from planledger.api.schemas import (
+    DependenciesIn,
+    ReadyOut,
+    StepIn,
+    StepOut,
+    StepRefOut,
+    StepRevisionIn,
+)
+from planledger.ledger.domain.ids import SessionId
+from planledger.ledger.domain.state import SATISFYING
 
 Title = Annotated[str, Field(description="What the step does, in one line.")]
 Body = Annotated[str | None, Field(description="Details: acceptance criteria, files, notes.")]

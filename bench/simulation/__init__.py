@@ -9,5 +9,5 @@ faults injected at the store boundary (`faults`). After every action the world c
 invariants (`checks`) against an independent reference model (`reference`). A violation
 names its world seed and a shrunk history (`shrink`); the same seed replays it exactly.
 
-    python -m bench.simulate --seed 7 --ops 1000000     # see bench/simulate.py
+    python -m planledger.bench.simulate --seed 7 --ops 1000000     # see bench/simulate.py
 """

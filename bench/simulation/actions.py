@@ -10,7 +10,7 @@ import random
 from dataclasses import dataclass
 from typing import Literal
 
-from bench.simulation.faults import FAULTS, Fault
+from planledger.bench.simulation.faults import FAULTS, Fault
 
 Kind = Literal[
     "start", "claim", "heartbeat", "complete", "release", "drop", "next", "end", "reopen",

@@ -17,13 +17,13 @@ of every step is the reference model's; every acknowledged event is still in the
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ledger.domain.ids import PlanSlug, StepId
-from projections.log import page_after
-from projections.readmodel import ReadModel
+from planledger.ledger.domain.ids import PlanSlug, StepId
+from planledger.projections.log import page_after
+from planledger.projections.readmodel import ReadModel
 
 if TYPE_CHECKING:
-    from bench.simulation.actions import Action
-    from bench.simulation.world import Answer, Request, World
+    from planledger.bench.simulation.actions import Action
+    from planledger.bench.simulation.world import Answer, Request, World
 
 
 class Violation(Exception):

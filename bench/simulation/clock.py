@@ -4,7 +4,7 @@ from datetime import UTC, datetime, timedelta
 
 from ulid import ULID
 
-from ledger.ports import Clock, IdGenerator
+from planledger.ledger.ports import Clock, IdGenerator
 
 EPOCH = datetime(2030, 1, 1, tzinfo=UTC)
 

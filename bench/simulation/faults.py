@@ -21,8 +21,8 @@ from typing import Any, Literal
 
 from eventsourcing.persistence import ApplicationRecorder, OperationalError, Recording
 
-from ledger.ports import Clock
-from ledger.store import ConflictError, EventStore, Fact
+from planledger.ledger.ports import Clock
+from planledger.ledger.store import ConflictError, EventStore, Fact
 
 Fault = Literal["conflict", "fail", "lost_ack"]
 FAULTS: tuple[Fault, ...] = ("conflict", "fail", "lost_ack")

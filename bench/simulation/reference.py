@@ -12,7 +12,7 @@ step's events going back in time.
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from ledger.domain import events as ev
+from planledger.ledger.domain import events as ev
 
 CLOSED = ("done", "dropped")
 Positioned = tuple[int, object]

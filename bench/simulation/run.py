@@ -9,11 +9,11 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from bench.simulation.actions import Action
-from bench.simulation.checks import Violation
-from bench.simulation.faults import FaultyEventStore
-from bench.simulation.world import World
-from ledger.storage import MEMORY
+from planledger.bench.simulation.actions import Action
+from planledger.bench.simulation.checks import Violation
+from planledger.bench.simulation.faults import FaultyEventStore
+from planledger.bench.simulation.world import World
+from planledger.ledger.storage import MEMORY
 
 WORLD_ACTIONS = 400
 

@@ -20,23 +20,23 @@ from typing import Any
 from eventsourcing.persistence import PersistenceError
 from pydantic import BaseModel
 
-from api.errors import ApiError, Replayed, problem
-from api.idempotency import Idempotency
-from api.identity import Identity
-from api.runtime import Runtime
-from api.service import Service
-from api.settings import Settings
-from bench.simulation.actions import COMMANDS, Action, choose
-from bench.simulation.checks import Checks, Violation
-from bench.simulation.clock import EPOCH, CountingIds, VirtualClock
-from bench.simulation.faults import FaultPlan, FaultyEventStore
-from bench.simulation.reference import Reference
-from ledger.application import Ledger, NewStep
-from ledger.domain.errors import LedgerError
-from ledger.domain.ids import local_operator
-from ledger.storage import MEMORY, store_settings
-from projections.log import decode, page_after
-from projections.readmodel import ReadModel
+from planledger.api.errors import ApiError, Replayed, problem
+from planledger.api.idempotency import Idempotency
+from planledger.api.identity import Identity
+from planledger.api.runtime import Runtime
+from planledger.api.service import Service
+from planledger.api.settings import Settings
+from planledger.bench.simulation.actions import COMMANDS, Action, choose
+from planledger.bench.simulation.checks import Checks, Violation
+from planledger.bench.simulation.clock import EPOCH, CountingIds, VirtualClock
+from planledger.bench.simulation.faults import FaultPlan, FaultyEventStore
+from planledger.bench.simulation.reference import Reference
+from planledger.ledger.application import Ledger, NewStep
+from planledger.ledger.domain.errors import LedgerError
+from planledger.ledger.domain.ids import local_operator
+from planledger.ledger.storage import MEMORY, store_settings
+from planledger.projections.log import decode, page_after
+from planledger.projections.readmodel import ReadModel
 
 SECRET = b"planledger-simulation-secret-0123456789"
 OPERATOR = local_operator("simulator")

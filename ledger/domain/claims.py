@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
 
-from ledger.domain import errors
-from ledger.domain import events as ev
-from ledger.domain.ids import SessionId, StepId
-from ledger.domain.state import SATISFYING, StepDef, StepState
+from planledger.ledger.domain import errors
+from planledger.ledger.domain import events as ev
+from planledger.ledger.domain.ids import SessionId, StepId
+from planledger.ledger.domain.state import SATISFYING, StepDef, StepState
 
 DEFAULT_LEASE_SECONDS = 900
 MIN_LEASE_SECONDS = 1

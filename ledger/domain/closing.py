@@ -4,11 +4,11 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Literal
 
-from ledger.domain import errors
-from ledger.domain import events as ev
-from ledger.domain.claims import Decision, live_holder
-from ledger.domain.ids import Actor, SessionId, acting_session
-from ledger.domain.state import SATISFYING, SessionState, StepDef, StepState
+from planledger.ledger.domain import errors
+from planledger.ledger.domain import events as ev
+from planledger.ledger.domain.claims import Decision, live_holder
+from planledger.ledger.domain.ids import Actor, SessionId, acting_session
+from planledger.ledger.domain.state import SATISFYING, SessionState, StepDef, StepState
 
 Action = Literal["complete", "drop", "release"]
 

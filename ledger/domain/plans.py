@@ -4,10 +4,10 @@ import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
-from ledger.domain import errors
-from ledger.domain import events as ev
-from ledger.domain.ids import Actor, PlanSlug, StepId, acting_session, plan_stream
-from ledger.domain.state import PlanState
+from planledger.ledger.domain import errors
+from planledger.ledger.domain import events as ev
+from planledger.ledger.domain.ids import Actor, PlanSlug, StepId, acting_session, plan_stream
+from planledger.ledger.domain.state import PlanState
 
 SLUG_PATTERN = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")
 MAX_TITLE = 300

@@ -9,8 +9,8 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from typing import ClassVar, Literal
 
-from ledger.domain import events as ev
-from ledger.domain.ids import PlanSlug, SessionId, StepId
+from planledger.ledger.domain import events as ev
+from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId
 
 Status = Literal["open", "in_progress", "done", "dropped"]
 SATISFYING: frozenset[str] = frozenset({"done", "dropped"})

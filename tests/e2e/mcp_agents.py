@@ -10,8 +10,8 @@ import anyio
 from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult, TextContent
 
-from api import views
-from api.runtime import open_runtime
+from planledger.api import views
+from planledger.api.runtime import open_runtime
 from tests.support.seed import AUTH_REFRESH_STEPS, PLAN, seed_auth_refresh
 
 RATE_LIMIT, METRICS = AUTH_REFRESH_STEPS[4], AUTH_REFRESH_STEPS[5]

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from api.cli import app
-from api.commands.client import LocalClient
-from api.commands.common import EXIT_BOUNCED, EXIT_NOTHING_READY, open_client
-from api.runtime import open_runtime
-from ledger.application import NewStep
+from planledger.api.cli import app
+from planledger.api.commands.client import LocalClient
+from planledger.api.commands.common import EXIT_BOUNCED, EXIT_NOTHING_READY, open_client
+from planledger.api.runtime import open_runtime
+from planledger.ledger.application import NewStep
 from tests.support import OPERATOR
 
 PLANLEDGER = str(Path(sys.executable).parent / "planledger")
@@ -173,7 +173,7 @@ def test_a_command_on_the_embedded_store_loads_no_postgresql_driver_and_no_http_
     db = str(tmp_path / "l.sqlite")
     probe = ("import sys\n"
              "from typer.testing import CliRunner\n"
-             "from api.cli import app\n"
+             "from planledger.api.cli import app\n"
              f"done = CliRunner().invoke(app, [*{command!r}, '--db', {db!r}])\n"
              "assert done.exit_code == 0, done.output\n"
              "print(sorted(m for m in sys.modules\n"

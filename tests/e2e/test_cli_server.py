@@ -15,10 +15,10 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from api.cli import app
-from api.commands.common import EXIT_BOUNCED
-from api.runtime import open_runtime
-from projections.checkpoints import open_checkpoints
+from planledger.api.cli import app
+from planledger.api.commands.common import EXIT_BOUNCED
+from planledger.api.runtime import open_runtime
+from planledger.projections.checkpoints import open_checkpoints
 from tests.e2e.test_cli_embedded import PLAN_YAML
 from tests.support.replicas import create_plan, start_replica
 

@@ -15,7 +15,7 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from api.runtime import open_runtime
+from planledger.api.runtime import open_runtime
 from tests.support.browser import PageWatch, chromium, screenshot
 from tests.support.live_server import author_at
 from tests.support.replicas import Agent, Replica, start_replica

@@ -8,7 +8,7 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, expect
 
-from api.runtime import open_runtime
+from planledger.api.runtime import open_runtime
 from tests.support.browser import PageWatch, chromium
 from tests.support.replicas import Agent, Replica, start_replica
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, expect
 
-from api.runtime import open_runtime
+from planledger.api.runtime import open_runtime
 from tests.support.browser import PageWatch, chromium, screenshot
 from tests.support.replicas import Agent, Replica, start_replica
 

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from api.runtime import Runtime, open_runtime
+from planledger.api.runtime import Runtime, open_runtime
 from tests.support.fakes import FakeClock, SequentialIds
 from tests.support.live_server import LiveServer, live_server, session
 from tests.support.seed import seed_auth_refresh

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from api.runtime import Runtime, open_runtime
+from planledger.api.runtime import Runtime, open_runtime
 from tests.support.fakes import FakeClock, SequentialIds
 
 

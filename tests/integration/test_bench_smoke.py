@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from bench import compare, results
-from bench.__main__ import main, registered
+from planledger.bench import compare, results
+from planledger.bench.__main__ import main, registered
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +38,7 @@ def test_results_page_lists_every_figure_with_the_machine_and_draws_the_plot(
     smoke_figures: dict[str, list[dict[str, Any]]], tmp_path: Path,
 ) -> None:
     page = results.write(smoke_figures, tmp_path).read_text()
-    assert "machine:" in page and "python -m bench" in page
+    assert "machine:" in page and "python -m planledger.bench" in page
     for figures in smoke_figures.values():
         for figure in figures:
             assert figure["name"] in page

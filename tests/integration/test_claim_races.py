@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from api.runtime import open_runtime
-from ledger.application import NewStep
-from ledger.domain import errors
-from ledger.domain import events as ev
+from planledger.api.runtime import open_runtime
+from planledger.ledger.application import NewStep
+from planledger.ledger.domain import errors
+from planledger.ledger.domain import events as ev
 from tests.support import OPERATOR
 from tests.support.postgres import fresh_schema
 

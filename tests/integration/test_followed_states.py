@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from api.runtime import Runtime, open_runtime
-from ledger.application import NewStep
-from ledger.domain import errors
+from planledger.api.runtime import Runtime, open_runtime
+from planledger.ledger.application import NewStep
+from planledger.ledger.domain import errors
 from tests.support import OPERATOR
 from tests.support.fakes import EPOCH, FakeClock, SequentialIds
 

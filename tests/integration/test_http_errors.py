@@ -9,9 +9,9 @@ from urllib.parse import quote
 import pytest
 from fastapi.testclient import TestClient
 
-from api.http.app import create_app
-from api.runtime import Runtime, open_runtime
-from api.settings import Settings
+from planledger.api.http.app import create_app
+from planledger.api.runtime import Runtime, open_runtime
+from planledger.api.settings import Settings
 from tests.support.fakes import FakeClock, SequentialIds
 from tests.support.live_server import session
 from tests.support.seed import seed_auth_refresh

@@ -5,9 +5,9 @@ restart, on another replica, and when the retries race each other."""
 import pytest
 from fastapi.testclient import TestClient
 
-from api.http.app import create_app
-from api.runtime import Runtime, open_runtime
-from api.settings import Settings
+from planledger.api.http.app import create_app
+from planledger.api.runtime import Runtime, open_runtime
+from planledger.api.settings import Settings
 from tests.support.fakes import FakeClock
 from tests.support.live_server import live_server, post_together, session
 from tests.support.seed import seed_auth_refresh

@@ -6,10 +6,10 @@ import os
 import pytest
 from fastapi.testclient import TestClient
 
-from api.http.app import create_app
-from api.runtime import Runtime, open_runtime
-from api.settings import Settings
-from infra.secret import secret_path
+from planledger.api.http.app import create_app
+from planledger.api.runtime import Runtime, open_runtime
+from planledger.api.settings import Settings
+from planledger.infra.secret import secret_path
 from tests.support.fakes import FakeClock
 from tests.support.live_server import live_server, session
 from tests.support.seed import seed_auth_refresh

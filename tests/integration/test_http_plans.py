@@ -4,9 +4,9 @@ steps; progress, ready/blocked, revisions, history; claim-next says why nothing 
 import pytest
 from fastapi.testclient import TestClient
 
-from api.http.app import create_app
-from api.runtime import open_runtime
-from api.settings import Settings
+from planledger.api.http.app import create_app
+from planledger.api.runtime import open_runtime
+from planledger.api.settings import Settings
 from tests.support.fakes import FakeClock, SequentialIds
 from tests.support.live_server import author, session
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from api.runtime import Runtime, open_runtime
+from planledger.api.runtime import Runtime, open_runtime
 from tests.support.live_server import LiveServer, live_server, post_together
 from tests.support.seed import seed_auth_refresh
 

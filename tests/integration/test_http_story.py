@@ -7,7 +7,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from api.runtime import Runtime, open_runtime
+from planledger.api.runtime import Runtime, open_runtime
 from tests.support.fakes import FakeClock, SequentialIds
 from tests.support.live_server import LiveServer, live_server
 from tests.support.seed import AUTH_REFRESH_STEPS, seed_auth_refresh

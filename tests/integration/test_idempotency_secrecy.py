@@ -9,10 +9,10 @@ from pathlib import Path
 import httpx
 from fastapi.testclient import TestClient
 
-from api.http.app import create_app
-from api.runtime import Runtime, open_runtime
-from api.schemas import TOKEN_ONLY_FIRST
-from api.settings import Settings
+from planledger.api.http.app import create_app
+from planledger.api.runtime import Runtime, open_runtime
+from planledger.api.schemas import TOKEN_ONLY_FIRST
+from planledger.api.settings import Settings
 from tests.support.fakes import FakeClock, SequentialIds
 from tests.support.live_server import live_server, post_together
 

@@ -19,15 +19,15 @@ import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
 
-from api.runtime import Runtime, open_runtime
-from infra.clock_ids import DatabaseClock, SteadyClock, SystemClock
-from infra.pg_schema import EVENTS_TABLE
-from ledger.application import NewStep
-from ledger.domain import errors
-from ledger.domain import events as ev
-from ledger.domain.ids import PlanSlug, StepId
-from ledger.ports import Clock
-from ledger.storage import postgres_conninfo, postgres_options
+from planledger.api.runtime import Runtime, open_runtime
+from planledger.infra.clock_ids import DatabaseClock, SteadyClock, SystemClock
+from planledger.infra.pg_schema import EVENTS_TABLE
+from planledger.ledger.application import NewStep
+from planledger.ledger.domain import errors
+from planledger.ledger.domain import events as ev
+from planledger.ledger.domain.ids import PlanSlug, StepId
+from planledger.ledger.ports import Clock
+from planledger.ledger.storage import postgres_conninfo, postgres_options
 from tests.support import OPERATOR
 from tests.support.fakes import EPOCH, FakeClock, SequentialIds
 from tests.support.postgres import fresh_schema

@@ -9,8 +9,8 @@ from collections.abc import Callable, Iterator
 import httpx
 import pytest
 
-from api.mcp.acting import Connections
-from api.runtime import Runtime, open_runtime
+from planledger.api.mcp.acting import Connections
+from planledger.api.runtime import Runtime, open_runtime
 from tests.support.fakes import FakeClock, SequentialIds
 from tests.support.live_server import LiveServer, live_server
 from tests.support.mcp_wire import Wire, answer

@@ -7,10 +7,10 @@ from concurrent.futures import ThreadPoolExecutor
 import psycopg
 from psycopg import sql
 
-from api.runtime import open_runtime
-from infra.pg_append import APPEND_FUNCTION
-from infra.pg_schema import EVENTS_TABLE
-from ledger.storage import postgres_options
+from planledger.api.runtime import open_runtime
+from planledger.infra.pg_append import APPEND_FUNCTION
+from planledger.infra.pg_schema import EVENTS_TABLE
+from planledger.ledger.storage import postgres_options
 from tests.support.postgres import BASE_URL, fresh_schema
 
 DEADLINE = 30.0

@@ -12,17 +12,17 @@ import pytest
 from eventsourcing.persistence import Notification
 from psycopg import sql
 
-from api.runtime import open_runtime
-from infra.clock_ids import SystemClock
-from infra.pg_schema import EVENTS_TABLE
-from ledger.application import NewStep
-from ledger.domain.events import SessionStarted
-from ledger.domain.ids import PlanSlug, SessionId
-from ledger.storage import postgres_options, store_settings
-from ledger.store import EventStore
-from projections.follower import follow
-from projections.pg_follower import PgFollower
-from projections.readmodel import ReadModel
+from planledger.api.runtime import open_runtime
+from planledger.infra.clock_ids import SystemClock
+from planledger.infra.pg_schema import EVENTS_TABLE
+from planledger.ledger.application import NewStep
+from planledger.ledger.domain.events import SessionStarted
+from planledger.ledger.domain.ids import PlanSlug, SessionId
+from planledger.ledger.storage import postgres_options, store_settings
+from planledger.ledger.store import EventStore
+from planledger.projections.follower import follow
+from planledger.projections.pg_follower import PgFollower
+from planledger.projections.readmodel import ReadModel
 from tests.support import OPERATOR
 from tests.support.fakes import EPOCH
 from tests.support.postgres import BASE_URL, fresh_schema

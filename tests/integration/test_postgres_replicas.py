@@ -11,9 +11,9 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from ledger.domain import events as ev
-from ledger.storage import store_settings
-from ledger.store import EventStore
+from planledger.ledger.domain import events as ev
+from planledger.ledger.storage import store_settings
+from planledger.ledger.store import EventStore
 from tests.support.postgres import fresh_schema
 from tests.support.replicas import Agent, Replica, create_plan, replicas
 

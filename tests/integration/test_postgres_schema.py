@@ -10,10 +10,10 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from api.runtime import open_runtime
-from infra.pg_append import APPEND_FUNCTION
-from infra.pg_schema import init_schema, missing_objects
-from ledger.storage import postgres_options
+from planledger.api.runtime import open_runtime
+from planledger.infra.pg_append import APPEND_FUNCTION
+from planledger.infra.pg_schema import init_schema, missing_objects
+from planledger.ledger.storage import postgres_options
 from tests.support.postgres import BASE_URL, fresh_schema
 
 TIMEOUT = 60

@@ -6,12 +6,12 @@ import itertools
 import random
 from pathlib import Path
 
-from api.runtime import Runtime, open_runtime
-from ledger.application import NewStep
-from ledger.domain import errors
-from ledger.domain.ids import PlanSlug
-from projections.checkpoints import MemoryCheckpointRecorder, open_checkpoints
-from projections.readmodel import ReadModel
+from planledger.api.runtime import Runtime, open_runtime
+from planledger.ledger.application import NewStep
+from planledger.ledger.domain import errors
+from planledger.ledger.domain.ids import PlanSlug
+from planledger.projections.checkpoints import MemoryCheckpointRecorder, open_checkpoints
+from planledger.projections.readmodel import ReadModel
 from tests.support import OPERATOR
 from tests.support.fakes import FakeClock, SequentialIds
 

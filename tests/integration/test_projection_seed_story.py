@@ -2,10 +2,10 @@
 
 import pytest
 
-from api.runtime import Runtime
-from ledger.domain import errors
-from ledger.domain import events as ev
-from ledger.domain.ids import PlanSlug
+from planledger.api.runtime import Runtime
+from planledger.ledger.domain import errors
+from planledger.ledger.domain import events as ev
+from planledger.ledger.domain.ids import PlanSlug
 from tests.support.fakes import FakeClock
 from tests.support.seed import AUTH_REFRESH_STEPS, seed_auth_refresh
 

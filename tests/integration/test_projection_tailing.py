@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from api.runtime import Runtime, open_runtime
-from ledger.domain.ids import PlanSlug
-from projections.follower import PollingFollower, follow
-from projections.readmodel import ReadModel
+from planledger.api.runtime import Runtime, open_runtime
+from planledger.ledger.domain.ids import PlanSlug
+from planledger.projections.follower import PollingFollower, follow
+from planledger.projections.readmodel import ReadModel
 from tests.support.fakes import FakeClock, SequentialIds
 from tests.support.postgres import fresh_schema
 from tests.support.seed import seed_auth_refresh
@@ -24,8 +24,8 @@ ROOT = Path(__file__).resolve().parents[2]
 # plan with two steps, claims the first, and prints the log position of its last append.
 WRITER = textwrap.dedent("""
     import sys
-    from api.runtime import open_runtime
-    from ledger.application import NewStep
+    from planledger.api.runtime import open_runtime
+    from planledger.ledger.application import NewStep
     rt = open_runtime(sys.argv[1])
     agent = rt.ledger.start_session("other process")
     _, (first, second) = rt.ledger.create_plan(

@@ -6,14 +6,14 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from api.cli import app
-from api.runtime import Runtime
-from projections.timeline import TimelineModel
-from replays.demo import race
-from replays.fixture import AUTH_REFRESH_STEPS, PLAN
-from replays.reading import read_file
-from replays.render import story
-from replays.rerun import rerun
+from planledger.api.cli import app
+from planledger.api.runtime import Runtime
+from planledger.projections.timeline import TimelineModel
+from planledger.replays.demo import race
+from planledger.replays.fixture import AUTH_REFRESH_STEPS, PLAN
+from planledger.replays.reading import read_file
+from planledger.replays.render import story
+from planledger.replays.rerun import rerun
 
 
 def test_the_race_timeline_names_the_winner_as_the_holder_of_the_bounce(runtime: Runtime) -> None:

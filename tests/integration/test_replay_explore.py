@@ -5,12 +5,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from api.cli import app
-from api.runtime import Runtime
-from replays.explore import ExploreReport, OutcomeCount, explore
-from replays.fixture import seed_auth_refresh
-from replays.reading import read_file
-from replays.recording import export
+from planledger.api.cli import app
+from planledger.api.runtime import Runtime
+from planledger.replays.explore import ExploreReport, OutcomeCount, explore
+from planledger.replays.fixture import seed_auth_refresh
+from planledger.replays.reading import read_file
+from planledger.replays.recording import export
 
 RACE = Path("replays/two-agents-race.jsonl")
 STEP_5 = 'step 5 "Rate-limit POST /auth/refresh (per-IP and per-family)"'

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from api.cli import app
-from api.runtime import Runtime, open_runtime
-from projections.timeline import TimelineModel
-from replays.format import RecordingError, Selection, write_file
-from replays.reading import read, read_file
-from replays.recording import export, import_into
-from replays.rerun import rerun
+from planledger.api.cli import app
+from planledger.api.runtime import Runtime, open_runtime
+from planledger.projections.timeline import TimelineModel
+from planledger.replays.format import RecordingError, Selection, write_file
+from planledger.replays.reading import read, read_file
+from planledger.replays.recording import export, import_into
+from planledger.replays.rerun import rerun
 from tests.support.busy_log import write_busy_log
 from tests.support.fakes import FakeClock, SequentialIds
 from tests.support.postgres import fresh_schema

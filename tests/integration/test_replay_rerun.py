@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from api.cli import app
-from api.runtime import Runtime
-from replays.format import write_file
-from replays.reading import read, read_file
-from replays.recording import export
-from replays.rerun import rerun
+from planledger.api.cli import app
+from planledger.api.runtime import Runtime
+from planledger.replays.format import write_file
+from planledger.replays.reading import read, read_file
+from planledger.replays.recording import export
+from planledger.replays.rerun import rerun
 from tests.support.busy_log import write_busy_log
 from tests.support.fakes import FakeClock
 

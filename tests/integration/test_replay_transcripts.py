@@ -11,14 +11,14 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from api.cli import app
-from api.runtime import open_runtime
-from replays.demo import race
-from replays.merge import MergedTimeline, merge
-from replays.race_transcripts import write_example
-from replays.reading import read_file
-from replays.transcript_timeline import log_of_recording, read_transcripts, sessions_of
-from replays.transcripts import read_transcript
+from planledger.api.cli import app
+from planledger.api.runtime import open_runtime
+from planledger.replays.demo import race
+from planledger.replays.merge import MergedTimeline, merge
+from planledger.replays.race_transcripts import write_example
+from planledger.replays.reading import read_file
+from planledger.replays.transcript_timeline import log_of_recording, read_transcripts, sessions_of
+from planledger.replays.transcripts import read_transcript
 from tests.support.live_server import live_server
 
 runner = CliRunner()

@@ -2,11 +2,11 @@
 
 from pathlib import Path
 
-from api.runtime import open_runtime
-from ledger.application import NewStep
-from ledger.domain.ids import StepId
-from ledger.domain.state import fold_step
-from ledger.store import SNAPSHOT_INTERVAL
+from planledger.api.runtime import open_runtime
+from planledger.ledger.application import NewStep
+from planledger.ledger.domain.ids import StepId
+from planledger.ledger.domain.state import fold_step
+from planledger.ledger.store import SNAPSHOT_INTERVAL
 from tests.support import OPERATOR
 from tests.support.fakes import FakeClock
 

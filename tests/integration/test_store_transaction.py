@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from api.audit_cli import store_entries
-from api.runtime import Runtime, open_runtime
-from ledger.application import NewStep
-from ledger.chain import Verified, verify
-from ledger.domain import errors
-from ledger.domain import events as ev
-from ledger.domain.ids import StepId
+from planledger.api.audit_cli import store_entries
+from planledger.api.runtime import Runtime, open_runtime
+from planledger.ledger.application import NewStep
+from planledger.ledger.chain import Verified, verify
+from planledger.ledger.domain import errors
+from planledger.ledger.domain import events as ev
+from planledger.ledger.domain.ids import StepId
 from tests.support import OPERATOR
 from tests.support.fakes import FakeClock
 

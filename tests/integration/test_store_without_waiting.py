@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 from eventsourcing.persistence import OperationalError
 
-from api.runtime import Runtime, open_runtime
-from ledger.application import Ledger, NewStep
-from ledger.domain.ids import PlanSlug, SessionId, StepId
-from ledger.ports import CandidateView
-from ledger.storage import SQLITE_LOCK_TIMEOUT_VAR
-from ledger.store import WouldWait
+from planledger.api.runtime import Runtime, open_runtime
+from planledger.ledger.application import Ledger, NewStep
+from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId
+from planledger.ledger.ports import CandidateView
+from planledger.ledger.storage import SQLITE_LOCK_TIMEOUT_VAR
+from planledger.ledger.store import WouldWait
 from tests.support import OPERATOR
 from tests.support.fakes import FakeClock
 from tests.support.sqlite_lock import write_lock_held

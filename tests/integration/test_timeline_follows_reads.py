@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from api.runtime import Runtime
-from ledger.application import NewStep
-from projections.plan_timelines import PlanTimelines
-from projections.readmodel import ReadModel
-from projections.timeline import Timeline, TimelineModel
+from planledger.api.runtime import Runtime
+from planledger.ledger.application import NewStep
+from planledger.projections.plan_timelines import PlanTimelines
+from planledger.projections.readmodel import ReadModel
+from planledger.projections.timeline import Timeline, TimelineModel
 from tests.integration.test_projection_rebuild import random_workload, restarted
 from tests.support import OPERATOR
 from tests.support.fakes import FakeClock

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from api.runtime import Runtime
-from ledger.domain import errors
-from projections.timeline import Entry, TimelineModel
+from planledger.api.runtime import Runtime
+from planledger.ledger.domain import errors
+from planledger.projections.timeline import Entry, TimelineModel
 from tests.integration.test_projection_rebuild import random_workload
 from tests.support.fakes import FakeClock
 

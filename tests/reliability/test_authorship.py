@@ -9,9 +9,9 @@ from typing import Any
 import httpx
 from typer.testing import CliRunner
 
-from api.cli import app
-from api.runtime import open_runtime
-from ledger.domain import events as ev
+from planledger.api.cli import app
+from planledger.api.runtime import open_runtime
+from planledger.ledger.domain import events as ev
 from tests.reliability.conftest import ADMIN, Served
 from tests.support.mcp_wire import Wire, answer
 

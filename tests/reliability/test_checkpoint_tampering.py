@@ -16,13 +16,13 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from api.runtime import Runtime, open_runtime
-from ledger.domain.ids import PlanSlug
-from ledger.storage import postgres_options
-from projections.checkpoints import CHECKPOINT_TABLE, checkpoint_path
-from projections.pg_checkpoints import PG_CHECKPOINT_TABLE, PG_TRACKING_TABLE
-from projections.readmodel import ReadModel
-from projections.resume import (
+from planledger.api.runtime import Runtime, open_runtime
+from planledger.ledger.domain.ids import PlanSlug
+from planledger.ledger.storage import postgres_options
+from planledger.projections.checkpoints import CHECKPOINT_TABLE, checkpoint_path
+from planledger.projections.pg_checkpoints import PG_CHECKPOINT_TABLE, PG_TRACKING_TABLE
+from planledger.projections.readmodel import ReadModel
+from planledger.projections.resume import (
     MAGIC,
     binding_at,
     checkpoint_key,

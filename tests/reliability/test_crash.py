@@ -15,11 +15,11 @@ from typing import Any
 import httpx
 import pytest
 
-from api.audit_cli import store_entries
-from api.runtime import open_runtime
-from ledger.chain import Verified, verify
-from ledger.domain import events as ev
-from projections.readmodel import ReadModel
+from planledger.api.audit_cli import store_entries
+from planledger.api.runtime import open_runtime
+from planledger.ledger.chain import Verified, verify
+from planledger.ledger.domain import events as ev
+from planledger.projections.readmodel import ReadModel
 from tests.support.live_server import author_at
 from tests.support.replicas import Replica, start_replica
 

@@ -1,5 +1,5 @@
 """A full disk under the server (SQLite) costs a refused write little, and reads go on at
-their usual pace while clients keep retrying writes (issue 20). Figures: `python -m bench
+their usual pace while clients keep retrying writes (issue 20). Figures: `python -m planledger.bench
 disk_full`."""
 
 import statistics
@@ -7,7 +7,13 @@ import statistics
 import httpx
 import pytest
 
-from bench.disk_full import can_mount, fill, health_latencies, server_on_small_disk, with_writers
+from planledger.bench.disk_full import (
+    can_mount,
+    fill,
+    health_latencies,
+    server_on_small_disk,
+    with_writers,
+)
 from tests.support.live_server import author
 
 

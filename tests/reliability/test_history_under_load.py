@@ -10,10 +10,10 @@ from dataclasses import dataclass, replace
 import httpx
 import pytest
 
-from api.audit_cli import store_entries
-from api.runtime import open_runtime
-from ledger.chain import Verified, verify
-from ledger.domain import events as ev
+from planledger.api.audit_cli import store_entries
+from planledger.api.runtime import open_runtime
+from planledger.ledger.chain import Verified, verify
+from planledger.ledger.domain import events as ev
 from tests.reliability.agents import run_agents
 from tests.reliability.conftest import Served
 from tests.reliability.history import Call, check, describe

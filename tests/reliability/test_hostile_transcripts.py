@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from api.cli import app
-from replays.transcripts import MAX_LINE_BYTES
+from planledger.api.cli import app
+from planledger.replays.transcripts import MAX_LINE_BYTES
 
 runner = CliRunner()
 PLANLEDGER = str(Path(sys.executable).parent / "planledger")

@@ -20,11 +20,11 @@ from hypothesis.stateful import (
     rule,
 )
 
-from api.runtime import open_runtime
-from ledger.application import NewStep
-from ledger.domain import errors
-from ledger.domain.ids import PlanSlug, SessionId, StepId
-from projections.readmodel import ReadModel
+from planledger.api.runtime import open_runtime
+from planledger.ledger.application import NewStep
+from planledger.ledger.domain import errors
+from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId
+from planledger.projections.readmodel import ReadModel
 from tests.support import OPERATOR
 from tests.support.fakes import FakeClock, SequentialIds
 

@@ -12,18 +12,18 @@ from urllib.parse import urlparse
 import httpx
 import pytest
 
-from api.http.limits import MAX_BODY_BYTES
-from api.settings import MAX_STEPS_SETTING
-from ledger.domain import errors
-from ledger.domain.ids import PlanSlug, StepId
-from ledger.domain.plans import (
+from planledger.api.http.limits import MAX_BODY_BYTES
+from planledger.api.settings import MAX_STEPS_SETTING
+from planledger.ledger.domain import errors
+from planledger.ledger.domain.ids import PlanSlug, StepId
+from planledger.ledger.domain.plans import (
     MAX_BODY,
     MAX_DEPENDENCIES,
     MAX_STEPS_PER_PLAN,
     MAX_TITLE,
     decide_add_step,
 )
-from ledger.domain.state import PlanState, StepDef
+from planledger.ledger.domain.state import PlanState, StepDef
 from tests.reliability.conftest import Served
 from tests.support import OPERATOR
 from tests.support.live_server import author, author_at

@@ -13,10 +13,10 @@ import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from api.cli import app as cli
-from api.http.app import create_app
-from api.runtime import Runtime, open_runtime
-from api.settings import Settings
+from planledger.api.cli import app as cli
+from planledger.api.http.app import create_app
+from planledger.api.runtime import Runtime, open_runtime
+from planledger.api.settings import Settings
 from tests.reliability.conftest import Served
 from tests.support.fakes import FakeClock, SequentialIds
 from tests.support.live_server import live_server, session

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import httpx
 
-from api.runtime import open_runtime
-from ledger.domain import events as ev
+from planledger.api.runtime import open_runtime
+from planledger.ledger.domain import events as ev
 from tests.reliability.conftest import Served
 
 DEADLINE = 30.0

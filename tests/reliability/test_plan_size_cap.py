@@ -16,10 +16,10 @@ import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from api.cli import app as cli
-from api.http.app import create_app
-from api.runtime import Runtime, open_runtime
-from api.settings import (
+from planledger.api.cli import app as cli
+from planledger.api.http.app import create_app
+from planledger.api.runtime import Runtime, open_runtime
+from planledger.api.settings import (
     DEFAULT_MAX_STEPS_PER_REQUEST,
     MAX_STEPS_SETTING,
     Settings,

@@ -20,10 +20,10 @@ import httpx
 import psycopg
 import pytest
 
-from api.audit_cli import store_entries
-from api.runtime import open_runtime
-from ledger.chain import Verified, verify
-from ledger.domain import events as ev
+from planledger.api.audit_cli import store_entries
+from planledger.api.runtime import open_runtime
+from planledger.ledger.chain import Verified, verify
+from planledger.ledger.domain import events as ev
 from tests.support.live_server import author_at
 from tests.support.postgres import BASE_URL, fresh_schema
 from tests.support.replicas import Replica, start_replica

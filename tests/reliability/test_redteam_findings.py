@@ -11,15 +11,15 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from api.audit_cli import verify_store
-from api.cli import app
-from api.runtime import open_runtime
-from infra.secret import SecretError, load_secret
-from ledger.application import NewStep
-from ledger.chain import HASH_KEY, PREV_KEY, seal
-from replays.fixture import seed_auth_refresh
-from replays.format import write_file
-from replays.recording import export
+from planledger.api.audit_cli import verify_store
+from planledger.api.cli import app
+from planledger.api.runtime import open_runtime
+from planledger.infra.secret import SecretError, load_secret
+from planledger.ledger.application import NewStep
+from planledger.ledger.chain import HASH_KEY, PREV_KEY, seal
+from planledger.replays.fixture import seed_auth_refresh
+from planledger.replays.format import write_file
+from planledger.replays.recording import export
 from tests.support.fakes import FakeClock, SequentialIds
 
 runner = CliRunner()

@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from api.settings import DEFAULT_HOST, load_settings
+from planledger.api.settings import DEFAULT_HOST, load_settings
 from tests.reliability.conftest import ADMIN, Served
 
 PLANLEDGER = str(Path(sys.executable).parent / "planledger")

@@ -12,15 +12,15 @@ import pytest
 from psycopg import sql
 from typer.testing import CliRunner
 
-from api.audit_cli import verify_store
-from api.cli import app
-from api.runtime import Runtime, open_runtime
-from infra.pg_schema import EVENTS_TABLE
-from infra.secret import SECRET_ENV
-from ledger.chain import GENESIS, link, seal, unseal
-from ledger.log_head import KeepsHead, SignedHead
-from ledger.storage import postgres_options
-from replays.fixture import seed_auth_refresh
+from planledger.api.audit_cli import verify_store
+from planledger.api.cli import app
+from planledger.api.runtime import Runtime, open_runtime
+from planledger.infra.pg_schema import EVENTS_TABLE
+from planledger.infra.secret import SECRET_ENV
+from planledger.ledger.chain import GENESIS, link, seal, unseal
+from planledger.ledger.log_head import KeepsHead, SignedHead
+from planledger.ledger.storage import postgres_options
+from planledger.replays.fixture import seed_auth_refresh
 from tests.support.fakes import FakeClock, SequentialIds
 from tests.support.postgres import BASE_URL, fresh_schema
 

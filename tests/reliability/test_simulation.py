@@ -3,7 +3,8 @@ same seed replays the same history, faults of every kind are met, and a planted 
 store that acknowledges commits it never wrote) is caught, named and shrunk.
 
 PLANLEDGER_SIM_OPS sets the CI run's size (default CI_OPS actions: ~40 s on two idle cores,
-which keeps the whole suite near ten minutes; `python -m bench.simulate --ops N` runs more).
+which keeps the whole suite near ten minutes; `python -m planledger.bench.simulate --ops N`
+runs more).
 """
 
 import os
@@ -12,12 +13,12 @@ from collections.abc import Sequence
 
 from eventsourcing.persistence import Recording
 
-from bench.simulation.checks import Violation
-from bench.simulation.faults import FaultyEventStore
-from bench.simulation.run import replay, run_world, shrink, simulate, world_seed
-from bench.simulation.world import World
-from ledger.domain.events import StepCompleted
-from ledger.store import Fact
+from planledger.bench.simulation.checks import Violation
+from planledger.bench.simulation.faults import FaultyEventStore
+from planledger.bench.simulation.run import replay, run_world, shrink, simulate, world_seed
+from planledger.bench.simulation.world import World
+from planledger.ledger.domain.events import StepCompleted
+from planledger.ledger.store import Fact
 
 CI_OPS = int(os.environ.get("PLANLEDGER_SIM_OPS") or 200_000)
 

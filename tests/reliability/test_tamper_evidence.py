@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from api.audit_cli import store_entries
-from api.cli import app
-from api.runtime import Runtime, open_runtime
-from ledger.chain import Broken, Verified, seal, unseal, verify
-from ledger.domain import events as ev
-from replays.fixture import seed_auth_refresh
-from replays.format import write_file
-from replays.recording import export
-from replays.rerun import rerun
+from planledger.api.audit_cli import store_entries
+from planledger.api.cli import app
+from planledger.api.runtime import Runtime, open_runtime
+from planledger.ledger.chain import Broken, Verified, seal, unseal, verify
+from planledger.ledger.domain import events as ev
+from planledger.replays.fixture import seed_auth_refresh
+from planledger.replays.format import write_file
+from planledger.replays.recording import export
+from planledger.replays.rerun import rerun
 from tests.support import OPERATOR
 from tests.support.fakes import FakeClock, SequentialIds
 
@@ -169,7 +169,7 @@ def test_a_stripped_hash_and_a_broken_line_are_refused_by_name(recording: Path) 
 
 
 def test_a_sealed_recording_still_re_executes_byte_for_byte(recording: Path) -> None:
-    from replays.reading import read_file
+    from planledger.replays.reading import read_file
 
     loaded = read_file(recording)
     assert all("hash" in e.state for e in loaded.events)

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from api.cli import app
-from api.runtime import open_runtime
-from replays.fixture import seed_auth_refresh
-from replays.format import write_file
-from replays.recording import export
+from planledger.api.cli import app
+from planledger.api.runtime import open_runtime
+from planledger.replays.fixture import seed_auth_refresh
+from planledger.replays.format import write_file
+from planledger.replays.recording import export
 from tests.support.fakes import FakeClock, SequentialIds
 
 runner = CliRunner()

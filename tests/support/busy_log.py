@@ -2,10 +2,10 @@
 
 from dataclasses import dataclass
 
-from ledger.application import Ledger, NewStep
-from ledger.domain import errors
-from ledger.domain.ids import StepId
-from replays.fixture import PLAN, seed_auth_refresh
+from planledger.ledger.application import Ledger, NewStep
+from planledger.ledger.domain import errors
+from planledger.ledger.domain.ids import StepId
+from planledger.replays.fixture import PLAN, seed_auth_refresh
 from tests.support import OPERATOR
 from tests.support.fakes import FakeClock
 

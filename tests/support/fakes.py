@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 from ulid import ULID
 
-from ledger.ports import Clock, IdGenerator
+from planledger.ledger.ports import Clock, IdGenerator
 
 EPOCH = datetime(2026, 11, 29, 10, 0, 0, tzinfo=UTC)
 

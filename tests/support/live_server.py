@@ -17,9 +17,9 @@ import httpx
 import uvicorn
 from fastapi import FastAPI
 
-from api.http.app import create_app
-from api.runtime import Runtime
-from api.settings import Settings
+from planledger.api.http.app import create_app
+from planledger.api.runtime import Runtime
+from planledger.api.settings import Settings
 
 START_TIMEOUT = 15.0
 

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 import psycopg
 import pytest
 
-from infra.pg_schema import drop_schema, init_schema
+from planledger.infra.pg_schema import drop_schema, init_schema
 
 BASE_URL = os.environ.get("PLANLEDGER_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 

@@ -8,12 +8,12 @@ from typing import Any, Literal, NewType, get_type_hints
 
 import pytest
 
-from ledger.domain.ids import PlanSlug, SessionId, StepId
-from ledger.domain.state import PlanState, SessionState, StepDef, StepState
-from projections.codec import CodecError, codec_for, record_of
-from projections.index import PlanIndex
-from projections.resume import STATE
-from projections.view import TIMELESS, LedgerView, Positions
+from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId
+from planledger.ledger.domain.state import PlanState, SessionState, StepDef, StepState
+from planledger.projections.codec import CodecError, codec_for, record_of
+from planledger.projections.index import PlanIndex
+from planledger.projections.resume import STATE
+from planledger.projections.view import TIMELESS, LedgerView, Positions
 
 WHEN = datetime(2025, 3, 4, 5, 6, 7, 890123, tzinfo=UTC)
 

@@ -4,12 +4,12 @@ from datetime import timedelta
 
 import pytest
 
-from ledger.domain import errors
-from ledger.domain import events as ev
-from ledger.domain.claims import assess, live_holder
-from ledger.domain.ids import PlanSlug, SessionId, StepId
-from ledger.domain.plans import decide_declare_dependencies, find_cycle
-from ledger.domain.state import PlanState, StepDef, StepState, fold_plan
+from planledger.ledger.domain import errors
+from planledger.ledger.domain import events as ev
+from planledger.ledger.domain.claims import assess, live_holder
+from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId
+from planledger.ledger.domain.plans import decide_declare_dependencies, find_cycle
+from planledger.ledger.domain.state import PlanState, StepDef, StepState, fold_plan
 from tests.support import OPERATOR
 from tests.support.fakes import EPOCH
 

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from api.console.changes import Message, SharedChanges
-from api.console.schemas import ChangeOut
+from planledger.api.console.changes import Message, SharedChanges
+from planledger.api.console.schemas import ChangeOut
 
 
 def _message(after: int) -> Message:

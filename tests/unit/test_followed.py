@@ -4,7 +4,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ledger.followed import Appended, FollowedStates
+from planledger.ledger.followed import Appended, FollowedStates
 
 
 @dataclass(frozen=True)

@@ -5,10 +5,10 @@ from datetime import datetime
 
 import pytest
 
-from api.runtime import Runtime
-from ledger.domain import errors
-from ledger.domain.claims import Decision
-from ledger.riders import riding
+from planledger.api.runtime import Runtime
+from planledger.ledger.domain import errors
+from planledger.ledger.domain.claims import Decision
+from planledger.ledger.riders import riding
 from tests.support.seed import seed_auth_refresh
 
 

@@ -2,14 +2,14 @@
 
 import pytest
 
-from ledger.storage import StorageConfigError, store_settings
+from planledger.ledger.storage import StorageConfigError, store_settings
 
 URL = "postgresql://alice:s%40cret@db.example:6543/ledger"
 
 
 def test_url_names_server_database_user_and_default_schema_and_pool() -> None:
     settings = store_settings(URL)
-    assert settings["PERSISTENCE_MODULE"] == "infra.pg_append:Factory"
+    assert settings["PERSISTENCE_MODULE"] == "planledger.infra.pg_append:Factory"
     assert (settings["POSTGRES_HOST"], settings["POSTGRES_PORT"]) == ("db.example", "6543")
     assert (settings["POSTGRES_DBNAME"], settings["POSTGRES_USER"]) == ("ledger", "alice")
     assert settings["POSTGRES_PASSWORD"] == "s@cret"

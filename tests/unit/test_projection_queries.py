@@ -7,12 +7,12 @@ from datetime import timedelta
 
 import pytest
 
-from api.runtime import Runtime, open_runtime
-from ledger.application import Ledger, NewStep
-from ledger.domain import errors
-from ledger.domain.ids import PlanSlug, StepId
-from ledger.ports import IdGenerator
-from projections.readmodel import ReadModel
+from planledger.api.runtime import Runtime, open_runtime
+from planledger.ledger.application import Ledger, NewStep
+from planledger.ledger.domain import errors
+from planledger.ledger.domain.ids import PlanSlug, StepId
+from planledger.ledger.ports import IdGenerator
+from planledger.projections.readmodel import ReadModel
 from tests.support import OPERATOR
 from tests.support.fakes import EPOCH, FakeClock, SequentialIds
 

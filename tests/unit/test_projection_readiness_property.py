@@ -15,9 +15,9 @@ from datetime import datetime, timedelta
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from api.runtime import Runtime, open_runtime
-from ledger.domain import errors
-from ledger.domain.ids import PlanSlug, StepId
+from planledger.api.runtime import Runtime, open_runtime
+from planledger.ledger.domain import errors
+from planledger.ledger.domain.ids import PlanSlug, StepId
 from tests.support import OPERATOR
 from tests.support.fakes import EPOCH, FakeClock, SequentialIds
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.secret import MIN_SECRET_BYTES, SecretError, load_secret, secret_path
+from planledger.infra.secret import MIN_SECRET_BYTES, SecretError, load_secret, secret_path
 
 
 def test_an_empty_secret_file_is_refused_naming_the_file(tmp_path: Path) -> None:

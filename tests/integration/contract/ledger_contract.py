@@ -9,11 +9,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from api.runtime import Runtime
-from ledger.application import NewStep
-from ledger.domain import errors
-from ledger.domain import events as ev
-from ledger.domain.ids import StepId
+from planledger.api.runtime import Runtime
+from planledger.ledger.application import NewStep
+from planledger.ledger.domain import errors
+from planledger.ledger.domain import events as ev
+from planledger.ledger.domain.ids import StepId
 from tests.support import OPERATOR
 from tests.support.fakes import FakeClock
 from tests.support.seed import seed_auth_refresh

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from api.runtime import Runtime, open_runtime
+from planledger.api.runtime import Runtime, open_runtime
 from tests.integration.contract.ledger_contract import LedgerContract
 from tests.support.fakes import FakeClock, SequentialIds
 

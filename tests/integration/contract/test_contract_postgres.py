@@ -4,8 +4,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from api.runtime import Runtime, open_runtime
-from ledger.store import WouldWait
+from planledger.api.runtime import Runtime, open_runtime
+from planledger.ledger.store import WouldWait
 from tests.integration.contract.ledger_contract import LedgerContract
 from tests.support.fakes import FakeClock, SequentialIds
 from tests.support.postgres import fresh_schema

@@ -1,0 +1,11 @@
+"""planledger: an event-sourced plan ledger that lets several coding agents share one
+dependency-aware queue of plan steps and never work the same step twice.
+
+Everything installed lives under this one import root. The repository keeps one folder per
+layer (`ledger/`, `projections/`, `api/`, `replays/`, `infra/`, `bench/`), and this package
+maps each of them in as `planledger.<folder>` (a link in this folder): see ARCHITECTURE.md.
+"""
+
+# The contract's version (agents and scripts depend on it): the package's, the OpenAPI
+# document's and the MCP server's. Bump it when what callers send or get changes.
+__version__ = "0.2.0"

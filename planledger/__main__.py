@@ -1,0 +1,5 @@
+"""`python -m planledger`: the command line, as the `planledger` script runs it."""
+
+from planledger.api.cli import main
+
+main()
