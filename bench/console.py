@@ -24,10 +24,10 @@ from pathlib import Path
 import httpx
 
 from planledger.bench.ledger_log import LogBuilder
+from planledger.bench.servers import Agent, Replica, start_replica
 from planledger.bench.timing import Figure, scratch_dir
 from planledger.ledger.storage import store_settings
 from planledger.ledger.store import EventStore
-from tests.support.replicas import Agent, Replica, start_replica
 
 PLAN = "big"
 WIDTH = 1000  # steps ready at the start; each later step waits on the one WIDTH before it

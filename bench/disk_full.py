@@ -20,9 +20,15 @@ from multiprocessing.synchronize import Event
 
 import httpx
 
+from planledger.bench.servers import (
+    PLANLEDGER,
+    SECRET,
+    Replica,
+    author_at,
+    free_port,
+    wait_healthy,
+)
 from planledger.bench.timing import Figure
-from tests.support.live_server import author
-from tests.support.replicas import PLANLEDGER, SECRET, Replica, free_port, wait_healthy
 
 BODY = "x" * 15_000
 
@@ -133,7 +139,7 @@ def run(smoke: bool = False) -> list[Figure]:
     seconds = 1.0 if smoke else 5.0
     with server_on_small_disk("600k") as server, \
             httpx.Client(base_url=server.url, timeout=30) as http:
-        headers = author(http)
+        headers = author_at(server.url)
         http.headers.update(headers)
         fill(http)
         idle = health_latencies(server.url, seconds)

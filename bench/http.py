@@ -28,8 +28,8 @@ import httpx
 from fastapi import FastAPI
 
 from planledger.api.settings import DEFAULT_MAX_STEPS_PER_REQUEST
+from planledger.bench.servers import Agent, Replica, create_plan, free_port, start_replica
 from planledger.bench.timing import Figure, scratch_dir
-from tests.support.replicas import Agent, Replica, create_plan, free_port, start_replica
 
 GOAL = 0.5
 

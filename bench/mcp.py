@@ -14,8 +14,8 @@ from typing import Any
 import anyio
 from mcp import Client
 
+from planledger.bench.servers import Agent, Replica, create_plan, start_replica
 from planledger.bench.timing import Figure, scratch_dir
-from tests.support.replicas import Agent, Replica, create_plan, start_replica
 
 
 async def _mcp_round_trips(server: Replica, steps: list[str]) -> list[float]:

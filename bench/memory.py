@@ -22,11 +22,11 @@ from pathlib import Path
 import httpx
 
 from planledger.bench.ledger_log import LogBuilder
+from planledger.bench.servers import PLANLEDGER, start_replica
 from planledger.bench.timing import Figure, scratch_dir
 from planledger.ledger.storage import store_settings
 from planledger.ledger.store import EventStore
 from planledger.projections.checkpoints import checkpoint_path
-from tests.support.replicas import PLANLEDGER, start_replica
 
 PLANS, STEPS_PER_PLAN, EVENTS = 100, 1000, 1_000_000
 SESSIONS = 100

@@ -12,8 +12,8 @@ import subprocess
 import sys
 import time
 
+from planledger.bench.servers import PLANLEDGER
 from planledger.bench.timing import Figure, scratch_dir
-from tests.support.replicas import PLANLEDGER
 
 
 def _seconds(command: list[str]) -> float:

@@ -15,8 +15,8 @@ from typing import Any
 import httpx
 
 from planledger.bench.memory import build_log
+from planledger.bench.servers import start_replica
 from planledger.bench.timing import Figure, scratch_dir
-from tests.support.replicas import start_replica
 
 LOAD_TIMEOUT = 600.0
 

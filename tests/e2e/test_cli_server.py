@@ -18,9 +18,9 @@ from typer.testing import CliRunner
 from planledger.api.cli import app
 from planledger.api.commands.common import EXIT_BOUNCED
 from planledger.api.runtime import open_runtime
+from planledger.bench.servers import create_plan, start_replica
 from planledger.projections.checkpoints import open_checkpoints
 from tests.e2e.test_cli_embedded import PLAN_YAML
-from tests.support.replicas import create_plan, start_replica
 
 PLANLEDGER = str(Path(sys.executable).parent / "planledger")
 START_TIMEOUT = 30.0

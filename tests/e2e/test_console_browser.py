@@ -16,9 +16,8 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from planledger.api.runtime import open_runtime
+from planledger.bench.servers import Agent, Replica, author_at, start_replica
 from tests.support.browser import PageWatch, chromium, screenshot
-from tests.support.live_server import author_at
-from tests.support.replicas import Agent, Replica, start_replica
 from tests.support.seed import AUTH_REFRESH_STEPS, seed_auth_refresh
 
 ADMIN = "console-admin-token"

@@ -9,8 +9,8 @@ import pytest
 from playwright.sync_api import Browser, expect
 
 from planledger.api.runtime import open_runtime
+from planledger.bench.servers import Agent, Replica, start_replica
 from tests.support.browser import PageWatch, chromium
-from tests.support.replicas import Agent, Replica, start_replica
 
 ADMIN = "console-history-admin-token"
 

@@ -10,8 +10,8 @@ import pytest
 from playwright.sync_api import Browser, expect
 
 from planledger.api.runtime import open_runtime
+from planledger.bench.servers import Agent, Replica, start_replica
 from tests.support.browser import PageWatch, chromium, screenshot
-from tests.support.replicas import Agent, Replica, start_replica
 
 COUNTDOWN = re.compile(r"^1[45]:\d\d$")  # a fresh 900 s lease, read a moment later
 

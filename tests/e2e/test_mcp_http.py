@@ -9,6 +9,7 @@ import anyio
 import httpx
 import pytest
 
+from planledger.bench.servers import Replica, start_replica
 from tests.e2e.mcp_agents import (
     PLAN,
     Agent,
@@ -18,7 +19,6 @@ from tests.e2e.mcp_agents import (
     seeded_store,
     together,
 )
-from tests.support.replicas import Replica, start_replica
 
 TOOLS = {"session_start", "session_end", "tasks_add", "tasks_update", "tasks_list",
          "tasks_ready", "tasks_claim", "tasks_release", "tasks_complete", "tasks_drop",

@@ -14,8 +14,8 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from planledger.bench.servers import Replica, start_replica
 from tests.e2e.mcp_agents import Agent
-from tests.support.replicas import Replica, start_replica
 
 SESSION_HEADER = "mcp-session-id"
 STATELESS = "2026-07-28"

@@ -8,13 +8,13 @@ from pathlib import Path
 import anyio
 from mcp import StdioServerParameters
 
+from planledger.bench.servers import PLANLEDGER, start_replica
 from tests.e2e.mcp_agents import (
     agents,
     ready_listings,
     replay_seed_story,
     seeded_store,
 )
-from tests.support.replicas import PLANLEDGER, start_replica
 
 
 def stdio(*args: str) -> StdioServerParameters:

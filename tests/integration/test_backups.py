@@ -13,8 +13,8 @@ import httpx
 import psycopg
 import pytest
 
+from planledger.bench.servers import PLANLEDGER, SECRET, Agent, Replica, create_plan, start_replica
 from tests.support.postgres import BASE_URL, fresh_schema
-from tests.support.replicas import PLANLEDGER, SECRET, Agent, Replica, create_plan, start_replica
 
 ENV = {**os.environ, "PLANLEDGER_SECRET": SECRET}
 

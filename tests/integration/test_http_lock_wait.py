@@ -8,7 +8,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.support.replicas import Agent, create_plan, start_replica
+from planledger.bench.servers import Agent, create_plan, start_replica
 from tests.support.sqlite_lock import write_lock_held
 
 

@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 import httpx
 import pytest
 
+from planledger.bench.servers import Agent, Replica, create_plan, replicas, start_replica
 from planledger.ledger.domain import events as ev
 from tests.integration.test_postgres_replicas import read_log
 from tests.support.postgres import fresh_schema
-from tests.support.replicas import Agent, Replica, create_plan, replicas, start_replica
 
 STEPS = 500
 WORKERS_PER_REPLICA = 2

@@ -11,11 +11,11 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
+from planledger.bench.servers import Agent, Replica, create_plan, replicas
 from planledger.ledger.domain import events as ev
 from planledger.ledger.storage import store_settings
 from planledger.ledger.store import EventStore
 from tests.support.postgres import fresh_schema
-from tests.support.replicas import Agent, Replica, create_plan, replicas
 
 ROUNDS = 20
 RACERS = 16

@@ -7,8 +7,7 @@ from dataclasses import dataclass
 import httpx
 import pytest
 
-from tests.support.live_server import author_at
-from tests.support.replicas import Replica, start_replica
+from planledger.bench.servers import Replica, author_at, start_replica
 
 ADMIN = "admin-token-for-reliability-tests-0123456789"
 

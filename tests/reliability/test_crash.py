@@ -17,11 +17,10 @@ import pytest
 
 from planledger.api.audit_cli import store_entries
 from planledger.api.runtime import open_runtime
+from planledger.bench.servers import Replica, author_at, start_replica
 from planledger.ledger.chain import Verified, verify
 from planledger.ledger.domain import events as ev
 from planledger.projections.readmodel import ReadModel
-from tests.support.live_server import author_at
-from tests.support.replicas import Replica, start_replica
 
 CLIENTS = 4
 STEPS = 300

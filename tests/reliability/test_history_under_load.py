@@ -12,14 +12,13 @@ import pytest
 
 from planledger.api.audit_cli import store_entries
 from planledger.api.runtime import open_runtime
+from planledger.bench.servers import author_at, replicas
 from planledger.ledger.chain import Verified, verify
 from planledger.ledger.domain import events as ev
 from tests.reliability.agents import run_agents
 from tests.reliability.conftest import Served
 from tests.reliability.history import Call, check, describe
-from tests.support.live_server import author_at
 from tests.support.postgres import fresh_schema
-from tests.support.replicas import replicas
 
 AGENTS = 6
 SECONDS = 5.0

@@ -14,6 +14,7 @@ import pytest
 
 from planledger.api.http.limits import MAX_BODY_BYTES
 from planledger.api.settings import MAX_STEPS_SETTING
+from planledger.bench.servers import author_at, start_replica
 from planledger.ledger.domain import errors
 from planledger.ledger.domain.ids import PlanSlug, StepId
 from planledger.ledger.domain.plans import (
@@ -26,8 +27,7 @@ from planledger.ledger.domain.plans import (
 from planledger.ledger.domain.state import PlanState, StepDef
 from tests.reliability.conftest import Served
 from tests.support import OPERATOR
-from tests.support.live_server import author, author_at
-from tests.support.replicas import start_replica
+from tests.support.live_server import author
 
 
 @pytest.fixture(scope="module")

@@ -25,10 +25,10 @@ from planledger.api.settings import (
     Settings,
     load_settings,
 )
+from planledger.bench.servers import start_replica
 from tests.reliability.conftest import Served
 from tests.support.fakes import SequentialIds
 from tests.support.live_server import session
-from tests.support.replicas import start_replica
 
 
 @pytest.fixture

@@ -16,8 +16,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from planledger.bench.servers import SECRET, Replica, free_port, start_replica, wait_healthy
 from tests.support.live_server import author
-from tests.support.replicas import SECRET, Replica, free_port, start_replica, wait_healthy
 
 PLANLEDGER = str(Path(sys.executable).parent / "planledger")
 BODY = "x" * 15_000

@@ -74,12 +74,6 @@ def author(client: httpx.Client, name: str = "planner") -> dict[str, str]:
     return session(client, name)[1]
 
 
-def author_at(url: str) -> dict[str, str]:
-    """`author`, for a server at `url` without a client of one's own."""
-    with httpx.Client(base_url=url, timeout=30) as client:
-        return author(client)
-
-
 def post_together(clients: list[httpx.Client], path: str,
                   headers: dict[str, str] | None = None) -> list[httpx.Response]:
     """POST `path` from every client at once (a barrier releases them; each connects first,

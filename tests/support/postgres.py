@@ -6,24 +6,19 @@ except under CI (`CI` set), where `.ci/run` starts PostgreSQL and its absence is
 """
 
 import os
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import psycopg
 import pytest
 
-from planledger.infra.pg_schema import drop_schema, init_schema
+from planledger.bench.scratch_schemas import (
+    BASE_URL,
+    postgres_reachable,
+    schema_url,
+    scratch_schema,
+)
 
-BASE_URL = os.environ.get("PLANLEDGER_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
-
-
-def postgres_reachable() -> bool:
-    try:
-        with psycopg.connect(BASE_URL, connect_timeout=3):
-            return True
-    except psycopg.OperationalError:
-        return False
+__all__ = ["BASE_URL", "fresh_schema", "require_postgres", "schema_url"]
 
 
 def require_postgres() -> None:
@@ -34,19 +29,9 @@ def require_postgres() -> None:
     pytest.skip(f"PostgreSQL is not reachable at {BASE_URL}")
 
 
-def schema_url(schema: str, **options: object) -> str:
-    query = "&".join([f"schema={schema}", *(f"{k}={v}" for k, v in options.items())])
-    return f"{BASE_URL}?{query}"
-
-
 @contextmanager
 def fresh_schema(*, init: bool = True, **options: object) -> Iterator[str]:
     """A `--db` URL naming a new, empty schema (initialised unless `init` is False)."""
     require_postgres()
-    url = schema_url(f"t_{uuid.uuid4().hex[:16]}", **options)
-    if init:
-        init_schema(url)
-    try:
+    with scratch_schema(init=init, **options) as url:
         yield url
-    finally:
-        drop_schema(url)

@@ -2,7 +2,9 @@
 
 Each replica is the installed command in its own OS process (uvicorn, real sockets), started
 with the same token secret so a session token from one replica works on every other, the way
-several replicas behind a load balancer run. The benchmarks start replicas the same way.
+several replicas behind a load balancer run. The benchmarks run on them, and so do the
+tests that need a real server (they are installed with the package, so an installed
+`planledger bench` runs too).
 """
 
 import os
@@ -19,8 +21,6 @@ from pathlib import Path
 from typing import IO
 
 import httpx
-
-from tests.support.live_server import author_at
 
 PLANLEDGER = str(Path(sys.executable).parent / "planledger")
 SECRET = "replicas-share-this-secret-0123456789abcdef"
@@ -152,6 +152,14 @@ class Agent:
 
     def close(self) -> None:
         self.http.close()
+
+
+def author_at(url: str) -> dict[str, str]:
+    """Headers that author plan and step changes at the server at `url` (every write names
+    its author): those of a session started for it."""
+    started = httpx.post(f"{url}/api/sessions", json={"name": "planner"}, timeout=30)
+    started.raise_for_status()
+    return {"Authorization": f"Bearer {started.json()['token']}"}
 
 
 def create_plan(replica: Replica, slug: str, steps: list[dict[str, object]]) -> list[str]:
