@@ -24,6 +24,10 @@ made again by the next append). It signs only a head that extends the last signe
 checked from the events between them, so a head moved by anyone else is never signed.
 So the signed head may lag the log by the appends still signing: a verify reports those
 events as not yet signed, and cannot see them deleted (ledger.log_head).
+
+A head starts over the whole log only while none was ever signed: the first signature also
+writes a row in `BEGAN_TABLE`, and from then on a head row deleted, or its signature
+cleared, is kept as evidence (never moved or signed again), not started over a cut log.
 Selected by `ledger.storage` (`PERSISTENCE_MODULE`)."""
 
 import contextlib
@@ -48,6 +52,7 @@ APPEND_ARGUMENTS = "text[], bigint[], text[], bytea[], text"
 SIGN_FUNCTION = "planledger_sign_head"
 SIGN_ARGUMENTS = "bigint, text, text"
 HEAD_TABLE = "planledger_head"
+BEGAN_TABLE = "planledger_head_began"  # one row once a head was signed: where it began
 
 # ledger.chain.link, in SQL: sha256(tip \n position \n stream \n version \n topic \n
 # sha256(state)), as hex.
@@ -60,6 +65,11 @@ CREATE TABLE IF NOT EXISTS {schema}.{head} (
     id int PRIMARY KEY CHECK (id = 1),
     position bigint NOT NULL, tip text NOT NULL,
     signed_position bigint NOT NULL, signed_tip text NOT NULL, mac text)
+"""
+
+_CREATE_BEGAN = """
+CREATE TABLE IF NOT EXISTS {schema}.{began} (
+    id int PRIMARY KEY CHECK (id = 1), position bigint NOT NULL)
 """
 
 _CREATE = """
@@ -87,13 +97,22 @@ BEGIN
     SELECT array_agg(inserted.nid ORDER BY inserted.nid) INTO new_ids FROM inserted;
     SELECT h.position, h.tip, h.signed_position, h.signed_tip, h.mac INTO kept
     FROM {schema}.{head} h WHERE h.id = 1;
-    IF NOT FOUND THEN  -- a log from before heads: its head starts over all of it, once
+    IF NOT FOUND THEN
+        IF EXISTS (SELECT 1 FROM {schema}.{began}) THEN  -- the head was deleted: evidence
+            RETURN QUERY SELECT unnest(new_ids), NULL::bigint, NULL::text, NULL::bigint,
+                                NULL::text, NULL::bigint, NULL::text, NULL::text;
+            RETURN;
+        END IF;
+        -- a log from before heads: its head starts over all of it, once
         INSERT INTO {schema}.{head} VALUES (1, 0, '', 0, '', NULL);
         sig_position := 0; sig_tip := ''; sig_mac := NULL;
     ELSE
         v_last := kept.position; v_tip := kept.tip;
         sig_position := kept.signed_position; sig_tip := kept.signed_tip;
         sig_mac := kept.mac;
+        IF kept.mac IS NULL AND EXISTS (SELECT 1 FROM {schema}.{began}) THEN
+            sig_mac := '';  -- a signature cleared after one was made: no signature holds
+        END IF;
     END IF;
     IF v_last >= new_ids[1] THEN  -- a head past this append: kept as evidence, not moved
         RETURN QUERY SELECT unnest(new_ids), NULL::bigint, NULL::text, NULL::bigint,
@@ -127,6 +146,8 @@ BEGIN
     PERFORM set_config('synchronous_commit', 'off', true);
     UPDATE {schema}.{head} h SET signed_position = p_position, signed_tip = p_tip, mac = p_mac
     WHERE h.id = 1 AND (h.mac IS NULL OR h.signed_position < p_position);
+    INSERT INTO {schema}.{began} SELECT 1, p_position
+    WHERE NOT EXISTS (SELECT 1 FROM {schema}.{began});
 END;
 $body$
 """
@@ -148,6 +169,7 @@ class AppendingRecorder(PostgresApplicationRecorder):
         super().__init__(datastore, events_table_name=events_table_name)
         schema, function = Identifier(datastore.schema), Identifier(APPEND_FUNCTION)
         table, head = Identifier(self.events_table_name), Identifier(HEAD_TABLE)
+        began = Identifier(BEGAN_TABLE)
         link_row = _LINK.format(tip="v_tip", position="e.notification_id",
                                 stream="e.originator_id", version="e.originator_version",
                                 topic="e.topic", state="e.state")
@@ -155,11 +177,12 @@ class AppendingRecorder(PostgresApplicationRecorder):
                                 version="versions[k]", topic="topics[k]", state="states[k]")
         self.sql_create_statements += [
             SQL(_CREATE_HEAD).format(schema=schema, head=head),
+            SQL(_CREATE_BEGAN).format(schema=schema, began=began),
             SQL(_CREATE.replace("{link_row}", link_row).replace("{link_new}", link_new)
                 ).format(schema=schema, function=function, table=table, head=head,
-                         channel=Identifier(self.channel_name)),
+                         began=began, channel=Identifier(self.channel_name)),
             SQL(_CREATE_SIGN).format(schema=schema, function=Identifier(SIGN_FUNCTION),
-                                     head=head),
+                                     head=head, began=began),
         ]
         self.append_statement = SQL("SELECT * FROM {}.{}(%s, %s, %s, %s, %s)").format(
             schema, function)

@@ -17,6 +17,7 @@ from psycopg.conninfo import make_conninfo
 from planledger.infra.pg_append import (
     APPEND_ARGUMENTS,
     APPEND_FUNCTION,
+    BEGAN_TABLE,
     HEAD_TABLE,
     SIGN_ARGUMENTS,
     SIGN_FUNCTION,
@@ -47,7 +48,8 @@ SELECT name FROM (VALUES
     ('checkpoint tracking', to_regclass(%(checkpoint tracking)s)::text),
     ('append function', to_regprocedure(%(append function)s)::text),
     ('signed head', to_regclass(%(signed head)s)::text),
-    ('head signing function', to_regprocedure(%(head signing function)s)::text)
+    ('head signing function', to_regprocedure(%(head signing function)s)::text),
+    ('signed head marker', to_regclass(%(signed head marker)s)::text)
 ) AS objects(name, found)
 WHERE found IS NULL
 """
@@ -78,6 +80,7 @@ def _missing(conn: psycopg.Connection[tuple[object, ...]], schema: str) -> tuple
         "append function": f'"{schema}".{APPEND_FUNCTION}({APPEND_ARGUMENTS})',
         "signed head": f'"{schema}".{HEAD_TABLE}',
         "head signing function": f'"{schema}".{SIGN_FUNCTION}({SIGN_ARGUMENTS})',
+        "signed head marker": f'"{schema}".{BEGAN_TABLE}',
     }
     has_schema = conn.execute(
         "SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone()

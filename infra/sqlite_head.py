@@ -9,10 +9,14 @@ one-row table, a hash per event and an HMAC per append (see bench/RESULTS.md).
 
 A head it cannot vouch for is left as it is, as evidence for a verify: a head whose
 signature does not hold, or that stands past the start of this append (the log's newest
-events were deleted and their positions taken again). A store with no head yet (written
-before heads were kept) gets one at its next append, chained over the whole log once.
+events were deleted and their positions taken again). Only a store with no head table
+(written before heads were kept) gets a head at its next append, chained over the whole log
+once, with a warning; the table is created in that same transaction and never dropped, so
+its row deleted (with a cut tail, say) stays missing, as evidence, instead of being started
+again over the cut log.
 """
 
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -30,6 +34,9 @@ _CREATE = (f"CREATE TABLE IF NOT EXISTS {HEAD_TABLE} (id INTEGER PRIMARY KEY CHE
 _READ = f"SELECT position, tip, mac FROM {HEAD_TABLE} WHERE id = 1"
 _INSERT = f"INSERT INTO {HEAD_TABLE} (id, position, tip, mac) VALUES (1, ?, ?, ?)"
 _UPDATE = f"UPDATE {HEAD_TABLE} SET position = ?, tip = ?, mac = ? WHERE id = 1"
+_EXISTS = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
+
+log = logging.getLogger("planledger.head")
 
 
 def no_key() -> bytes | None:
@@ -42,7 +49,7 @@ class HeadKeepingRecorder(UnitRecorder):
     verify reports it)."""
 
     head_key: Callable[[], bytes | None] = staticmethod(no_key)
-    _created = False
+    _table_known = False  # the head table was there, committed, when this process looked
     _key: bytes | None = None
     _wrote: SignedHead | None = None  # the head this process wrote last
 
@@ -55,25 +62,47 @@ class HeadKeepingRecorder(UnitRecorder):
         return ids
 
     def _advance(self, cursor: Any, ids: list[int], events: Sequence[StoredEvent]) -> None:
-        if not self._created:
-            cursor.execute(_CREATE)
-            self._created = True
         key = self._key = self._key or self.head_key()  # derived once, when first there
+        if not self._table_known:
+            self._table_known = cursor.execute(_EXISTS, (HEAD_TABLE,)).fetchone() is not None
+            if not self._table_known:
+                self._start(cursor, key, ids, events)
+                return
         row = cursor.execute(_READ).fetchone()
-        if row is None:  # no head yet: start one over the log before this append
-            tip = self._fold(cursor, 0, GENESIS, ids[0])
-        else:
-            head = SignedHead(int(row[0]), str(row[1]), row[2])
-            vouched = head == self._wrote or key is None or signed_by(head, key)
-            if head.position >= ids[0] or not vouched:
-                return  # not a head this process can vouch for: keep it as evidence
-            tip = self._fold(cursor, head.position, head.tip, ids[0])
+        if row is None:
+            return  # the head was deleted (its table outlives it): the gap is the evidence
+        head = SignedHead(int(row[0]), str(row[1]), row[2])
+        vouched = head == self._wrote or key is None or signed_by(head, key)
+        if head.position >= ids[0] or not vouched:
+            return  # not a head this process can vouch for: keep it as evidence
+        tip = self._fold(cursor, head.position, head.tip, ids[0])
+        self._write(cursor, _UPDATE, key, self._chain(tip, ids, events))
+
+    def _start(self, cursor: Any, key: bytes | None, ids: list[int],
+               events: Sequence[StoredEvent]) -> None:
+        """A store from before heads (no head table): its head starts over the whole log,
+        in the transaction that creates the table."""
+        cursor.execute(_CREATE)
+        if ids[0] > 1:
+            log.warning("%s kept no signed head: starting one over its %d events. If this "
+                        "store was ever written with signed heads, its head "
+                        "table was dropped: check the log against a copy you trust",
+                        self.datastore.pool.db_name, ids[0] - 1)
+        tip = self._fold(cursor, 0, GENESIS, ids[0])
+        self._write(cursor, _INSERT, key, self._chain(tip, ids, events))
+
+    @staticmethod
+    def _chain(tip: str, ids: list[int], events: Sequence[StoredEvent]) -> tuple[int, str]:
         for n_id, event in zip(ids, events, strict=True):
             tip = link(tip, n_id, str(event.originator_id), event.originator_version,
                        event.topic, event.state)
-        moved = SignedHead(ids[-1], tip, head_mac(key, ids[-1], tip) if key else None)
-        cursor.execute(_UPDATE if row is not None else _INSERT,
-                       (moved.position, moved.tip, moved.mac))
+        return ids[-1], tip
+
+    def _write(self, cursor: Any, statement: str, key: bytes | None,
+               at: tuple[int, str]) -> None:
+        position, tip = at
+        moved = SignedHead(position, tip, head_mac(key, position, tip) if key else None)
+        cursor.execute(statement, (moved.position, moved.tip, moved.mac))
         # Noted before the commit: a rolled-back head is never read back, so never matched.
         self._wrote = moved
 
@@ -94,8 +123,7 @@ class HeadKeepingRecorder(UnitRecorder):
         """The head as stored (None when the store keeps none yet)."""
         with self.datastore.transaction(commit=False) as c:
             cursor = c.sqlite_cursor
-            exists = cursor.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND "
-                                    "name = ?", (HEAD_TABLE,)).fetchone()
+            exists = cursor.execute(_EXISTS, (HEAD_TABLE,)).fetchone()
             row = cursor.execute(_READ).fetchone() if exists else None
         return SignedHead(int(row[0]), str(row[1]), row[2]) if row else None
 

@@ -10,9 +10,16 @@ can cut the log and recompute every chain, but cannot sign the shorter log's hea
 verify that compares the head with the log it reads sees the newest events cut off, or
 a stream deleted, as well as anything changed.
 
+A head deleted with the tail (or its signature cleared) stays missing: a store starts a
+head over its log only when it shows no sign of ever having kept one (SQLite: no head
+table; PostgreSQL: no row in the table its first signature writes), with a warning.
+
 What it cannot see: the store rolled back whole to an earlier copy (log and head
-together); and a head deleted with the tail: a verify reports the missing head, but the
-next write starts a new one over the log as it then is.
+together), or to an older head copied earlier with its log cut to match; and someone who
+can write the store removing every sign that it kept a head (dropping the head table),
+which makes it look like a store from before heads, whose next write starts a head
+(warning that it does). Seeing those needs a record kept outside the store: the heads
+digest a verify prints, noted elsewhere.
 """
 
 import hmac
@@ -68,8 +75,8 @@ def judge(verified: Verified, head: SignedHead | None, key: bytes, *,
     if head is None:
         if verified.events == 0:
             return Finding(True, "no events and no signed head yet")
-        return Finding(False, "the store has no signed head: it was written before heads "
-                              "were kept (its next write starts one), or the head was deleted")
+        return Finding(False, "the store has no signed head: it was deleted, or the store "
+                              "was written before heads were kept (its next write starts one)")
     if not signed_by(head, key):
         what = "not signed" if head.mac is None else "not signed with the store's secret"
         return Finding(False, f"the head at position {head.position} is {what}: it was "

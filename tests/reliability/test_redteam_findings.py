@@ -97,9 +97,6 @@ def _import(lines: Lines, tmp_path: Path) -> tuple[int, str, str]:
 # --- the signed head --------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="a store whose head row was deleted with its tail "
-                   "gets a fresh head over the cut log at its next append (any anonymous "
-                   "POST /api/sessions), after which audit verify --db says intact")
 def test_a_tail_cut_with_its_head_stays_visible_after_the_next_append(
     tmp_path: Path, clock: FakeClock,
 ) -> None:
