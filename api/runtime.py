@@ -2,6 +2,7 @@
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 
 from planledger.api.derived_keys import derived_key
 from planledger.infra.clock_ids import UlidGenerator, ledger_clock
@@ -9,7 +10,7 @@ from planledger.infra.secret import SecretError, load_secret
 from planledger.ledger.application import Ledger
 from planledger.ledger.log_head import HEAD_PURPOSE, KeepsHead
 from planledger.ledger.ports import Clock, IdGenerator
-from planledger.ledger.storage import is_postgres, resolve_db, store_settings
+from planledger.ledger.storage import MEMORY, is_postgres, resolve_db, store_settings
 from planledger.ledger.store import EventStore
 from planledger.projections.checkpoints import open_checkpoints
 from planledger.projections.readmodel import ReadModel
@@ -50,6 +51,8 @@ def open_runtime(
     every so many events and on close (projections.checkpoints): the server and the
     command-line and MCP-stdio processes agents run use them."""
     resolved = resolve_db(db)
+    if secret is None and is_new_sqlite_file(resolved):
+        secret = load_secret(resolved)  # refused before any file of the store is created
     if is_postgres(resolved):
         from planledger.infra.pg_schema import ensure_schema  # the driver only where it is needed
         ensure_schema(resolved)  # replicas never create tables themselves: see infra.pg_schema
@@ -65,6 +68,10 @@ def open_runtime(
     if isinstance(store.recorder, KeepsHead):  # it signs its log's head (ledger.log_head)
         store.recorder.head_key = lambda: head_key(runtime)
     return runtime
+
+
+def is_new_sqlite_file(db: str) -> bool:
+    return db != MEMORY and not is_postgres(db) and not Path(db).expanduser().exists()
 
 
 def head_key(runtime: Runtime) -> bytes | None:

@@ -57,25 +57,54 @@ def _long_enough(secret: bytes, where: str) -> bytes:
 
 
 def _read_or_create(path: Path) -> bytes:
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # Write a private temporary file, then link it into place: the link fails if a
-        # concurrent process got there first, and nobody ever reads a half-written secret.
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as handle:
-            handle.write(secrets.token_hex(32))
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            pass
-        finally:
-            tmp.unlink()
-    mode = path.stat().st_mode
-    if mode & (stat.S_IRWXG | stat.S_IRWXO):
-        log.warning("the secret file %s is readable by group or others (mode %o): "
-                    "`chmod 600 %s`", path, stat.S_IMODE(mode), path)
+    if not os.path.lexists(path):  # a dangling symlink is there: it is refused, not replaced
+        _create(path)
+    return _read_regular_file(path)
+
+
+def _create(path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # Write a private temporary file, then link it into place: the link fails if a
+    # concurrent process got there first, and nobody ever reads a half-written secret.
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(secrets.token_hex(32))
     try:
-        return path.read_text().strip().encode()
+        os.link(tmp, path)
+    except FileExistsError:
+        pass
+    finally:
+        tmp.unlink()
+
+
+def _read_regular_file(path: Path) -> bytes:
+    """The file's bytes, refused unless it is a regular file (a symlink to one is one).
+    Opened without blocking, then judged on what was opened: a FIFO would otherwise wait
+    for a writer for ever, and a path checked before opening could change in between."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as error:
+        what = "a symlink to nothing" if path.is_symlink() else error.strerror
+        raise SecretError(f"cannot read the secret file {path}: {what}") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise SecretError(f"the secret file {path} is {_file_kind(mode)}, not a regular "
+                          "file: put the secret in a file there, or set " + SECRET_ENV)
+    with os.fdopen(fd, "rb") as handle:
+        if mode & (stat.S_IRWXG | stat.S_IRWXO):
+            log.warning("the secret file %s is readable by group or others (mode %o): "
+                        "`chmod 600 %s`", path, stat.S_IMODE(mode), path)
+        data = handle.read()
+    try:
+        return data.decode().strip().encode()
     except UnicodeDecodeError:
-        return path.read_bytes().strip()
+        return data.strip()
+
+
+def _file_kind(mode: int) -> str:
+    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+             (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+             (stat.S_ISBLK, "a block device"))
+    return next((name for test, name in kinds if test(mode)), "no regular file")

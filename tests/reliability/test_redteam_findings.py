@@ -4,6 +4,7 @@ Each is marked xfail(strict=True): it fails today for the reason given, and turn
 suite red once the hole is closed, so that its mark is removed with the fix."""
 
 import json
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from typer.testing import CliRunner
 from planledger.api.audit_cli import verify_store
 from planledger.api.cli import app
 from planledger.api.runtime import open_runtime
-from planledger.infra.secret import SecretError, load_secret
+from planledger.infra.secret import SECRET_ENV, SecretError, load_secret
 from planledger.ledger.application import NewStep
 from planledger.ledger.chain import HASH_KEY, PREV_KEY, seal
 from planledger.replays.fixture import seed_auth_refresh
@@ -230,9 +231,6 @@ def test_an_event_without_an_actor_is_refused(erase: str, lines: Lines,
 # --- the secret file --------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="a secret path that is a directory or a dangling "
-                   "symlink raises IsADirectoryError / FileNotFoundError: a traceback, not a "
-                   "refusal naming the file")
 @pytest.mark.parametrize("kind", ["directory", "dangling symlink"])
 def test_a_secret_path_that_is_no_readable_file_is_refused_naming_it(
     kind: str, tmp_path: Path,
@@ -245,3 +243,34 @@ def test_a_secret_path_that_is_no_readable_file_is_refused_naming_it(
 
     with pytest.raises(SecretError, match=r"ledger\.sqlite\.secret"):
         load_secret(str(tmp_path / "ledger.sqlite"))
+
+
+def test_a_secret_path_that_is_a_fifo_is_refused_without_waiting_for_a_writer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(SECRET_ENV, raising=False)
+    os.mkfifo(tmp_path / "ledger.sqlite.secret")
+
+    with pytest.raises(SecretError, match=r"ledger\.sqlite\.secret is a FIFO"):
+        load_secret(str(tmp_path / "ledger.sqlite"))
+
+
+def test_a_secret_path_that_is_a_symlink_to_a_file_is_read(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch,
+                                                            ) -> None:
+    monkeypatch.delenv(SECRET_ENV, raising=False)
+    (tmp_path / "mounted").write_text("s" * 40 + "\n")
+    (tmp_path / "ledger.sqlite.secret").symlink_to(tmp_path / "mounted")
+
+    assert load_secret(str(tmp_path / "ledger.sqlite")) == b"s" * 40
+
+
+def test_a_start_refused_for_a_short_secret_creates_no_store_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(SECRET_ENV, "short")
+
+    with pytest.raises(SecretError, match="PLANLEDGER_SECRET is 5 bytes"):
+        open_runtime(str(tmp_path / "ledger.sqlite"), checkpoints=True)
+
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
