@@ -45,6 +45,11 @@ SessionsOption = Annotated[list[str] | None, typer.Option(
 SinceOption = Annotated[str | None, typer.Option(
     "--since", help="From this time (ISO 8601; UTC unless it says otherwise).")]
 UntilOption = Annotated[str | None, typer.Option("--until", help="Up to this time (ISO 8601).")]
+# The seed's race as `planledger demo --race` recorded it, shipped inside the package.
+SHIPPED_RACE = Path(__file__).resolve().parent / "two-agents-race.jsonl"
+RecordingArg = Annotated[Path | None, typer.Argument(
+    help="A recording (JSON Lines, see replays/README.md); default: the shipped two-agent "
+    "race.", show_default=False)]
 
 
 @contextmanager
@@ -159,11 +164,11 @@ def timeline_command(
 
 
 @app.command("run")
-def run_command(file: FileArg) -> None:
+def run_command(file: RecordingArg = None) -> None:
     """Re-execute the recorded commands (virtual clock, recorded ids) and check the events
     come out byte for byte the same; exit 1 naming the first event that differs."""
     with _refusing():
-        report = rerun(read_file(file))
+        report = rerun(read_file(file or SHIPPED_RACE))
     typer.echo(report.describe())
     if not report.identical:
         raise typer.Exit(EXIT_ERROR)
@@ -171,7 +176,7 @@ def run_command(file: FileArg) -> None:
 
 @app.command("explore")
 def explore_command(
-    file: FileArg, as_json: JsonOption = False,
+    file: RecordingArg = None, as_json: JsonOption = False,
     limit: Annotated[int, typer.Option(help="Try every interleaving up to this many.")] = 1000,
     samples: Annotated[int, typer.Option(help="Otherwise, draw this many.")] = 200,
     seed: Annotated[int, typer.Option(help="Seed of the draw.")] = 0,
@@ -179,7 +184,8 @@ def explore_command(
     """What if the sessions had interleaved otherwise? Each session keeps its own order;
     prints the distinct outcomes and how many interleavings lead to each."""
     with _refusing():
-        report = explore(read_file(file), limit=limit, samples=samples, seed=seed)
+        report = explore(read_file(file or SHIPPED_RACE), limit=limit, samples=samples,
+                         seed=seed)
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
     else:
