@@ -6,6 +6,17 @@ layer (`ledger/`, `projections/`, `api/`, `replays/`, `infra/`, `bench/`), and t
 maps each of them in as `planledger.<folder>` (a link in this folder): see ARCHITECTURE.md.
 """
 
+from typing import Any
+
 # The contract's version (agents and scripts depend on it): the package's, the OpenAPI
 # document's and the MCP server's. Bump it when what callers send or get changes.
 __version__ = "0.2.0"
+
+
+def __getattr__(name: str) -> Any:
+    """`planledger.Client`, loaded when first asked for: `import planledger` stays cheap."""
+    if name == "Client":
+        from planledger.api.commands.client import connect
+
+        return connect
+    raise AttributeError(f"module 'planledger' has no attribute {name!r}")

@@ -62,6 +62,28 @@ class Client(Protocol):
     def log(self, after: int, limit: int) -> LogPageOut: ...
     def timeline(self, plan: str | None, sessions: list[str]) -> TimelineOut: ...
     def close(self) -> None: ...
+    def __enter__(self) -> "Client": ...
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 tb: TracebackType | None) -> None: ...
+
+
+def connect(url: str | None = None, *, db: str | None = None, token: str | None = None,
+            session: str | None = None) -> Client:
+    """The ledger's operations for a command or a script: on the server at `url`, else on
+    the embedded store `db` (default ./.planledger/ledger.sqlite), acting for the session
+    `token` proves (or, on the embedded store, `session` names). A client with no session
+    acts for the one it starts (`start_session`). `planledger.Client` is this."""
+    if url:
+        return RemoteClient(url, token)
+    from planledger.api.identity import Identity
+    from planledger.api.runtime import open_runtime
+    from planledger.api.settings import load_settings
+
+    settings = load_settings(db=db)
+    runtime = open_runtime(settings.db, checkpoints=True)
+    identity = Identity(runtime.secret, settings.admin_token)
+    actor = identity.session_of(token) if token and not session else session
+    return LocalClient(Service(runtime, settings, identity), actor)
 
 
 def operator_name() -> str:
@@ -92,7 +114,9 @@ class LocalClient:
         return self.actor
 
     def start_session(self, name: str | None) -> SessionStartOut:
-        return self.service.start_session(name)
+        started = self.service.start_session(name)
+        self.actor = self.actor or started.session_id
+        return started
 
     def end_session(self) -> SessionEndOut:
         return self.service.end_session(self._actor())
@@ -142,6 +166,13 @@ class LocalClient:
     def close(self) -> None:
         self.service.runtime.close()
 
+    def __enter__(self) -> "LocalClient":
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
 
 class RemoteClient:
     """A running server, over its HTTP API, with the session token (if any)."""
@@ -172,7 +203,10 @@ class RemoteClient:
         return TypeAdapter(out).validate_python(response.json())
 
     def start_session(self, name: str | None) -> SessionStartOut:
-        return self._call(SessionStartOut, "POST", "/api/sessions", SessionStartIn(name=name))
+        started = self._call(SessionStartOut, "POST", "/api/sessions", SessionStartIn(name=name))
+        if "Authorization" not in self.http.headers and started.token:
+            self.http.headers["Authorization"] = f"Bearer {started.token}"
+        return started
 
     def end_session(self) -> SessionEndOut:
         token = self.http.headers.get("Authorization", "").removeprefix("Bearer ")
@@ -187,8 +221,7 @@ class RemoteClient:
         it (named after the OS user) and ended straight after: the log names its author."""
         if "Authorization" in self.http.headers:
             return self._call(PlanCreatedOut, "POST", "/api/plans", plan)
-        started = self.start_session(f"{operator_name()} (plan create)")
-        self.http.headers["Authorization"] = f"Bearer {started.token}"
+        self.start_session(f"{operator_name()} (plan create)")
         try:
             return self._call(PlanCreatedOut, "POST", "/api/plans", plan)
         finally:

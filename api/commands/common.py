@@ -13,12 +13,8 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.console import Console
 
-from planledger.api.commands.client import Client, LocalClient, RemoteClient, Unreachable
+from planledger.api.commands.client import Client, Unreachable, connect
 from planledger.api.errors import BOUNCE_REASONS, ConfigError, problem
-from planledger.api.identity import Identity
-from planledger.api.runtime import open_runtime
-from planledger.api.service import Service
-from planledger.api.settings import load_settings
 from planledger.ledger.domain.errors import InvalidInput
 
 EXIT_ERROR = 1
@@ -54,15 +50,7 @@ def open_client(db: str | None, url: str | None, session: str | None = None,
     """A client on the server at `url`, else on the embedded store `db`; errors inside the
     block become a message on stderr and the exit code for their kind."""
     with answering_errors():
-        client: Client
-        if url:
-            client = RemoteClient(url, token)
-        else:
-            settings = load_settings(db=db)
-            runtime = open_runtime(settings.db, checkpoints=True)
-            identity = Identity(runtime.secret, settings.admin_token)
-            actor = identity.session_of(token) if token and not session else session
-            client = LocalClient(Service(runtime, settings, identity), actor)
+        client = connect(url, db=db, token=token, session=session)
         try:
             yield client
         finally:
