@@ -5,15 +5,22 @@ hold. Before an import writes anything, each event is decoded into its own type,
 field's type checked (replays.typed_events), then checked against the state folded from
 the events before it with the domain's own rules and folds: slugs, texts and limits
 (ledger.domain.plans), a plan's stream named after its slug, a step opened in the plan
-that added it, dependencies known and acyclic, claims made by started sessions with a
-fence that grows, closes of a step that is held or open; and every stream's hash chain
-is verified (ledger.chain). The first event that breaks a rule refuses the whole file,
-naming its line and why.
+that added it, dependencies known and acyclic; claims and closes judged by the domain's
+own claim rule (ledger.domain.claims) at the event's own time: a claim only of a step
+claimable then, by a live session, its lease ending `lease_seconds` after it; a renewal,
+completion, release or drop only by the step's live holder at its fence (or, for a
+forced release or an unheld drop, by an operator). Every event is dated no later than
+now (give or take `CLOCK_TOLERANCE`), and names its author (a started, live session, the
+admin or a local operator), except in a recording in which no event names any: one
+written before 0.2.0, when events carried no actor. Every stream's hash chain is verified
+(ledger.chain). The first event that breaks a rule refuses the whole file, naming its line
+and why.
 """
 
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from eventsourcing.persistence import Mapper, StoredEvent
@@ -21,6 +28,7 @@ from eventsourcing.persistence import Mapper, StoredEvent
 from planledger.ledger.chain import Broken, Entry, verify
 from planledger.ledger.domain import errors
 from planledger.ledger.domain import events as ev
+from planledger.ledger.domain.claims import assess, check_lease, live_holder
 from planledger.ledger.domain.ids import ADMIN, LOCAL_PREFIX, PlanSlug, StepId, plan_stream
 from planledger.ledger.domain.plans import (
     MAX_BODY,
@@ -49,6 +57,10 @@ from planledger.replays.typed_events import Mistyped, decode_typed
 # could not have been written by planledger.
 ID_PATTERN = re.compile(r"^[0-9A-Za-z_-]{1,64}$")
 IDEMPOTENCY_PREFIX = "idem:"
+# How far past this machine's clock an event may be dated: clocks of the machines that
+# wrote a recording drift a little. More would floor the store's clock in the future
+# (infra.clock_ids never runs it earlier than the log's newest event).
+CLOCK_TOLERANCE = timedelta(minutes=5)
 
 
 class Refused(Exception):
@@ -64,15 +76,24 @@ class _Folded:
     added: dict[str, PlanSlug] = field(default_factory=dict)  # step id -> its plan
     steps: dict[str, StepState] = field(default_factory=dict)
     sessions: dict[str, SessionState] = field(default_factory=dict)
+    # False for a recording from before 0.2.0: no event in it names an actor.
+    actors_named: bool = True
 
 
-def admit(mapper: Mapper[str], records: Sequence[EventRecord]) -> list[StoredEvent]:
+def admit(mapper: Mapper[str], records: Sequence[EventRecord],
+          now: datetime | None = None) -> list[StoredEvent]:
     """The recording's events as the store keeps them, once every one is of its type, keeps
     the domain's rules and sits whole in its stream's hash chain; RecordingError naming
-    the line of the first that does not."""
-    folded = _Folded()
+    the line of the first that does not. `now`: this machine's time (the clock's)."""
+    latest = (now or datetime.now(UTC)) + CLOCK_TOLERANCE
+    folded = _Folded(actors_named=any(r.state.get("actor") is not None for r in records))
     stored = []
     for record in records:
+        if record.time > latest:
+            raise RecordingError(
+                f"line {record.line}: event {record.topic.rpartition(':')[2]} at position "
+                f"{record.position} is dated {record.time.isoformat()}, after now "
+                f"({latest.isoformat()} with {CLOCK_TOLERANCE} allowed for clocks)")
         event = StoredEvent(record.stream, record.version, record.topic, record.state_bytes())
         try:
             decoded = decode_typed(mapper, event, record.state)
@@ -102,10 +123,14 @@ def _check(folded: _Folded, record: EventRecord, event: object) -> None:
         return
     if not isinstance(event, ev.LedgerEvent):
         raise Refused("not a ledger event")
-    _check_author(folded, event)
     rule = _RULES.get(type(event))
     if rule is None:
         raise Refused("no rule admits this event type")
+    try:  # judged before the event folds in, told after its own rule: that one says more
+        _check_author(folded, event)
+    except (Refused, errors.LedgerError) as error:
+        rule(folded, event)
+        raise error from None
     rule(folded, event)
 
 
@@ -115,7 +140,21 @@ def _check_author(folded: _Folded, event: ev.LedgerEvent) -> None:
             isinstance(event, ev.SessionStarted) and session == event.originator_id):
         raise Refused(f'session_id "{session[:80]}" names no session started before it')
     actor = event.actor
-    if actor is None or actor == ADMIN or ID_PATTERN.match(actor):
+    if actor is None:
+        if folded.actors_named:
+            raise Refused("it names no actor: from 0.2.0 on every event names its author "
+                          "(only a recording in which no event names one is read as one "
+                          "from before 0.2.0)")
+        return
+    if actor == ADMIN:
+        return
+    if ID_PATTERN.match(actor):
+        started = folded.sessions.get(actor)
+        if started is None and not (isinstance(event, ev.SessionStarted)
+                                    and actor == event.originator_id):
+            raise Refused(f'actor "{actor}" names no session started before it')
+        if started is not None and started.ended:
+            raise errors.SessionClosed(started.id)
         return
     if actor.startswith(LOCAL_PREFIX) and len(actor) > len(LOCAL_PREFIX):
         check_text("actor", actor, MAX_TITLE, required=True)
@@ -229,25 +268,37 @@ def _step_claimed(folded: _Folded, event: ev.StepClaimed) -> None:
         raise Refused(f"step is {step.status}: it cannot be claimed")
     if event.session_id is None:
         raise Refused("a claim names the session that made it")
+    _live(folded, event.session_id)
     if event.fence <= step.fence:
         raise Refused(f"a new grant must raise the fence above {step.fence}; "
                       f"it carries {event.fence}")
-    if event.lease_seconds <= 0:
-        raise errors.InvalidInput("lease_seconds", "must be positive")
+    _check_lease_end(event.timestamp, event.lease_seconds, event.expires_at)
+    plan = folded.plans[plan_stream(step.plan)]
+    definition = plan.steps[step.id]
+    verdict = assess(step, definition, _status_of(folded), _holder_ended(folded, step),
+                     event.timestamp)
+    if verdict.kind == "held":
+        raise Refused(f'the step is held by "{verdict.holder}" under a live lease at '
+                      f"{event.timestamp.isoformat()}")
+    if verdict.kind == "blocked":
+        raise errors.Blocked(step.id, definition.title,
+                             [(b, plan.steps[b].title, status) for b, status in verdict.blockers])
+    if verdict.kind == "closed":
+        raise Refused(f"step is {step.status}: it cannot be claimed")
     folded.steps[step.id] = evolve_step(step, event)
 
 
 def _lease_renewed(folded: _Folded, event: ev.LeaseRenewed) -> None:
-    step = _held(folded, event, event.fence)
-    if event.session_id != step.holder:
-        raise Refused(f'only the holder "{step.holder}" renews its lease')
-    if event.lease_seconds <= 0:
-        raise errors.InvalidInput("lease_seconds", "must be positive")
+    step = _held_live(folded, event, event.fence, event.session_id)
+    _check_lease_end(event.timestamp, event.lease_seconds, event.expires_at)
     folded.steps[step.id] = evolve_step(step, event)
 
 
 def _step_released(folded: _Folded, event: ev.StepReleased) -> None:
-    step = _held(folded, event, event.fence)
+    if event.reason == "forced":  # an operator's: the claim may be live or lapsed
+        step = _held(folded, event, event.fence)
+    else:
+        step = _held_live(folded, event, event.fence, event.session_id)
     if event.holder != step.holder:
         raise Refused(f'it names holder "{event.holder[:80]}"; the step is held by '
                       f'"{step.holder}"')
@@ -255,17 +306,63 @@ def _step_released(folded: _Folded, event: ev.StepReleased) -> None:
 
 
 def _step_completed(folded: _Folded, event: ev.StepCompleted) -> None:
-    step = _held(folded, event, event.fence)
+    step = _held_live(folded, event, event.fence, event.session_id)
     folded.steps[step.id] = evolve_step(step, event)
 
 
 def _step_dropped(folded: _Folded, event: ev.StepDropped) -> None:
     step = _step(folded, event)
     if event.fence is not None:
-        step = _held(folded, event, event.fence)
+        step = _held_live(folded, event, event.fence, event.session_id)
     elif step.status in SATISFYING:
         raise Refused(f"step is {step.status} already")
+    elif live_holder(step, event.timestamp, _holder_ended(folded, step)) is not None:
+        raise Refused(f'the step is held by "{step.holder}": only its holder drops it')
     folded.steps[step.id] = evolve_step(step, event)
+
+
+def _held_live(folded: _Folded, event: ev.LedgerEvent, fence: int,
+               session: str | None) -> StepState:
+    """The step, held at `fence` by `session`, live, under a lease live at the event's
+    time: what the domain asks of whoever closes a claim (ledger.domain.closing)."""
+    step = _held(folded, event, fence)
+    if session is None:
+        raise Refused("it names no session: only the step's holder does this")
+    _live(folded, session)
+    holder = live_holder(step, event.timestamp, _holder_ended(folded, step))
+    if holder != session:
+        held = f'held by "{holder}"' if holder else "held by no live lease"
+        raise Refused(f'session "{session[:80]}" does not hold the step at '
+                      f"{event.timestamp.isoformat()}: it is {held}")
+    return step
+
+
+def _check_lease_end(at: datetime, lease_seconds: int, expires_at: datetime) -> None:
+    check_lease(lease_seconds)
+    if expires_at != at + timedelta(seconds=lease_seconds):
+        raise Refused(f"its lease of {lease_seconds} s from {at.isoformat()} cannot end at "
+                      f"{expires_at.isoformat()}")
+
+
+def _status_of(folded: _Folded) -> Callable[[StepId], str]:
+    def status(step: StepId) -> str:
+        found = folded.steps.get(step)
+        return found.status if found is not None else "open"
+    return status
+
+
+def _holder_ended(folded: _Folded, step: StepState) -> bool:
+    holder = folded.sessions.get(step.holder) if step.holder is not None else None
+    return holder is not None and holder.ended
+
+
+def _live(folded: _Folded, session_id: str) -> SessionState:
+    session = folded.sessions.get(session_id)
+    if session is None:
+        raise Refused(f'session "{session_id[:80]}" was not started before it')
+    if session.ended:
+        raise errors.SessionClosed(session.id)
+    return session
 
 
 def _step_reopened(folded: _Folded, event: ev.StepReopened) -> None:

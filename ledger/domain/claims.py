@@ -72,6 +72,18 @@ def check_lease(lease_seconds: int) -> int:
     return lease_seconds
 
 
+def lease_end(now: datetime, lease_seconds: int) -> datetime:
+    """When a lease granted at `now` ends; a clock so far ahead that it would end past the
+    last date a datetime holds is refused, not left to overflow."""
+    try:
+        return now + timedelta(seconds=lease_seconds)
+    except OverflowError:
+        raise errors.InvalidInput("lease_seconds", f"a lease of {lease_seconds} s from "
+                                  f"{now.isoformat()} would end after the year 9999: the "
+                                  "ledger's clock, or its log's newest event, is wrong"
+                                  ) from None
+
+
 @dataclass(frozen=True)
 class Decision:
     """Events to append, and the refusal to raise once they are stored (if any)."""
@@ -91,7 +103,7 @@ def decide_claim(
     now: datetime,
 ) -> Decision:
     """Grant, renew (the holder's heartbeat) or refuse a claim, per the verdict."""
-    expires_at = now + timedelta(seconds=lease_seconds)
+    expires_at = lease_end(now, lease_seconds)
     if verdict.kind == "held" and verdict.holder == session:
         renewed = ev.LeaseRenewed(
             step.id, step.version + 1, timestamp=now, session_id=session, actor=session,
