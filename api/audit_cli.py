@@ -20,8 +20,9 @@ from planledger.ledger.chain import Broken, Entry, Verified, verify
 from planledger.ledger.log_head import HEAD_PURPOSE, Finding, KeepsHead, judge
 from planledger.ledger.storage import MEMORY, is_postgres, resolve_db
 from planledger.ledger.store import EventStore
-from planledger.replays.format import canonical
+from planledger.replays.format import RecordingError, canonical
 from planledger.replays.jsonline import BadLine, parse_line
+from planledger.replays.reading import read_file
 
 audit_app = typer.Typer(help="Tamper evidence: check the log's hash chain.",
                         no_args_is_help=True)
@@ -149,7 +150,11 @@ def verify_command(
     if recording is not None:
         try:
             result = verify(recording_entries(recording))
-        except Unreadable as error:
+            if isinstance(result, Verified):
+                # The chains hold: the file must also be whole as an import reads it
+                # (a header, its counts met), or a cut or a stranger file passes as intact.
+                read_file(recording)
+        except (Unreadable, RecordingError) as error:
             typer.echo(f"TAMPERED or unreadable: {error}", err=True)
             raise typer.Exit(EXIT_BROKEN) from None
         _report(result, str(recording), as_json)

@@ -1,7 +1,7 @@
 """What a red-team pass over issue 17's fixes still got through, one test per finding.
 
-Each is marked xfail(strict=True): it fails today for the reason given, and turns the
-suite red once the hole is closed, so that its mark is removed with the fix."""
+Each was first a strict xfail naming the hole; each passes now that its hole is closed,
+and fails again if it reopens."""
 
 import json
 import os
@@ -121,20 +121,15 @@ def test_a_tail_cut_with_its_head_stays_visible_after_the_next_append(
 # --- recordings -------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="audit verify FILE says intact (exit 0) for a "
-                   "recording whose newest events were cut (its header counts more), which "
-                   "replay import refuses as truncated")
 def test_audit_verify_of_a_recording_cut_short_is_not_intact(lines: Lines,
                                                             tmp_path: Path) -> None:
     cut = _write(lines[:-2], tmp_path / "cut.jsonl")
 
     result = runner.invoke(app, ["audit", "verify", str(cut)])
 
-    assert result.exit_code != 0, result.output
+    assert result.exit_code == 1 and "truncated or edited" in result.output, result.output
 
 
-@pytest.mark.xfail(strict=True, reason="audit verify FILE says 'intact: 0 events' (exit 0) "
-                   "for an empty file or one that is not a recording at all")
 @pytest.mark.parametrize("text", ["", '{"hello": 1}\n'])
 def test_audit_verify_of_a_file_that_is_no_recording_is_not_intact(text: str,
                                                                   tmp_path: Path) -> None:
