@@ -22,6 +22,7 @@ from planledger import __version__
 from planledger.api.console.routes import install_console
 from planledger.api.errors import ApiError, Replayed, problem
 from planledger.api.http import routes_log, routes_plans, routes_sessions, routes_steps
+from planledger.api.http.deadline import AnswerDeadline
 from planledger.api.http.latency import LatencyObserver
 from planledger.api.http.limits import BodyLimit
 from planledger.api.identity import Identity
@@ -31,6 +32,7 @@ from planledger.api.schemas import ErrorOut
 from planledger.api.service import Service
 from planledger.api.settings import Settings
 from planledger.ledger.domain.errors import LedgerError
+from planledger.ledger.storage import is_postgres, postgres_options
 
 log = logging.getLogger("planledger.http")
 
@@ -59,6 +61,9 @@ def create_app(runtime: Runtime, settings: Settings, identity: Identity | None =
     _install_errors(app)
     _install_latency(app)
     app.add_middleware(BodyLimit)  # 413 for a body over MAX_BODY_BYTES (api/http/limits.py)
+    if is_postgres(runtime.db):  # 503 when the database answers nothing (api/http/deadline.py)
+        seconds = int(postgres_options(runtime.db)["connect_timeout"]) + 1
+        app.add_middleware(AnswerDeadline, seconds=seconds)
     return app
 
 
