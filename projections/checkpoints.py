@@ -44,6 +44,11 @@ class CheckpointRecorder(TrackingRecorder):
     def load_checkpoint(self, application_name: str) -> tuple[int, bytes] | None:
         """The newest checkpoint's position and state, or None."""
 
+    @abstractmethod
+    def forget(self, application_name: str) -> None:
+        """Drop the checkpoint and its tracked position, so saving starts again from any
+        position (a tracked position past the log's end would refuse every later save)."""
+
     def close(self) -> None:
         """Let go of whatever the recorder holds open (nothing, unless a subclass says)."""
 
@@ -68,6 +73,11 @@ class MemoryCheckpointRecorder(POPOTrackingRecorder, CheckpointRecorder):
     def load_checkpoint(self, application_name: str) -> tuple[int, bytes] | None:
         with self._database_lock:
             return self._states.get(application_name)
+
+    def forget(self, application_name: str) -> None:
+        with self._database_lock:
+            self._states.pop(application_name, None)
+            self._max_tracking_ids.pop(application_name, None)
 
 
 class SQLiteCheckpointRecorder(SQLiteTrackingRecorder, CheckpointRecorder):
@@ -103,6 +113,13 @@ class SQLiteCheckpointRecorder(SQLiteTrackingRecorder, CheckpointRecorder):
         if row is None or row[0] != tracked:
             return None  # never a state whose position the tracking table does not vouch for
         return int(row[0]), bytes(row[1])
+
+    def forget(self, application_name: str) -> None:
+        with self.datastore.transaction(commit=True) as cursor:
+            cursor.execute("DELETE FROM tracking WHERE application_name = ?",
+                           (application_name,))
+            cursor.execute(f"DELETE FROM {CHECKPOINT_TABLE} WHERE application_name = ?",
+                           (application_name,))
 
     def close(self) -> None:
         self.datastore.close()

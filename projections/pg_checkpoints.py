@@ -32,6 +32,9 @@ class PostgresCheckpointRecorder(PostgresTrackingRecorder, CheckpointRecorder):
             "INSERT INTO {0}.{1} VALUES (%s, %s, %s) ON CONFLICT (application_name) DO "
             "UPDATE SET notification_id = EXCLUDED.notification_id, state = EXCLUDED.state"
         ).format(*table)
+        self._forget = [SQL("DELETE FROM {0}.{1} WHERE application_name = %s").format(
+            Identifier(datastore.schema), Identifier(name))
+            for name in (PG_TRACKING_TABLE, PG_CHECKPOINT_TABLE)]
         self._select = SQL(
             "SELECT notification_id, state FROM {0}.{1} WHERE application_name = %s"
         ).format(*table)
@@ -54,6 +57,11 @@ class PostgresCheckpointRecorder(PostgresTrackingRecorder, CheckpointRecorder):
         if row is None or row["notification_id"] != tracked:
             return None  # never a state whose position the tracking table does not vouch for
         return int(row["notification_id"]), bytes(row["state"])
+
+    def forget(self, application_name: str) -> None:
+        with self.datastore.transaction(commit=True) as cursor:
+            for statement in self._forget:
+                cursor.execute(statement, (application_name,))
 
     def close(self) -> None:
         self.datastore.close()

@@ -296,7 +296,8 @@ class ReadModel(Queryable, CandidateView):
         otherwise fold the log from the start, saying why."""
         key = self._checkpoint_key()
         found = checkpoints.load_checkpoint(self.store.name) if key is not None else None
-        if found is None or key is None:
+        if key is None or found is None:
+            self._drop_if_past_the_log(checkpoints, "the log folded from the start")
             return
         position, saved = found
         try:
@@ -304,9 +305,24 @@ class ReadModel(Queryable, CandidateView):
         except UnusableCheckpoint as reason:
             log.warning("the read model's checkpoint at position %d is ignored and the log "
                         "folded from the start: %s", position, reason)
+            self._drop_if_past_the_log(checkpoints)
             return
         self._folded = restored
         self._checkpointed = self._resumed_from = restored.position
+
+    def _drop_if_past_the_log(self, checkpoints: CheckpointRecorder,
+                              warning: str | None = None) -> None:
+        """Drop the checkpoints if they claim a position the log has not reached: no
+        checkpoint of this log says so, and every later save would be refused (a log
+        restored from an older copy, or a tampered file). With `warning`, say so."""
+        tracked = checkpoints.max_tracking_id(self.store.name)
+        end = self.store.recorder.max_notification_id() or 0
+        if tracked is None or tracked <= end:
+            return
+        if warning is not None:
+            log.warning("the read model's checkpoints claim log position %d, past the log's "
+                        "end (%d): they are dropped and %s", tracked, end, warning)
+        checkpoints.forget(self.store.name)
 
     def close(self, *, checkpoint: bool = False) -> None:
         """Let the checkpoints go; first save what was applied since the last checkpoint

@@ -281,3 +281,23 @@ def test_postgresql_without_a_secret_keeps_no_checkpoints_and_answers_from_the_l
         assert "checkpoints are not used: PLANLEDGER_SECRET is required" in caplog.text
         with pytest.raises(AssertionError):
             postgres_store(url).read()  # nothing was saved
+
+
+def test_a_tracked_position_past_the_log_is_dropped_and_saving_starts_again(
+    store: Store, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    _, saved = store.read()
+    store.write(4_000_000_000_000_000_000, saved)  # every later save would be refused
+    reopened_ignoring(store, clock, caplog, "ignored")
+    server = open_runtime(store.db, clock=clock, ids=SequentialIds(start=clock.now()),
+                          checkpoints=True, secret=SECRET)  # ids after the first run's
+    random_workload(server, clock, seed=62, commands=20)
+    server.reads.catch_up()
+    end = server.store.last_position()
+    server.close(checkpoint=True)
+    assert store.read()[0] == end  # saving works again
+    again = store.open(clock)
+    try:
+        assert again.reads.resumed_from == end
+    finally:
+        again.close()
