@@ -7,9 +7,9 @@ import time
 import httpx
 import pytest
 
+from planledger.bench.holdable_proxy import holdable_proxy
 from planledger.bench.servers import Agent, create_plan, start_replica
 from tests.support.postgres import fresh_schema
-from tests.support.tcp_proxy import holdable_proxy
 
 CONNECT_TIMEOUT = 1
 JITTER = 0.5  # a loaded test machine's scheduling, on top of the promise
