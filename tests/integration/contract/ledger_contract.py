@@ -35,8 +35,8 @@ class LedgerContract(ABC):
 
     def two_steps(self, rt: Runtime) -> tuple[StepId, StepId]:
         _, (a, b) = rt.ledger.create_plan(
-            "p", "Plan", steps=[_step("first", "a"), _step("second", "b", ["a"])]
-        , actor=OPERATOR)
+            "p", "Plan", steps=[_step("first", "a"), _step("second", "b", ["a"])],
+            actor=OPERATOR)
         return a, b
 
     def log(self, rt: Runtime) -> list[ev.LedgerEvent]:
@@ -44,6 +44,12 @@ class LedgerContract(ABC):
         return [rt.store.mapper.to_domain_event(n) for n in notes]  # type: ignore[misc]
 
     # --- plans --------------------------------------------------------------------
+
+    def test_a_new_plan_is_answered_as_the_store_holds_it(self, rt: Runtime) -> None:
+        made, _ = rt.ledger.create_plan(
+            "p", "Plan", {"rule": "keep it"},
+            steps=[_step("first", "a"), _step("second", "b", ["a"])], actor=OPERATOR)
+        assert made == rt.store.plan(made.slug)
 
     def test_second_plan_with_same_slug_is_refused(self, rt: Runtime) -> None:
         rt.ledger.create_plan("auth-refresh", "One", actor=OPERATOR)
