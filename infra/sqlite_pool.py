@@ -141,13 +141,17 @@ class DiskWatch:
 
     def check(self) -> None:
         """Raise the disk's last refusal again if nothing suggests it would not recur."""
+        if self.still_full():
+            raise OperationalError("database or disk is full (no space freed since)")
+
+    def still_full(self) -> bool:
+        """Whether a write failed for want of space, and no room was made since."""
         with self._lock:
             full = self._full
         if full is None:
-            return
+            return False
         free_then, when = full
-        if time.monotonic() - when < RETRY_FULL_SECONDS and self._free() <= free_then:
-            raise OperationalError("database or disk is full (no space freed since)")
+        return time.monotonic() - when < RETRY_FULL_SECONDS and self._free() <= free_then
 
     def noticed(self, error: BaseException) -> None:
         """What a write that failed says about the disk."""
@@ -227,6 +231,10 @@ class UnitDatastore(SQLiteDatastore):
                 disk.cleared()
         finally:
             self._writer_lock.release()
+
+    def full(self) -> bool:
+        """Whether writes are being refused at once for a full disk (DiskWatch)."""
+        return self._disk is not None and self._disk.still_full()
 
     @contextmanager
     def without_waiting(self) -> Iterator[None]:

@@ -168,6 +168,12 @@ class EventStore(Application[str]):
         with self._without_waiting():
             yield
 
+    def full(self) -> bool:
+        """Whether the store refuses writes at once for want of disk space (SQLite: after a
+        write failed so, until room is made), so a caller can refuse before any work."""
+        full = getattr(getattr(self.recorder, "datastore", None), "full", None)
+        return bool(full()) if callable(full) else False
+
     def append(self, events: Sequence[Fact]) -> list[Recording[str]]:
         """Append all events in one transaction (the enclosing `transaction()`'s, if any);
         raises ConflictError if any stream moved."""

@@ -23,6 +23,7 @@ from planledger.api.console.routes import install_console
 from planledger.api.errors import ApiError, Replayed, problem
 from planledger.api.http import routes_log, routes_plans, routes_sessions, routes_steps
 from planledger.api.http.deadline import AnswerDeadline
+from planledger.api.http.full_store import RefuseWhileFull
 from planledger.api.http.latency import LatencyObserver
 from planledger.api.http.limits import BodyLimit
 from planledger.api.identity import Identity
@@ -61,6 +62,7 @@ def create_app(runtime: Runtime, settings: Settings, identity: Identity | None =
     _install_errors(app)
     _install_latency(app)
     app.add_middleware(BodyLimit)  # 413 for a body over MAX_BODY_BYTES (api/http/limits.py)
+    app.add_middleware(RefuseWhileFull, store=runtime.store)  # 503 at once (full_store.py)
     if is_postgres(runtime.db):  # 503 when the database answers nothing (api/http/deadline.py)
         seconds = int(postgres_options(runtime.db)["connect_timeout"]) + 1
         app.add_middleware(AnswerDeadline, seconds=seconds)

@@ -3,6 +3,7 @@ their usual pace while clients keep retrying writes (issue 20). Figures: `python
 disk_full`."""
 
 import statistics
+from pathlib import Path
 
 import httpx
 import pytest
@@ -27,10 +28,13 @@ def test_refused_writes_are_cheap_and_reads_are_not_starved_by_writers_retrying(
         fill(http)
         idle = statistics.median(health_latencies(server.url, 1.0))
         reads, refused = with_writers(server.url, headers, 4, 2.0)
-        output = server.output()
+        server.log.flush()
+        output = Path(server.log.name).read_text(errors="replace")
     # Generous bounds for a loaded machine: before, a refused write took 2.3 s and reads
     # queued behind them for seconds.
     assert statistics.median(refused) < 0.1, refused
     assert statistics.median(reads) < max(10 * idle, 0.1), (idle, reads)
-    assert "answered 503" in output  # one line per refusal ...
-    assert "Traceback" not in output  # ... not a traceback (rendering one took 0.25 s)
+    # The store's refusal is logged in a line, not a traceback (rendering one took 0.25 s);
+    # the retries refused at the door, before any work (all but one a second), log nothing.
+    assert 1 <= output.count("answered 503") < len(refused) / 10
+    assert "Traceback" not in output
