@@ -4,8 +4,9 @@ own transaction.
 The recorder is infra.sqlite_pool's; after it inserts an append's events, on the same
 cursor, before the commit, it reads the head, chains the new events onto its tip
 (ledger.chain.link), signs the new position and tip and writes them back, so the head and
-the log never disagree, whoever reads them. The cost is one indexed read and one write of a
-one-row table, a hash per event and an HMAC per append (see bench/RESULTS.md).
+the log never disagree, whoever reads them. The cost is one write of a one-row table, a
+hash per event and an HMAC per append (see bench/RESULTS.md); the read is folded into the
+write when the head is, whole, the one this process wrote last, right before this append.
 
 A head it cannot vouch for is left as it is, as evidence for a verify: a head whose
 signature does not hold, or that stands past the start of this append (the log's newest
@@ -26,7 +27,7 @@ from eventsourcing.sqlite import SQLiteCursor
 from planledger.infra.sqlite_pool import Factory as UnitFactory
 from planledger.infra.sqlite_pool import UnitRecorder
 from planledger.ledger.chain import GENESIS, link
-from planledger.ledger.log_head import SignedHead, head_mac, signed_by
+from planledger.ledger.log_head import HeadSigner, SignedHead, signed_by
 
 HEAD_TABLE = "planledger_head"
 _CREATE = (f"CREATE TABLE IF NOT EXISTS {HEAD_TABLE} (id INTEGER PRIMARY KEY CHECK (id = 1), "
@@ -34,6 +35,10 @@ _CREATE = (f"CREATE TABLE IF NOT EXISTS {HEAD_TABLE} (id INTEGER PRIMARY KEY CHE
 _READ = f"SELECT position, tip, mac FROM {HEAD_TABLE} WHERE id = 1"
 _INSERT = f"INSERT INTO {HEAD_TABLE} (id, position, tip, mac) VALUES (1, ?, ?, ?)"
 _UPDATE = f"UPDATE {HEAD_TABLE} SET position = ?, tip = ?, mac = ? WHERE id = 1"
+# Moves the head only if it is still, whole, the one this process wrote: the read and the
+# check of _advance's general path in one statement.
+_MOVE_OWN = (f"UPDATE {HEAD_TABLE} SET position = ?, tip = ?, mac = ? "
+             "WHERE id = 1 AND position = ? AND tip = ? AND mac IS ?")
 _EXISTS = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
 
 log = logging.getLogger("planledger.head")
@@ -51,6 +56,7 @@ class HeadKeepingRecorder(UnitRecorder):
     head_key: Callable[[], bytes | None] = staticmethod(no_key)
     _table_known = False  # the head table was there, committed, when this process looked
     _key: bytes | None = None
+    _signer: HeadSigner | None = None  # under _key
     _wrote: SignedHead | None = None  # the head this process wrote last
 
     def _insert_events(
@@ -62,11 +68,15 @@ class HeadKeepingRecorder(UnitRecorder):
         return ids
 
     def _advance(self, cursor: Any, ids: list[int], events: Sequence[StoredEvent]) -> None:
-        key = self._key = self._key or self.head_key()  # derived once, when first there
+        if self._key is None and (key := self.head_key()) is not None:
+            self._key, self._signer = key, HeadSigner(key)  # derived once, when first there
+        key = self._key
+        if self._moved_own(cursor, ids, events):
+            return
         if not self._table_known:
             self._table_known = cursor.execute(_EXISTS, (HEAD_TABLE,)).fetchone() is not None
             if not self._table_known:
-                self._start(cursor, key, ids, events)
+                self._start(cursor, ids, events)
                 return
         row = cursor.execute(_READ).fetchone()
         if row is None:
@@ -76,10 +86,25 @@ class HeadKeepingRecorder(UnitRecorder):
         if head.position >= ids[0] or not vouched:
             return  # not a head this process can vouch for: keep it as evidence
         tip = self._fold(cursor, head.position, head.tip, ids[0])
-        self._write(cursor, _UPDATE, key, self._chain(tip, ids, events))
+        self._write(cursor, _UPDATE, self._chain(tip, ids, events))
 
-    def _start(self, cursor: Any, key: bytes | None, ids: list[int],
-               events: Sequence[StoredEvent]) -> None:
+    def _moved_own(self, cursor: Any, ids: list[int], events: Sequence[StoredEvent]) -> bool:
+        """When this append follows right on the head this process wrote last, move that
+        head in one statement that matches it whole (no read); False when it did not match
+        (another process appended since, or someone changed or deleted the row), and
+        nothing was written."""
+        wrote = self._wrote
+        if wrote is None or wrote.position != ids[0] - 1:
+            return False
+        moved = self._signed(self._chain(wrote.tip, ids, events))
+        cursor.execute(_MOVE_OWN, (moved.position, moved.tip, moved.mac,
+                                   wrote.position, wrote.tip, wrote.mac))
+        if cursor.rowcount != 1:
+            return False
+        self._wrote = moved  # see _write
+        return True
+
+    def _start(self, cursor: Any, ids: list[int], events: Sequence[StoredEvent]) -> None:
         """A store from before heads (no head table): its head starts over the whole log,
         in the transaction that creates the table."""
         cursor.execute(_CREATE)
@@ -89,7 +114,7 @@ class HeadKeepingRecorder(UnitRecorder):
                         "table was dropped: check the log against a copy you trust",
                         self.datastore.pool.db_name, ids[0] - 1)
         tip = self._fold(cursor, 0, GENESIS, ids[0])
-        self._write(cursor, _INSERT, key, self._chain(tip, ids, events))
+        self._write(cursor, _INSERT, self._chain(tip, ids, events))
 
     @staticmethod
     def _chain(tip: str, ids: list[int], events: Sequence[StoredEvent]) -> tuple[int, str]:
@@ -98,10 +123,13 @@ class HeadKeepingRecorder(UnitRecorder):
                        event.topic, event.state)
         return ids[-1], tip
 
-    def _write(self, cursor: Any, statement: str, key: bytes | None,
-               at: tuple[int, str]) -> None:
+    def _signed(self, at: tuple[int, str]) -> SignedHead:
         position, tip = at
-        moved = SignedHead(position, tip, head_mac(key, position, tip) if key else None)
+        return SignedHead(position, tip, self._signer.mac(position, tip)
+                          if self._signer is not None else None)
+
+    def _write(self, cursor: Any, statement: str, at: tuple[int, str]) -> None:
+        moved = self._signed(at)
         cursor.execute(statement, (moved.position, moved.tip, moved.mac))
         # Noted before the commit: a rolled-back head is never read back, so never matched.
         self._wrote = moved
