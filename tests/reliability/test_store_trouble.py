@@ -7,16 +7,14 @@ import os
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import pytest
 
-from planledger.bench.servers import SECRET, Replica, free_port, start_replica, wait_healthy
+from planledger.bench.disk_full import can_mount, server_on_small_disk
+from planledger.bench.servers import SECRET, Replica, free_port, start_replica
 from tests.support.live_server import author
 
 PLANLEDGER = str(Path(sys.executable).parent / "planledger")
@@ -38,43 +36,15 @@ def _assert_refused(answer: httpx.Response, trouble: str) -> None:
 # --- a full disk ---------------------------------------------------------------------
 
 
-def _can_mount() -> bool:
-    probe = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c",
-                            "mount -t tmpfs -o size=1m none /mnt"], capture_output=True,
-                           check=False)
-    return probe.returncode == 0
-
-
-@contextmanager
-def _server_on_small_disk(size: str) -> Iterator[tuple[Replica, str]]:
-    """`planledger serve` with its store on a tmpfs of `size`, mounted in a mount namespace
-    of its own (only the server sees it); `nsenter` runs commands in that namespace."""
-    where = tempfile.mkdtemp(prefix="planledger-small-disk-")
-    port = free_port()
-    log = tempfile.NamedTemporaryFile(prefix="planledger-full-", suffix=".log")  # noqa: SIM115
-    process = subprocess.Popen(
-        ["unshare", "-m", "--propagation", "private", "sh", "-c",
-         f"mount -t tmpfs -o size={size} none {where} && exec {PLANLEDGER} serve "
-         f"--db {where}/ledger.sqlite --port {port}"],
-        env={**os.environ, "PLANLEDGER_SECRET": SECRET}, stdout=log, stderr=subprocess.STDOUT)
-    server = Replica(f"{where}/ledger.sqlite", port, process, log)
-    try:
-        wait_healthy(server)
-        yield server, where
-    finally:
-        server.stop()
-        os.rmdir(where)
-
-
 def _inside(server: Replica, *command: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["nsenter", "-t", str(server.process.pid), "-m", *command],
                           capture_output=True, text=True, timeout=60, check=False)
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not _can_mount(), reason="needs mount namespaces (unshare -m) to fill a disk")
+@pytest.mark.skipif(not can_mount(), reason="needs mount namespaces (unshare -m) to fill a disk")
 def test_a_full_disk_answers_503_naming_it_and_writes_resume_when_space_is_back() -> None:
-    with _server_on_small_disk("600k") as (server, where), \
+    with server_on_small_disk("600k") as server, \
             httpx.Client(base_url=server.url, timeout=30) as http:
         http.headers.update(author(http))  # before the disk fills: a session is a write
         written = 0
@@ -85,6 +55,7 @@ def test_a_full_disk_answers_503_naming_it_and_writes_resume_when_space_is_back(
         assert http.get("/api/plans").status_code == 200  # reads keep working
         assert _write(http, "still-full").status_code == 503
 
+        where = str(Path(server.db).parent)  # the tmpfs only the server's namespace sees
         assert _inside(server, "mount", "-o", "remount,size=8m", where).returncode == 0
         assert _write(http, "after").status_code == 201
         slugs = {p["slug"] for p in http.get("/api/plans").json()}
