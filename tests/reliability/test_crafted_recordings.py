@@ -13,14 +13,16 @@ from typer.testing import CliRunner
 
 from planledger.api.cli import app
 from planledger.api.runtime import open_runtime
-from planledger.ledger.chain import HASH_KEY, PREV_KEY, seal
+from planledger.ledger.chain import HASH_KEY, PREV_KEY
 from planledger.replays.fixture import seed_auth_refresh
 from planledger.replays.format import write_file
 from planledger.replays.recording import export
 from tests.support.fakes import FakeClock, SequentialIds
+from tests.support.forgery import Lines
+from tests.support.forgery import events as _events
+from tests.support.forgery import resealed as _resealed
 
 runner = CliRunner()
-Lines = list[dict[str, Any]]
 
 
 @pytest.fixture
@@ -33,22 +35,6 @@ def lines(tmp_path: Path, clock: FakeClock) -> Lines:
     return [json.loads(text) for text in path.read_text().splitlines()]
 
 
-def _events(lines: Lines, kind: str = "") -> list[dict[str, Any]]:
-    return [line for line in lines if line["type"] == "event"
-            and str(line["topic"]).endswith(kind)]
-
-
-def _resealed(lines: Lines) -> Lines:
-    """Every stream's chain recomputed, as a forger who edited the file would."""
-    heads: dict[str, str] = {}
-    for line in _events(lines):
-        body = {k: v for k, v in line["state"].items() if k not in (PREV_KEY, HASH_KEY)}
-        raw = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
-        sealed, digest = seal(heads.get(line["stream"], ""), line["stream"], line["version"],
-                              line["topic"], raw)
-        line["state"] = json.loads(sealed)
-        heads[line["stream"]] = digest
-    return lines
 
 
 def _appended(lines: Lines, stream: str, topic: str, **fields: Any) -> Lines:

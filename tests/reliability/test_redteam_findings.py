@@ -17,14 +17,15 @@ from planledger.api.cli import app
 from planledger.api.runtime import open_runtime
 from planledger.infra.secret import SECRET_ENV, SecretError, load_secret
 from planledger.ledger.application import NewStep
-from planledger.ledger.chain import HASH_KEY, PREV_KEY, seal
 from planledger.replays.fixture import seed_auth_refresh
 from planledger.replays.format import write_file
 from planledger.replays.recording import export
 from tests.support.fakes import FakeClock, SequentialIds
+from tests.support.forgery import Lines
+from tests.support.forgery import events as _events
+from tests.support.forgery import resealed as _resealed
 
 runner = CliRunner()
-Lines = list[dict[str, Any]]
 FAR_FUTURE = "9999-12-31T23:59:59.999999+00:00"
 
 
@@ -48,23 +49,6 @@ def lines(tmp_path: Path, clock: FakeClock) -> Lines:
     return [json.loads(text) for text in path.read_text().splitlines()]
 
 
-def _events(lines: Lines, kind: str = "") -> list[dict[str, Any]]:
-    return [line for line in lines if line["type"] == "event"
-            and str(line["topic"]).endswith(kind)]
-
-
-def _resealed(lines: Lines) -> Lines:
-    """Every stream's chain recomputed, and the header's counts made to agree."""
-    heads: dict[str, str] = {}
-    for line in sorted(_events(lines), key=lambda e: int(e["position"])):
-        body = {k: v for k, v in line["state"].items() if k not in (PREV_KEY, HASH_KEY)}
-        raw = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
-        sealed, digest = seal(heads.get(line["stream"], ""), line["stream"], line["version"],
-                              line["topic"], raw)
-        line["state"] = json.loads(sealed)
-        heads[line["stream"]] = digest
-    lines[0]["events"] = len(_events(lines))
-    return lines
 
 
 def _write(lines: Lines, path: Path) -> Path:
