@@ -24,7 +24,7 @@ from pathlib import Path
 import httpx
 
 from planledger.bench.ledger_log import LogBuilder
-from planledger.bench.servers import Agent, Replica, start_replica
+from planledger.bench.servers import ROOMY, Agent, Replica, start_replica
 from planledger.bench.timing import Figure, scratch_dir
 from planledger.ledger.storage import store_settings
 from planledger.ledger.store import EventStore
@@ -141,7 +141,7 @@ def run(smoke: bool = False) -> list[Figure]:
     ms = 1000
     with scratch_dir("console") as directory:
         build(directory / "log.sqlite", steps)
-        server = start_replica(str(directory / "log.sqlite"))
+        server = start_replica(str(directory / "log.sqlite"), ROOMY)
         try:
             with httpx.Client(base_url=server.url, timeout=120) as http:
                 first, first_size = _reads(http, f"/api/console?plan={PLAN}", rounds)

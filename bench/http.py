@@ -28,7 +28,7 @@ import httpx
 from fastapi import FastAPI
 
 from planledger.api.settings import DEFAULT_MAX_STEPS_PER_REQUEST
-from planledger.bench.servers import Agent, Replica, create_plan, free_port, start_replica
+from planledger.bench.servers import ROOMY, Agent, Replica, create_plan, free_port, start_replica
 from planledger.bench.timing import Figure, scratch_dir
 
 GOAL = 0.5
@@ -196,7 +196,7 @@ def run(smoke: bool = False) -> list[Figure]:
     client_counts, requests, rounds = ([2], 100, 1) if smoke else ([1, 8], 150, 5)
     figures = []
     with scratch_dir("http") as directory, bare_server(directory) as bare:
-        server = start_replica(str(directory / "ledger.sqlite"))
+        server = start_replica(str(directory / "ledger.sqlite"), ROOMY)
         try:
             for clients in client_counts:
                 claims, bases = [], []

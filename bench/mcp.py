@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 from mcp import Client
 
-from planledger.bench.servers import Agent, Replica, create_plan, start_replica
+from planledger.bench.servers import ROOMY, Agent, Replica, create_plan, start_replica
 from planledger.bench.timing import Figure, scratch_dir
 
 
@@ -54,7 +54,7 @@ def run(smoke: bool = False) -> list[Figure]:
     mcp: list[float] = []
     http: list[float] = []
     with scratch_dir("mcp") as directory:
-        server = start_replica(str(directory / "ledger.sqlite"))
+        server = start_replica(str(directory / "ledger.sqlite"), ROOMY)
         try:
             for r in range(rounds):
                 steps: list[Any] = create_plan(

@@ -22,7 +22,7 @@ from pathlib import Path
 import httpx
 
 from planledger.bench.ledger_log import LogBuilder
-from planledger.bench.servers import PLANLEDGER, start_replica
+from planledger.bench.servers import PLANLEDGER, ROOMY, start_replica
 from planledger.bench.timing import Figure, scratch_dir
 from planledger.ledger.storage import store_settings
 from planledger.ledger.store import EventStore
@@ -69,7 +69,7 @@ def resident_bytes(pid: int) -> int:
 def served_rss(db: Path) -> tuple[int, float, int]:
     """RSS of `planledger serve` on `db` after one query, the seconds that query took (the
     read model folding the log), and its RSS once a plan's timeline was asked for too."""
-    server = start_replica(str(db))
+    server = start_replica(str(db), ROOMY)
     try:
         started = time.perf_counter()
         httpx.get(f"{server.url}/api/plans", timeout=LOAD_TIMEOUT).raise_for_status()

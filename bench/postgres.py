@@ -42,7 +42,7 @@ from eventsourcing.persistence import StoredEvent
 from eventsourcing.postgres import PostgresApplicationRecorder
 
 from planledger.bench.scratch_schemas import BASE_URL, postgres_reachable, scratch_schema
-from planledger.bench.servers import Agent, Replica, app_name, create_plan, replicas
+from planledger.bench.servers import ROOMY, Agent, Replica, app_name, create_plan, replicas
 from planledger.bench.timing import Figure
 from planledger.infra.pg_schema import EVENTS_TABLE
 from planledger.ledger.domain.events import StepClaimed
@@ -197,7 +197,7 @@ def run(smoke: bool = False) -> list[Figure]:
     count, rounds, sizes = (40, 1, (1,)) if smoke else (600, 3, (1, 2, 3))
     claims: dict[int, list[Run]] = {n: [] for n in sizes}
     bare: dict[str, list[Run]] = {LIBRARY: [], OURS: []}
-    with scratch_schema() as url, replicas(url, max(sizes)) as cluster:
+    with scratch_schema() as url, replicas(url, max(sizes), ROOMY) as cluster:
         for r in range(rounds):
             for name, runs in bare.items():
                 runs.append(bare_inserts(url, count, CLIENTS, library=name == LIBRARY))

@@ -22,9 +22,15 @@ from typing import IO
 
 import httpx
 
+from planledger.api.settings import MAX_STEPS_SETTING
+from planledger.ledger.domain.plans import MAX_STEPS_PER_PLAN
+
 PLANLEDGER = str(Path(sys.executable).parent / "planledger")
 SECRET = "replicas-share-this-secret-0123456789abcdef"
 START_TIMEOUT = 90.0  # import-bound; a loaded 2-core machine can take long
+# A benchmark's server is its own, so it takes plans of any size a benchmark sets up in one
+# request (the cap on steps per request protects other agents on a shared server).
+ROOMY = {MAX_STEPS_SETTING: str(MAX_STEPS_PER_PLAN)}
 
 
 def free_port() -> int:
@@ -109,13 +115,14 @@ def wait_healthy(replica: Replica) -> None:
 
 
 @contextmanager
-def replicas(db: str, count: int) -> Iterator[Sequence[Replica]]:
+def replicas(db: str, count: int, extra_env: dict[str, str] | None = None,
+             ) -> Iterator[Sequence[Replica]]:
     """`count` replicas on one database, launched at the same moment (none waits for
     another to be up), stopped afterwards."""
     with ExitStack() as stack:
         started = []
         for _ in range(count):
-            replica = launch_replica(db)
+            replica = launch_replica(db, extra_env)
             stack.callback(replica.stop)
             started.append(replica)
         for replica in started:

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 
 from planledger.bench.memory import build_log
-from planledger.bench.servers import start_replica
+from planledger.bench.servers import ROOMY, start_replica
 from planledger.bench.timing import Figure, scratch_dir
 
 LOAD_TIMEOUT = 600.0
@@ -32,7 +32,7 @@ def run(smoke: bool = False) -> list[Figure]:
     plans, per_plan, events, rounds = (2, 50, 1000, 3) if smoke else (30, 1000, 300_000, 7)
     with scratch_dir("timeline") as directory:
         written = build_log(directory / "log.sqlite", plans, per_plan, events)
-        server = start_replica(str(directory / "log.sqlite"))
+        server = start_replica(str(directory / "log.sqlite"), ROOMY)
         try:
             with httpx.Client(base_url=server.url, timeout=LOAD_TIMEOUT) as http:  # kept open
                 first, whole = _read(http)
