@@ -202,11 +202,10 @@ def log_page(runtime: Runtime, after: int = 0, limit: int = 100) -> LogPageOut:
         raise errors.InvalidInput("limit", f"{limit} is outside 1..{MAX_PAGE}")
     if after < 0:
         raise errors.InvalidInput("after", "must be 0 or a position from the log")
-    notes = runtime.store.recorder.select_notifications(
-        start=after, limit=limit, inclusive_of_start=False)
-    events = [event_out(runtime.store.mapper.to_domain_event(n), n.id) for n in notes]
-    return LogPageOut(after=after, next_after=notes[-1].id if notes else after,
-                      more=len(notes) == limit, events=events)
+    found = runtime.store.log_after(after, limit)
+    events = [event_out(event, position) for position, event in found]
+    return LogPageOut(after=after, next_after=found[-1][0] if found else after,
+                      more=len(found) == limit, events=events)
 
 
 def timeline(model: TimelineModel, plan: str | None = None, sessions: Sequence[str] = (),

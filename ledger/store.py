@@ -347,3 +347,15 @@ class EventStore(Application[str]):
 
     def stream(self, originator_id: str) -> Iterable[Any]:
         return self.events.get(originator_id)
+
+    def log_after(self, after: int, limit: int) -> list[tuple[int, Any]]:
+        """Up to `limit` facts of the log after position `after` (ledger events, and other
+        layers' facts: see `Fact`), each with its position, in log order: how a reader
+        outside the store's adapters pages through the log."""
+        notes = self.recorder.select_notifications(start=after, limit=limit,
+                                                   inclusive_of_start=False)
+        return [(n.id, self.mapper.to_domain_event(n)) for n in notes]
+
+    def log_end(self) -> int:
+        """The position of the log's newest event (0 for an empty log)."""
+        return self.recorder.max_notification_id() or 0

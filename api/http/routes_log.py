@@ -37,7 +37,7 @@ def healthz(service: ServiceDep) -> HealthOut:
     db = service.runtime.db
     kind = "memory" if db == MEMORY else "postgresql" if is_postgres(db) else "sqlite"
     return HealthOut(status="ok", store=kind,
-                     position=service.runtime.store.recorder.max_notification_id() or 0)
+                     position=service.runtime.store.log_end())
 
 
 @ops.get("/metrics", response_class=Response,
