@@ -1,11 +1,13 @@
-"""Idempotent writes: a retried write with the same key gets the first answer, appends nothing.
+"""Idempotent writes: a retried command with the same key gets the first answer and
+appends nothing. A middleware around `Ledger.execute`, the same for every command.
 
 The answer is recorded as an `AnswerRecorded` event, version 1 of a stream named by the
-acting session and the key, appended in the same transaction as the write's own events
-(see `ledger.riders`). So the record survives restarts, every replica sees it, and two
-concurrent retries conflict on that stream: one lands, the other reads its answer.
-A refusal is an answer too, and replays as the same error. Writes whose answer comes
-with no decision (a claim-next that found nothing) record it on its own.
+acting session and the key, attached to the append of the outcome that answers the
+command (`ledger.execution.Attach`). So the record lands atomically with the write or
+not at all, survives restarts, and every replica sees it; two concurrent retries
+conflict on that stream: one lands, the other reads its answer. A refusal is an answer
+too, and replays as the same error. A command answered with no decision of its own (a
+refusal before any decision, a claim-next that found nothing) records it on its own.
 
 The stream's name is a MAC of the session and the key under a key derived from the
 store's secret: the log is public (`/api/log`), and a bare hash of a key could be matched
@@ -17,7 +19,7 @@ import hashlib
 import hmac
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
@@ -26,9 +28,9 @@ from planledger.api.derived_keys import IDEMPOTENCY_STREAMS, derived_key
 from planledger.api.errors import BadIdempotencyKey, IdempotencyKeyReused, Replayed, problem
 from planledger.api.runtime import Runtime
 from planledger.ledger.answers import AnswerRecorded
-from planledger.ledger.domain.claims import Decision
+from planledger.ledger.commands import Command
 from planledger.ledger.domain.errors import LedgerError
-from planledger.ledger.riders import riding
+from planledger.ledger.execution import Attach, Outcome
 from planledger.ledger.store import ConflictError
 
 R = TypeVar("R")
@@ -52,15 +54,12 @@ class AlreadyAnswered(Exception):
 
 @dataclass(frozen=True)
 class Write(Generic[R, M]):
-    """One write: run it, render its result, and recognise the decision that answers it."""
+    """One command to answer idempotently: run it (attaching the answer record to the
+    outcome that answers it), render its result, and read a recorded answer back."""
 
-    command: Callable[[], R]
+    run: Callable[[Attach | None], R]
     render: Callable[[R], M]
     out: type[M]
-    # What the command returns when `decision` is its answer; None when it is not (a
-    # claim-next's lost race). Refusals answer unless `refusals_answer` is False.
-    of_decision: Callable[[Decision], R | None]
-    refusals_answer: bool = True
 
 
 def check_key(key: str) -> str:
@@ -70,8 +69,11 @@ def check_key(key: str) -> str:
     return key
 
 
-def fingerprint(operation: str, args: dict[str, Any]) -> str:
-    text = json.dumps([operation, args], sort_keys=True, default=str)
+def fingerprint(command: Command[Any]) -> str:
+    """What makes two tries the same request: the operation and its arguments (the
+    actor is the key's scope already)."""
+    args = {k: v for k, v in asdict(command).items() if k != "actor"}  # type: ignore[call-overload]
+    text = json.dumps([command.name, args], sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -92,29 +94,25 @@ class Idempotency:
                 return event
         return None
 
-    def run(self, write: Write[R, M], key: str, scope: str | None, request: str) -> M:
-        """The write's answer: recorded first, or replayed from the first time."""
-        return self.answer(write, key, scope, request).model
-
     def answer(self, write: Write[R, M], key: str, scope: str | None, request: str,
                ) -> Answered[M]:
-        """`run`, telling whether the answer was recorded by this call."""
+        """The write's answer: recorded by this call, or replayed from the first time."""
         stream = self.stream(scope, key)
         if (found := self.lookup(stream)) is not None:
             return Answered(self._replay(write, found, request), replayed=True)
         rider = _Rider(self, write, stream, scope, request)
         result: R | None = None
         failure: Exception | None = None
-        with riding(rider):
-            try:
-                result = write.command()
-            except (LedgerError, AlreadyAnswered) as error:
-                failure = error
+        try:
+            result = write.run(rider)
+        except (LedgerError, AlreadyAnswered) as error:
+            failure = error
         if (found := self.lookup(stream)) is not None:  # ours, or a concurrent twin's
-            # Ours when the command's last decision carried our record and its append held
-            # (the command returned, or raised that decision's own refusal after it).
+            # Ours when the last outcome offered carried our record and its append held
+            # (the command returned, or raised that outcome's own refusal after it).
             offered = rider.offered
-            ours = offered is not None and (failure is None or failure is offered.refusal)
+            ours = offered is not None and (
+                failure is None or failure is offered.decision.refusal)
             return Answered(self._replay(write, found, request), replayed=not ours)
         if isinstance(failure, AlreadyAnswered):
             raise RuntimeError("an idempotent answer vanished")  # cannot happen: logged, 500
@@ -158,28 +156,23 @@ def _answer(write: Write[R, M], result: R | None, failure: Exception | None,
 
 
 class _Rider:
-    """Adds the answer record to the decision that answers the write."""
+    """Attaches the answer record to the outcome that answers the command."""
 
     def __init__(self, owner: Idempotency, write: Write[Any, Any], stream: str,
                  scope: str | None, request: str) -> None:
         self.owner, self.write, self.stream = owner, write, stream
         self.scope, self.request = scope, request
         self.calls = 0
-        self.offered: Decision | None = None  # the latest decision, if it carries our record
+        self.offered: Outcome[Any] | None = None  # the latest outcome, if it carries our record
 
-    def __call__(self, decision: Decision) -> list[AnswerRecorded]:
+    def __call__(self, outcome: Outcome[Any]) -> list[AnswerRecorded]:
         self.calls += 1
         self.offered = None
         if self.calls > 1 and self.owner.lookup(self.stream) is not None:
             raise AlreadyAnswered(self.stream)
-        if decision.refusal is not None:
-            if not self.write.refusals_answer:
-                return []
-            answer = _answer(self.write, None, decision.refusal)
-        else:
-            result = self.write.of_decision(decision)
-            if result is None:
-                return []
-            answer = _answer(self.write, result, None)
-        self.offered = decision
+        if not outcome.answers:
+            return []
+        refusal = outcome.decision.refusal
+        answer = _answer(self.write, None if refusal else outcome.result, refusal)
+        self.offered = outcome
         return [self.owner._record(self.stream, self.scope, self.request, answer)]

@@ -3,10 +3,12 @@
 Each app gets its own registry, so several apps in one process (tests) never collide.
 """
 
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from planledger.api.errors import BOUNCE_REASONS, problem
-from planledger.ledger.application import Grant
+from planledger.ledger import commands as c
 from planledger.ledger.domain.errors import LedgerError
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -31,10 +33,24 @@ class Metrics:
         self.in_flight = Gauge("planledger_requests_in_flight", "HTTP requests begun and not "
                                "yet answered", registry=r)
 
-    def granted(self, grant: Grant, took_over: str | None) -> None:
-        self.claims.labels(renewed=str(grant.renewed).lower()).inc()
-        if took_over:
-            self.lapses.inc()
+    def observe(self, command: c.Command[Any], result: object) -> None:
+        """Count what a command did, from its result."""
+        if isinstance(result, c.NextClaim):
+            result = result.grant
+        if isinstance(result, c.Grant):
+            self.claims.labels(renewed=str(result.renewed).lower()).inc()
+            if result.took_over_from:
+                self.lapses.inc()
+        elif isinstance(result, c.SessionEnded):
+            self.released("session_ended", len(result.released))
+        elif isinstance(result, c.ForceReleased):
+            self.released("forced", int(result.released))
+        elif isinstance(command, c.Complete):
+            self.completions.inc()
+        elif isinstance(command, c.Release):
+            self.released("released")
+        elif isinstance(command, c.Drop):
+            self.drops.inc()
 
     def refused(self, error: LedgerError) -> None:
         reason = problem(error)[1].reason

@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from planledger.api.text import check_text
+from planledger.ledger import commands as c
 from planledger.projections.timeline_entries import Entry, Lane
 
 SID = "01KXP8FEJQ6R5Z5NMVZ7082X5A"
@@ -53,20 +54,34 @@ class PlanIn(RequestSchema):
         "rate-limit-not-in-memory": "use shared storage for the refresh rate limit"}])
     steps: list[PlanStepIn] = Field(default_factory=list)
 
+    def command(self, actor: str) -> c.CreatePlan:
+        return c.CreatePlan(self.slug, self.title, actor, tuple(self.constraints.items()),
+                            tuple(c.NewStep(s.title, s.body, tuple(s.depends_on), s.key)
+                                  for s in self.steps))
+
 
 class StepIn(RequestSchema):
     title: str = Field(examples=["Emit metrics and an alert for refresh-reuse revocations"])
     body: str = ""
     depends_on: list[str] = Field(default_factory=list, examples=[[STEP]])
 
+    def command(self, plan: str, actor: str) -> c.AddStep:
+        return c.AddStep(plan, self.title, actor, self.body, tuple(self.depends_on))
+
 
 class StepRevisionIn(RequestSchema):
     title: str | None = None
     body: str | None = None
 
+    def command(self, step_id: str, actor: str) -> c.ReviseStep:
+        return c.ReviseStep(step_id, actor, self.title, self.body)
+
 
 class DependenciesIn(RequestSchema):
     depends_on: list[str] = Field(examples=[[STEP]])
+
+    def command(self, step_id: str, actor: str) -> c.DeclareDependencies:
+        return c.DeclareDependencies(step_id, tuple(self.depends_on), actor)
 
 
 class ClaimIn(RequestSchema):
@@ -235,6 +250,7 @@ class ClaimNextOut(Schema):
 class StepChangeOut(Schema):
     step_id: str
     status: Literal["open", "in_progress", "done", "dropped"]
+    plan: str = Field(description="The step's plan.")
 
 
 class ForceReleaseOut(Schema):

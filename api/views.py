@@ -13,7 +13,6 @@ from typing import Any
 from planledger.api.runtime import Runtime
 from planledger.api.schemas import (
     BlockerOut,
-    ClaimOut,
     EventOut,
     HeldOut,
     LogPageOut,
@@ -28,11 +27,9 @@ from planledger.api.schemas import (
     StepOut,
     TimelineOut,
 )
-from planledger.ledger.application import Grant
 from planledger.ledger.domain import errors
 from planledger.ledger.domain import events as ev
 from planledger.ledger.domain.claims import Verdict
-from planledger.ledger.domain.events import LedgerEvent
 from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId
 from planledger.ledger.domain.state import PlanState, StepDef, StepState
 from planledger.projections import queries
@@ -149,27 +146,6 @@ def step_detail(runtime: Runtime, step_id: str) -> StepDetailOut:
 
 
 # --- claims and sessions ---------------------------------------------------------------
-
-
-def claim_out(grant: Grant) -> ClaimOut:
-    return ClaimOut(step_id=grant.step_id, plan=grant.plan, title=grant.title,
-                    claimed_by=grant.session_id, fence=grant.fence, expires_at=grant.expires_at,
-                    renewed=grant.renewed, took_over_from=grant.took_over_from)
-
-
-def grant_of(runtime: Runtime, event: LedgerEvent) -> Grant | None:
-    """The grant a claim's event stands for, read before the event is stored (None for
-    other events): a new grant on a step still in progress took over its lapsed holder."""
-    if not isinstance(event, ev.StepClaimed | ev.LeaseRenewed):
-        return None
-    before, definition, _ = runtime.ledger.step(event.originator_id)
-    took_over_from = None
-    if (isinstance(event, ev.StepClaimed) and before.version == event.originator_version - 1
-            and before.status == "in_progress" and before.holder != event.session_id):
-        took_over_from = before.holder
-    return Grant(StepId(event.originator_id), SessionId(event.session_id or ""), event.fence,
-                 event.expires_at, renewed=isinstance(event, ev.LeaseRenewed),
-                 plan=before.plan, title=definition.title, took_over_from=took_over_from)
 
 
 def session(runtime: Runtime, session_id: str) -> SessionOut:

@@ -13,7 +13,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
-from planledger.ledger.application import Ledger, NewStep
+from planledger.ledger import commands as c
+from planledger.ledger.application import Ledger
 from planledger.ledger.domain import events as ev
 from planledger.ledger.domain.ids import local_operator
 from planledger.replays.format import COMMAND_NAMES, CommandRecord, RecordingError
@@ -153,44 +154,49 @@ def _actor(a: Args) -> str:
     return str(a.get("actor") or a.get("session_id") or UNRECORDED)
 
 
-def _create_plan(ledger: Ledger, a: Args) -> object:
-    steps = [NewStep(s["title"], s["body"], s["depends_on"]) for s in a["steps"]]
-    return ledger.create_plan(a["slug"], a["title"], a["constraints"], steps, actor=_actor(a))
+def _create_plan(a: Args) -> c.CreatePlan:
+    steps = tuple(c.NewStep(s["title"], s["body"], tuple(s["depends_on"])) for s in a["steps"])
+    return c.CreatePlan(a["slug"], a["title"], _actor(a), tuple(a["constraints"].items()),
+                        steps)
 
 
-Runner = Callable[[Ledger, Args], object]
-RUNNERS: dict[str, tuple[tuple[str, ...], Runner]] = {
-    "start_session": (("name",), lambda led, a: led.start_session(a["name"])),
-    "end_session": (("session_id",), lambda led, a: led.end_session(a["session_id"])),
+Build = Callable[[Args], c.Command[Any]]
+# Each recorded command's name: the arguments it must carry, and its command value.
+BUILDERS: dict[str, tuple[tuple[str, ...], Build]] = {
+    "start_session": (("name",), lambda a: c.StartSession(a["name"])),
+    "end_session": (("session_id",), lambda a: c.EndSession(a["session_id"])),
     "create_plan": (("slug", "title", "constraints", "steps"), _create_plan),
-    "add_step": (("plan", "title", "body", "depends_on"), lambda led, a: led.add_step(
-        a["plan"], a["title"], a["body"], a["depends_on"], actor=_actor(a))),
-    "revise_step": (("step_id", "title", "body"), lambda led, a: led.revise_step(
-        a["step_id"], a["title"], a["body"], actor=_actor(a))),
-    "declare_dependencies": (("step_id", "depends_on"),
-                             lambda led, a: led.declare_dependencies(
-                                 a["step_id"], a["depends_on"], actor=_actor(a))),
-    "list_ready": (("plan", "session_id"),
-                   lambda led, a: led.list_ready(a["plan"], a["session_id"])),
-    "claim": (("step_id", "session_id", "lease_seconds"), lambda led, a: led.claim(
+    "add_step": (("plan", "title", "body", "depends_on"), lambda a: c.AddStep(
+        a["plan"], a["title"], _actor(a), a["body"], tuple(a["depends_on"]))),
+    "revise_step": (("step_id", "title", "body"), lambda a: c.ReviseStep(
+        a["step_id"], _actor(a), a["title"], a["body"])),
+    "declare_dependencies": (("step_id", "depends_on"), lambda a: c.DeclareDependencies(
+        a["step_id"], tuple(a["depends_on"]), _actor(a))),
+    "list_ready": (("plan", "session_id"), lambda a: c.ListReady(a["plan"], a["session_id"])),
+    "claim": (("step_id", "session_id", "lease_seconds"), lambda a: c.Claim(
         a["step_id"], a["session_id"], a["lease_seconds"])),
-    "complete": (("step_id", "session_id", "fence"), lambda led, a: led.complete(
+    "complete": (("step_id", "session_id", "fence"), lambda a: c.Complete(
         a["step_id"], a["session_id"], a["fence"])),
-    "release": (("step_id", "session_id", "fence"), lambda led, a: led.release(
+    "release": (("step_id", "session_id", "fence"), lambda a: c.Release(
         a["step_id"], a["session_id"], a["fence"])),
-    "drop": (("step_id", "fence"), lambda led, a: led.drop(
-        a["step_id"], _actor(a), a["fence"])),
-    "force_release": (("step_id",), lambda led, a: led.force_release(a["step_id"], _actor(a))),
-    "reopen": (("step_id",), lambda led, a: led.reopen(a["step_id"], _actor(a))),
+    "drop": (("step_id", "fence"), lambda a: c.Drop(a["step_id"], _actor(a), a["fence"])),
+    "force_release": (("step_id",), lambda a: c.ForceRelease(a["step_id"], _actor(a))),
+    "reopen": (("step_id",), lambda a: c.Reopen(a["step_id"], _actor(a))),
 }
-assert frozenset(RUNNERS) == COMMAND_NAMES, "the format's command names and the runners"
+assert frozenset(BUILDERS) == COMMAND_NAMES, "the format's command names and the builders"
+
+
+def command_of(record: CommandRecord) -> c.Command[Any]:
+    """The command value a recorded command stands for."""
+    needed, build = BUILDERS[record.name]
+    missing = [k for k in needed if k not in record.args]
+    if missing:
+        raise RecordingError(f"command {record.seq} ({record.name}) lacks "
+                             f"{', '.join(missing)}")
+    return build(record.args)
 
 
 def execute(ledger: Ledger, command: CommandRecord) -> None:
-    """Call the ledger as the recorded command did; a refusal raises its LedgerError."""
-    needed, run = RUNNERS[command.name]
-    missing = [k for k in needed if k not in command.args]
-    if missing:
-        raise RecordingError(f"command {command.seq} ({command.name}) lacks "
-                             f"{', '.join(missing)}")
-    run(ledger, command.args)
+    """Run the recorded command again through its handler; a refusal raises its
+    LedgerError."""
+    ledger.execute(command_of(command))

@@ -33,7 +33,7 @@ def seed_auth_refresh(ledger: Ledger, *, race: bool = True) -> list[StepId]:
     specs = [NewStep(AUTH_REFRESH_STEPS[0], key="s1")]
     for i in range(1, 6):
         dep = "s4" if (i == 5 and race) else f"s{i}"
-        specs.append(NewStep(AUTH_REFRESH_STEPS[i], key=f"s{i + 1}", depends_on=[dep]))
+        specs.append(NewStep(AUTH_REFRESH_STEPS[i], key=f"s{i + 1}", depends_on=(dep,)))
     worker = ledger.start_session("seeder")
     _, step_ids = ledger.create_plan(PLAN, PLAN_TITLE, CONSTRAINTS, specs, actor=worker.id)
     for step_id in step_ids[:4]:

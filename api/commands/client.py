@@ -3,18 +3,18 @@ running server (its HTTP API). Commands call a `Client` and never care which."""
 
 import getpass
 import os
+from collections.abc import Sequence
 from types import TracebackType
-from typing import Any, Protocol, TypeVar
+from typing import Any, Self, TypeVar
 
 from pydantic import BaseModel, TypeAdapter
 
 from planledger.api import views
 from planledger.api.errors import Replayed, Unauthorized
+from planledger.api.http.paths import request_for
 from planledger.api.schemas import (
-    ClaimIn,
     ClaimNextOut,
     ClaimOut,
-    FenceIn,
     LogPageOut,
     PlanCreatedOut,
     PlanIn,
@@ -23,16 +23,20 @@ from planledger.api.schemas import (
     ReadyOut,
     SessionEndOut,
     SessionOut,
-    SessionStartIn,
     SessionStartOut,
     StepChangeOut,
     StepDetailOut,
+    StepIn,
+    StepRefOut,
+    StepRevisionIn,
     TimelineOut,
 )
 from planledger.api.service import Service
+from planledger.ledger import commands as c
 from planledger.ledger.domain.ids import local_operator
 
 T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
 
 
 class RemoteError(Replayed):
@@ -44,27 +48,98 @@ class Unreachable(ConnectionError):
     as a message, so callers need not load the client to catch it."""
 
 
-class Client(Protocol):
-    def start_session(self, name: str | None) -> SessionStartOut: ...
-    def end_session(self) -> SessionEndOut: ...
-    def session(self, session_id: str) -> SessionOut: ...
-    def create_plan(self, plan: PlanIn) -> PlanCreatedOut: ...
-    def plans(self) -> list[PlanSummaryOut]: ...
-    def plan(self, slug: str) -> PlanOut: ...
-    def ready(self, slug: str) -> ReadyOut: ...
-    def step(self, step_id: str) -> StepDetailOut: ...
-    def claim(self, step_id: str, lease: int | None) -> ClaimOut: ...
-    def claim_next(self, slug: str, lease: int | None) -> ClaimNextOut: ...
-    def heartbeat(self, step_id: str, lease: int | None) -> ClaimOut: ...
-    def complete(self, step_id: str, fence: int | None) -> StepChangeOut: ...
-    def release(self, step_id: str, fence: int | None) -> StepChangeOut: ...
-    def drop(self, step_id: str, fence: int | None) -> StepChangeOut: ...
-    def log(self, after: int, limit: int) -> LogPageOut: ...
-    def timeline(self, plan: str | None, sessions: list[str]) -> TimelineOut: ...
-    def close(self) -> None: ...
-    def __enter__(self) -> "Client": ...
+class Client:
+    """The ledger's operations for a command or a script, defined once: each builds its
+    command value and `execute`s it, on the embedded store (`LocalClient`) or a server
+    (`RemoteClient`), which answer the same schema. `actor` is the session the client
+    acts for, once it has one."""
+
+    actor: str | None = None
+
+    # --- how a transport carries commands and reads ------------------------------------
+
+    def execute(self, command: c.Command[Any], out: type[M]) -> M:
+        raise NotImplementedError
+
+    def start_session(self, name: str | None = None) -> SessionStartOut:
+        raise NotImplementedError
+
+    @property
+    def author(self) -> str:
+        """Who plan and step changes are by: the client's session (or its operator)."""
+        return self._session()
+
+    def session(self, session_id: str) -> SessionOut:
+        raise NotImplementedError
+
+    def plans(self) -> list[PlanSummaryOut]:
+        raise NotImplementedError
+
+    def plan(self, slug: str) -> PlanOut:
+        raise NotImplementedError
+
+    def ready(self, slug: str) -> ReadyOut:
+        raise NotImplementedError
+
+    def step(self, step_id: str) -> StepDetailOut:
+        raise NotImplementedError
+
+    def log(self, after: int = 0, limit: int = 100) -> LogPageOut:
+        raise NotImplementedError
+
+    def timeline(self, plan: str | None = None, sessions: Sequence[str] = ()) -> TimelineOut:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    # --- the operations ---------------------------------------------------------------
+
+    def end_session(self) -> SessionEndOut:
+        return self.execute(c.EndSession(self._session()), SessionEndOut)
+
+    def create_plan(self, plan: PlanIn) -> PlanCreatedOut:
+        return self.execute(plan.command(self.author), PlanCreatedOut)
+
+    def add_step(self, plan: str, step: StepIn) -> StepRefOut:
+        return self.execute(step.command(plan, self.author), StepRefOut)
+
+    def revise_step(self, step_id: str, revision: StepRevisionIn) -> StepRefOut:
+        return self.execute(revision.command(step_id, self.author), StepRefOut)
+
+    def claim(self, step_id: str, lease: int | None = None) -> ClaimOut:
+        return self.execute(c.Claim(step_id, self._session(), lease), ClaimOut)
+
+    def claim_next(self, slug: str, lease: int | None = None) -> ClaimNextOut:
+        return self.execute(c.ClaimNext(slug, self._session(), lease), ClaimNextOut)
+
+    def heartbeat(self, step_id: str, lease: int | None = None) -> ClaimOut:
+        return self.execute(c.Heartbeat(step_id, self._session(), lease), ClaimOut)
+
+    def complete(self, step_id: str, fence: int | None = None) -> StepChangeOut:
+        return self.execute(c.Complete(step_id, self._session(), fence), StepChangeOut)
+
+    def release(self, step_id: str, fence: int | None = None) -> StepChangeOut:
+        return self.execute(c.Release(step_id, self._session(), fence), StepChangeOut)
+
+    def drop(self, step_id: str, fence: int | None = None) -> StepChangeOut:
+        return self.execute(c.Drop(step_id, self.author, fence), StepChangeOut)
+
+    def reopen(self, step_id: str) -> StepChangeOut:
+        return self.execute(c.Reopen(step_id, self.author), StepChangeOut)
+
+    def _session(self) -> str:
+        if self.actor is None:
+            raise Unauthorized("this command acts for a session: pass --session ID (or "
+                               "--token), or set PLANLEDGER_SESSION")
+        return self.actor
+
+    def __enter__(self) -> Self:
+        return self
+
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 tb: TracebackType | None) -> None: ...
+                 tb: TracebackType | None) -> None:
+        self.close()
 
 
 def connect(url: str | None = None, *, db: str | None = None, token: str | None = None,
@@ -94,38 +169,30 @@ def operator_name() -> str:
         return f"uid-{os.getuid()}"
 
 
-class LocalClient:
-    """The embedded store: calls the service directly, acting for `actor` (if any). Plan
-    and step changes made without a session are the local operator's (`local:<OS user>`):
-    whoever can open the store's file is its operator, and the log names them."""
+class LocalClient(Client):
+    """The embedded store: runs commands through the service, acting for `actor` (if
+    any). Plan and step changes made without a session are the local operator's
+    (`local:<OS user>`): whoever can open the store's file is its operator, and the log
+    names them."""
 
     def __init__(self, service: Service, actor: str | None) -> None:
         self.service = service
         self.actor = actor
 
+    def execute(self, command: c.Command[Any], out: type[M]) -> M:
+        return self.service.answer(command, out)
+
     @property
     def author(self) -> str:
         return self.actor or local_operator(operator_name())
 
-    def _actor(self) -> str:
-        if self.actor is None:
-            raise Unauthorized("this command acts for a session: pass --session ID (or "
-                               "--token), or set PLANLEDGER_SESSION")
-        return self.actor
-
-    def start_session(self, name: str | None) -> SessionStartOut:
+    def start_session(self, name: str | None = None) -> SessionStartOut:
         started = self.service.start_session(name)
         self.actor = self.actor or started.session_id
         return started
 
-    def end_session(self) -> SessionEndOut:
-        return self.service.end_session(self._actor())
-
     def session(self, session_id: str) -> SessionOut:
         return views.session(self.service.runtime, session_id)
-
-    def create_plan(self, plan: PlanIn) -> PlanCreatedOut:
-        return self.service.create_plan(plan, self.author)
 
     def plans(self) -> list[PlanSummaryOut]:
         return views.plans(self.service.runtime)
@@ -139,43 +206,19 @@ class LocalClient:
     def step(self, step_id: str) -> StepDetailOut:
         return views.step_detail(self.service.runtime, step_id)
 
-    def claim(self, step_id: str, lease: int | None) -> ClaimOut:
-        return self.service.claim(step_id, self._actor(), lease)
-
-    def claim_next(self, slug: str, lease: int | None) -> ClaimNextOut:
-        return self.service.claim_next(slug, self._actor(), lease)
-
-    def heartbeat(self, step_id: str, lease: int | None) -> ClaimOut:
-        return self.service.heartbeat(step_id, self._actor(), lease)
-
-    def complete(self, step_id: str, fence: int | None) -> StepChangeOut:
-        return self.service.complete(step_id, self._actor(), fence)
-
-    def release(self, step_id: str, fence: int | None) -> StepChangeOut:
-        return self.service.release(step_id, self._actor(), fence)
-
-    def drop(self, step_id: str, fence: int | None) -> StepChangeOut:
-        return self.service.drop(step_id, self.author, fence)
-
-    def log(self, after: int, limit: int) -> LogPageOut:
+    def log(self, after: int = 0, limit: int = 100) -> LogPageOut:
         return views.log_page(self.service.runtime, after, limit)
 
-    def timeline(self, plan: str | None, sessions: list[str]) -> TimelineOut:
+    def timeline(self, plan: str | None = None, sessions: Sequence[str] = ()) -> TimelineOut:
         return views.timeline(self.service.timelines, plan, sessions)
 
     def close(self) -> None:
         self.service.runtime.close()
 
-    def __enter__(self) -> "LocalClient":
-        return self
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.close()
-
-
-class RemoteClient:
-    """A running server, over its HTTP API, with the session token (if any)."""
+class RemoteClient(Client):
+    """A running server, over its HTTP API, with the session token (if any). A command
+    travels as the request of the route that builds the same command (`api.http.paths`)."""
 
     def __init__(self, url: str, token: str | None, timeout: float = 30.0) -> None:
         import httpx  # here: an embedded store's commands never need it (a fifth of start-up)
@@ -183,15 +226,28 @@ class RemoteClient:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.http: httpx.Client = httpx.Client(base_url=url.rstrip("/"), headers=headers,
                                                timeout=timeout)
+        # A session token names its session (<id>.<signature>); the admin token none.
+        self.actor = token.rpartition(".")[0] or None if token else None
 
-    def _call(self, out: type[T], method: str, path: str, body: BaseModel | None = None,
+    def execute(self, command: c.Command[Any], out: type[M]) -> M:
+        method, path, body = request_for(command)
+        return self._call(out, method, path, body)
+
+    def _session(self) -> str:
+        # The server judges the token (a missing one is its 401, naming what to send); the
+        # command's actor only names the session in a path (session end).
+        return self.actor or "-"
+
+    @property
+    def author(self) -> str:
+        return self._session()
+
+    def _call(self, out: type[T], method: str, path: str, body: dict[str, Any] | None = None,
               params: dict[str, Any] | None = None) -> T:
         import httpx  # loaded by __init__ already: this only names it
 
         try:
-            response = self.http.request(
-                method, path, params=params,
-                json=body.model_dump(exclude_none=True) if body else None)
+            response = self.http.request(method, path, params=params, json=body)
         except httpx.HTTPError as cut:
             raise Unreachable(str(cut)) from cut
         if response.status_code >= 400:
@@ -202,31 +258,28 @@ class RemoteClient:
             raise RemoteError(response.status_code, error)
         return TypeAdapter(out).validate_python(response.json())
 
-    def start_session(self, name: str | None) -> SessionStartOut:
-        started = self._call(SessionStartOut, "POST", "/api/sessions", SessionStartIn(name=name))
+    def start_session(self, name: str | None = None) -> SessionStartOut:
+        started = self._call(SessionStartOut, "POST", "/api/sessions", {"name": name})
         if "Authorization" not in self.http.headers and started.token:
             self.http.headers["Authorization"] = f"Bearer {started.token}"
+            self.actor = started.session_id
         return started
-
-    def end_session(self) -> SessionEndOut:
-        token = self.http.headers.get("Authorization", "").removeprefix("Bearer ")
-        sid = token.rpartition(".")[0] or "-"  # a token names its session: <id>.<signature>
-        return self._call(SessionEndOut, "POST", f"/api/sessions/{sid}/end")
-
-    def session(self, session_id: str) -> SessionOut:
-        return self._call(SessionOut, "GET", f"/api/sessions/{session_id}")
 
     def create_plan(self, plan: PlanIn) -> PlanCreatedOut:
         """Create the plan as this client's session; without one, as a session started for
         it (named after the OS user) and ended straight after: the log names its author."""
         if "Authorization" in self.http.headers:
-            return self._call(PlanCreatedOut, "POST", "/api/plans", plan)
+            return super().create_plan(plan)
         self.start_session(f"{operator_name()} (plan create)")
         try:
-            return self._call(PlanCreatedOut, "POST", "/api/plans", plan)
+            return super().create_plan(plan)
         finally:
             self.end_session()
             del self.http.headers["Authorization"]
+            self.actor = None
+
+    def session(self, session_id: str) -> SessionOut:
+        return self._call(SessionOut, "GET", f"/api/sessions/{session_id}")
 
     def plans(self) -> list[PlanSummaryOut]:
         return self._call(list[PlanSummaryOut], "GET", "/api/plans")
@@ -236,52 +289,20 @@ class RemoteClient:
 
     def ready(self, slug: str) -> ReadyOut:
         # With a session, the listing is recorded, as on the embedded store.
-        method = "POST" if "Authorization" in self.http.headers else "GET"
-        return self._call(ReadyOut, method, f"/api/plans/{slug}/ready")
+        if self.actor is not None:
+            return self.execute(c.ListReady(slug, self.actor), ReadyOut)
+        return self._call(ReadyOut, "GET", f"/api/plans/{slug}/ready")
 
     def step(self, step_id: str) -> StepDetailOut:
         return self._call(StepDetailOut, "GET", f"/api/steps/{step_id}")
 
-    def claim(self, step_id: str, lease: int | None) -> ClaimOut:
-        return self._call(ClaimOut, "POST", f"/api/steps/{step_id}/claim",
-                          ClaimIn(lease_seconds=lease))
-
-    def claim_next(self, slug: str, lease: int | None) -> ClaimNextOut:
-        return self._call(ClaimNextOut, "POST", f"/api/plans/{slug}/claim-next",
-                          ClaimIn(lease_seconds=lease))
-
-    def heartbeat(self, step_id: str, lease: int | None) -> ClaimOut:
-        return self._call(ClaimOut, "POST", f"/api/steps/{step_id}/heartbeat",
-                          ClaimIn(lease_seconds=lease))
-
-    def complete(self, step_id: str, fence: int | None) -> StepChangeOut:
-        return self._close("complete", step_id, fence)
-
-    def release(self, step_id: str, fence: int | None) -> StepChangeOut:
-        return self._close("release", step_id, fence)
-
-    def drop(self, step_id: str, fence: int | None) -> StepChangeOut:
-        return self._close("drop", step_id, fence)
-
-    def _close(self, action: str, step_id: str, fence: int | None) -> StepChangeOut:
-        return self._call(StepChangeOut, "POST", f"/api/steps/{step_id}/{action}",
-                          FenceIn(fence=fence))
-
-    def log(self, after: int, limit: int) -> LogPageOut:
+    def log(self, after: int = 0, limit: int = 100) -> LogPageOut:
         return self._call(LogPageOut, "GET", "/api/log",
                           params={"after": after, "limit": limit})
 
-    def timeline(self, plan: str | None, sessions: list[str]) -> TimelineOut:
-        params = {k: v for k, v in (("plan", plan), ("session", sessions)) if v}
+    def timeline(self, plan: str | None = None, sessions: Sequence[str] = ()) -> TimelineOut:
+        params = {k: v for k, v in (("plan", plan), ("session", list(sessions))) if v}
         return self._call(TimelineOut, "GET", "/api/timeline", params=params)
 
     def close(self) -> None:
         self.http.close()
-
-    def __enter__(self) -> "RemoteClient":
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.close()
-

@@ -25,6 +25,7 @@ from planledger.api.schemas import (
     StepOut,
     StepRefOut,
 )
+from planledger.ledger import commands as c
 
 router = APIRouter(prefix="/api/plans", tags=["plans"])
 
@@ -38,7 +39,7 @@ async def plan_create(service: ServiceDep, plan: PlanIn, actor: AuthorDep,
     """Create a plan with its constraints and steps in one transaction. Steps name earlier
     steps of the same request by `key` in `depends_on`. Needs a session token or the admin
     token: the events name who created the plan."""
-    return await run_in_threadpool(lambda: service.create_plan(plan, actor, key))
+    return await run_in_threadpool(lambda: service.answer(plan.command(actor), PlanCreatedOut, key))
 
 
 @router.get("", response_model=list[PlanSummaryOut], responses=errors())
@@ -66,7 +67,8 @@ async def step_list(service: ServiceDep, slug: SlugPath) -> list[StepOut]:
 async def step_add(service: ServiceDep, slug: SlugPath, step: StepIn, actor: AuthorDep,
                    key: IdempotencyKeyDep = None) -> StepRefOut:
     """Add a step to the plan, optionally depending on existing steps."""
-    return await run_in_threadpool(lambda: service.add_step(slug, step, actor, key))
+    return await run_in_threadpool(
+        lambda: service.answer(step.command(slug, actor), StepRefOut, key))
 
 
 @router.get("/{slug}/ready", response_model=ReadyOut, responses=errors(404))
@@ -93,4 +95,5 @@ async def claim_next(service: ServiceDep, slug: SlugPath, actor: ActorDep,
     so a worker needs no bounce round trip. When nothing is ready, `claimed` is null and
     `reason` says why: all_held, all_blocked, all_done, empty or none_ready (a mix)."""
     return await run_in_threadpool(
-        lambda: service.claim_next(slug, actor, body.lease_seconds if body else None, key))
+        lambda: service.answer(c.ClaimNext(slug, actor, body.lease_seconds if body else None),
+                               ClaimNextOut, key))

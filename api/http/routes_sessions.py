@@ -9,6 +9,7 @@ from planledger.api.http.commands import run_command
 from planledger.api.http.deps import ActorDep, IdempotencyKeyDep, ServiceDep, SessionPath
 from planledger.api.http.docs import errors
 from planledger.api.schemas import SessionEndOut, SessionOut, SessionStartIn, SessionStartOut
+from planledger.ledger import commands as c
 
 router = APIRouter(prefix="/api/sessions", tags=["sessions"])
 
@@ -35,4 +36,4 @@ async def session_end(service: ServiceDep, session_id: SessionPath, actor: Actor
     """End the session; every step it holds is released, each as its own event."""
     if actor != session_id:
         raise Forbidden(f'the token is for session "{actor}", not "{session_id}"')
-    return await run_in_threadpool(lambda: service.end_session(actor, key))
+    return await run_in_threadpool(lambda: service.answer(c.EndSession(actor), SessionEndOut, key))

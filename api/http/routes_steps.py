@@ -26,6 +26,7 @@ from planledger.api.schemas import (
     StepRefOut,
     StepRevisionIn,
 )
+from planledger.ledger import commands as c
 
 router = APIRouter(prefix="/api/steps", tags=["steps"])
 
@@ -49,7 +50,8 @@ async def step_show(service: ServiceDep, step_id: StepPath) -> StepDetailOut:
 async def step_update(service: ServiceDep, step_id: StepPath, revision: StepRevisionIn,
                       actor: AuthorDep, key: IdempotencyKeyDep = None) -> StepRefOut:
     """Revise a step's title and/or body."""
-    return await run_in_threadpool(lambda: service.revise_step(step_id, revision, actor, key))
+    return await run_in_threadpool(
+        lambda: service.answer(revision.command(step_id, actor), StepRefOut, key))
 
 
 @router.post("/{step_id}/dependencies", response_model=StepRefOut,
@@ -58,7 +60,8 @@ async def step_update(service: ServiceDep, step_id: StepPath, revision: StepRevi
 async def step_depend(service: ServiceDep, step_id: StepPath, deps: DependenciesIn,
                       actor: AuthorDep, key: IdempotencyKeyDep = None) -> StepRefOut:
     """Declare more dependencies of a step (steps of the same plan)."""
-    return await run_in_threadpool(lambda: service.declare_dependencies(step_id, deps, actor, key))
+    return await run_in_threadpool(
+        lambda: service.answer(deps.command(step_id, actor), StepRefOut, key))
 
 
 @router.post("/{step_id}/claim", response_model=ClaimOut,
@@ -69,7 +72,8 @@ async def claim(service: ServiceDep, step_id: StepPath, actor: ActorDep,
     a lease and a fence. Exactly one of any set of concurrent claims wins; the others get
     409 naming the holder. The holder's own re-claim is a heartbeat."""
     return await run_command(service,
-        lambda: service.claim(step_id, actor, body.lease_seconds if body else None, key))
+        lambda: service.answer(
+            c.Claim(step_id, actor, body.lease_seconds if body else None), ClaimOut, key))
 
 
 @router.post("/{step_id}/heartbeat", response_model=ClaimOut,
@@ -78,7 +82,8 @@ async def heartbeat(service: ServiceDep, step_id: StepPath, actor: ActorDep,
                     key: IdempotencyKeyDep = None, body: ClaimIn | None = None) -> ClaimOut:
     """Extend the holder's lease; the fence stays. Refused once the lease has lapsed."""
     return await run_command(service,
-        lambda: service.heartbeat(step_id, actor, body.lease_seconds if body else None, key))
+        lambda: service.answer(
+            c.Heartbeat(step_id, actor, body.lease_seconds if body else None), ClaimOut, key))
 
 
 @router.post("/{step_id}/complete", response_model=StepChangeOut,
@@ -87,7 +92,8 @@ async def complete(service: ServiceDep, step_id: StepPath, actor: ActorDep,
                    key: IdempotencyKeyDep = None, body: FenceIn | None = None) -> StepChangeOut:
     """Mark the step done (holder only); releases the claim."""
     return await run_command(service,
-        lambda: service.complete(step_id, actor, body.fence if body else None, key))
+        lambda: service.answer(
+            c.Complete(step_id, actor, body.fence if body else None), StepChangeOut, key))
 
 
 @router.post("/{step_id}/release", response_model=StepChangeOut,
@@ -96,7 +102,8 @@ async def release(service: ServiceDep, step_id: StepPath, actor: ActorDep,
                   key: IdempotencyKeyDep = None, body: FenceIn | None = None) -> StepChangeOut:
     """Give the claim back (holder only); the step is claimable again at once."""
     return await run_command(service,
-        lambda: service.release(step_id, actor, body.fence if body else None, key))
+        lambda: service.answer(
+            c.Release(step_id, actor, body.fence if body else None), StepChangeOut, key))
 
 
 @router.post("/{step_id}/drop", response_model=StepChangeOut,
@@ -106,7 +113,8 @@ async def drop(service: ServiceDep, step_id: StepPath, actor: AuthorDep,
     """Drop the step (it no longer blocks its dependants): by its live holder, or by any
     session or the admin when nobody holds it."""
     return await run_command(service,
-        lambda: service.drop(step_id, actor, body.fence if body else None, key))
+        lambda: service.answer(
+            c.Drop(step_id, actor, body.fence if body else None), StepChangeOut, key))
 
 
 @router.post("/{step_id}/reopen", response_model=StepChangeOut,
@@ -115,7 +123,8 @@ async def drop(service: ServiceDep, step_id: StepPath, actor: AuthorDep,
 async def reopen(service: ServiceDep, step_id: StepPath, actor: AuthorDep,
                  key: IdempotencyKeyDep = None) -> StepChangeOut:
     """Reopen a done or dropped step."""
-    return await run_command(service, lambda: service.reopen(step_id, actor, key))
+    return await run_command(service, lambda: service.answer(
+        c.Reopen(step_id, actor), StepChangeOut, key))
 
 
 @router.post("/{step_id}/force-release", response_model=ForceReleaseOut,
@@ -124,4 +133,5 @@ async def force_release(service: ServiceDep, step_id: StepPath, admin: AdminDep,
                         key: IdempotencyKeyDep = None) -> ForceReleaseOut:
     """An operator's release of whatever claim the step carries. Needs the admin token
     (`PLANLEDGER_ADMIN_TOKEN`) as the bearer token."""
-    return await run_command(service, lambda: service.force_release(step_id, admin, key))
+    return await run_command(service, lambda: service.answer(
+        c.ForceRelease(step_id, admin), ForceReleaseOut, key))

@@ -25,6 +25,5 @@ class TasksOut(Schema):
 
 
 class StepClosedOut(StepChangeOut):
-    plan: str
     progress: str = Field(description="The plan's progress line after the change.",
                           examples=["5/6 done, 0 claimable, 1 in flight"])

@@ -11,6 +11,7 @@ from planledger.api.mcp.args import Fence, Lease, Plan, SessionArg, StepId, Toke
 from planledger.api.mcp.schemas import StepClosedOut
 from planledger.api.mcp.toolbase import Tools
 from planledger.api.schemas import ClaimNextOut, ClaimOut, StepChangeOut
+from planledger.ledger import commands as c
 
 
 class ClaimTools(Tools):
@@ -30,7 +31,7 @@ class ClaimTools(Tools):
         list. `task blocked` names the steps it waits on; `task closed` means it is done or
         dropped already."""
         actor = self.actor(ctx, session_id, token)
-        return self.service.claim(id, actor, lease_seconds)
+        return self.service.answer(c.Claim(id, actor, lease_seconds), ClaimOut)
 
     def tasks_claim_next(self, ctx: Context[Any, Any], plan: Plan, lease_seconds: Lease = None,
                          session_id: SessionArg = None, token: TokenArg = None) -> ClaimNextOut:
@@ -41,7 +42,7 @@ class ClaimTools(Tools):
         (everything open waits on unfinished steps), all_done (the plan is finished),
         empty, or none_ready (a mix)."""
         actor = self.actor(ctx, session_id, token)
-        return self.service.claim_next(plan, actor, lease_seconds)
+        return self.service.answer(c.ClaimNext(plan, actor, lease_seconds), ClaimNextOut)
 
     def tasks_complete(self, ctx: Context[Any, Any], id: StepId, fence: Fence = None,
                        session_id: SessionArg = None, token: TokenArg = None) -> StepClosedOut:
@@ -50,23 +51,23 @@ class ClaimTools(Tools):
         `not the holder` if your claim lapsed or you never held it (claim it again first),
         or `stale fence` if someone else claimed it since your grant."""
         actor = self.actor(ctx, session_id, token)
-        return self._closed(self.service.complete(id, actor, fence))
+        return self._closed(c.Complete(id, actor, fence))
 
     def tasks_release(self, ctx: Context[Any, Any], id: StepId, fence: Fence = None,
                       session_id: SessionArg = None, token: TokenArg = None) -> StepClosedOut:
         """Give back a step you hold without finishing it (you are stopping, or it is not
         yours to do); it is claimable by anyone at once. Holder only."""
         actor = self.actor(ctx, session_id, token)
-        return self._closed(self.service.release(id, actor, fence))
+        return self._closed(c.Release(id, actor, fence))
 
     def tasks_drop(self, ctx: Context[Any, Any], id: StepId, fence: Fence = None,
                    session_id: SessionArg = None, token: TokenArg = None) -> StepClosedOut:
         """Drop a step that should not be done at all; it stops blocking the steps that
         wait on it. Allowed to its live holder, or to any session while nobody holds it."""
         actor = self.author(ctx, session_id, token)
-        return self._closed(self.service.drop(id, actor, fence))
+        return self._closed(c.Drop(id, actor, fence))
 
-    def _closed(self, change: StepChangeOut) -> StepClosedOut:
-        plan = self.runtime.ledger.step(change.step_id)[0].plan
-        return StepClosedOut(**dict(change), plan=plan,
-                             progress=views.plan(self.runtime, plan).progress.line)
+    def _closed(self, command: c.Complete | c.Release | c.Drop) -> StepClosedOut:
+        change = self.service.answer(command, StepChangeOut)
+        return StepClosedOut(**dict(change),
+                             progress=views.plan(self.runtime, change.plan).progress.line)

@@ -34,7 +34,7 @@ class PlanTools(Tools):
         actor = self.author(ctx, session_id, token)
         listed = [PlanStepIn(key=None, title=s) if isinstance(s, str) else s for s in steps or []]
         plan = PlanIn(slug=slug, title=title, constraints=constraints or {}, steps=listed)
-        return self.service.create_plan(plan, actor)
+        return self.service.answer(plan.command(actor), PlanCreatedOut)
 
     def plans_list(self) -> list[PlanSummaryOut]:
         """Every plan with its progress line ("4/6 done, 1 claimable, 0 in flight"),

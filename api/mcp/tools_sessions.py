@@ -11,6 +11,7 @@ from planledger.api.mcp.briefing import briefing
 from planledger.api.mcp.schemas import SessionBriefingOut
 from planledger.api.mcp.toolbase import Tools
 from planledger.api.schemas import SessionEndOut
+from planledger.ledger import commands as c
 
 Name = Annotated[str | None, Text, Field(
     max_length=300, description="A label people see on the timeline and the console, e.g. "
@@ -44,6 +45,6 @@ class SessionTools(Tools):
         at once (listed in `released`) so other agents can claim them. Finish or release
         your steps first where you can; an ended session can do nothing more."""
         actor = self.actor(ctx, session_id, token)
-        ended = self.service.end_session(actor)
+        ended = self.service.answer(c.EndSession(actor), SessionEndOut)
         self.connections.forget(actor)
         return ended

@@ -27,6 +27,7 @@ from planledger.api.schemas import (
     StepRefOut,
     StepRevisionIn,
 )
+from planledger.ledger import commands as c
 from planledger.ledger.domain.ids import SessionId
 from planledger.ledger.domain.state import SATISFYING
 
@@ -73,7 +74,7 @@ class StepTools(Tools):
         unknown, on the step itself or that would close a cycle is refused by name."""
         actor = self.author(ctx, session_id, token)
         step = StepIn(title=title, body=body or "", depends_on=depends_on or [])
-        return self.service.add_step(self.plan_or_only(plan), step, actor)
+        return self.service.answer(step.command(self.plan_or_only(plan), actor), StepRefOut)
 
     def tasks_update(self, ctx: Context[Any, Any], id: StepId, status: Status | None = None,
                      title: Annotated[str | None, Field(description="A new title.")] = None,
@@ -87,10 +88,9 @@ class StepTools(Tools):
         dependencies, status; each refusal reads as that tool's would. Answers the step."""
         actor = self.author(ctx, session_id, token)
         if title is not None or body is not None:
-            self.service.revise_step(id, StepRevisionIn(title=title, body=body), actor)
+            self.service.execute(StepRevisionIn(title=title, body=body).command(id, actor))
         if add_depends_on:
-            self.service.declare_dependencies(id, DependenciesIn(depends_on=add_depends_on),
-                                              actor)
+            self.service.execute(DependenciesIn(depends_on=add_depends_on).command(id, actor))
         if status is not None:
             self._move(ctx, id, status, fence, lease_seconds, (session_id, token))
         detail = views.step_detail(self.runtime, id)
@@ -102,12 +102,12 @@ class StepTools(Tools):
             return self.actor(ctx, *who)
 
         if status == "dropped":
-            self.service.drop(step_id, self.author(ctx, *who), fence)
+            self.service.execute(c.Drop(step_id, self.author(ctx, *who), fence))
         elif status == "in_progress":
-            self.service.claim(step_id, actor(), lease)
+            self.service.execute(c.Claim(step_id, actor(), lease))
         elif status == "done":
-            self.service.complete(step_id, actor(), fence)
+            self.service.execute(c.Complete(step_id, actor(), fence))
         elif self.runtime.ledger.step(step_id)[0].status in SATISFYING:  # closed: reopen it
-            self.service.reopen(step_id, self.author(ctx, *who))
+            self.service.execute(c.Reopen(step_id, self.author(ctx, *who)))
         else:
-            self.service.release(step_id, actor(), fence)
+            self.service.execute(c.Release(step_id, actor(), fence))

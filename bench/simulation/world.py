@@ -11,7 +11,7 @@ each grant's fence) and nothing else.
 import random
 import tempfile
 import traceback
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -31,6 +31,7 @@ from planledger.bench.simulation.checks import Checks, Violation
 from planledger.bench.simulation.clock import EPOCH, CountingIds, VirtualClock
 from planledger.bench.simulation.faults import FaultPlan, FaultyEventStore
 from planledger.bench.simulation.reference import Reference
+from planledger.ledger import commands as c
 from planledger.ledger.application import Ledger, NewStep
 from planledger.ledger.domain.errors import LedgerError
 from planledger.ledger.domain.ids import local_operator
@@ -151,7 +152,7 @@ class World:
         ledger = self.processes[0].service.ledger
         for number, deps in enumerate(self.shape.plans):
             slug = f"plan-{number}"
-            steps = [NewStep(f"step {i}", key=str(i), depends_on=[str(d) for d in ds])
+            steps = [NewStep(f"step {i}", key=str(i), depends_on=tuple(str(d) for d in ds))
                      for i, ds in enumerate(deps)]
             _, ids = ledger.create_plan(slug, f"plan {number}", steps=steps, actor=OPERATOR)
             self.plans.append(slug)
@@ -312,26 +313,28 @@ def _told(answer: Answer | None) -> str:
 
 
 def _call(service: Service, r: Request) -> BaseModel:
-    actor = r.actor or ""
     if r.op == "start":
         return service.start_session(None, key=r.key)
-    if r.op == "claim":
-        return service.claim(r.step or "", actor, r.lease, key=r.key)
-    if r.op == "heartbeat":
-        return service.heartbeat(r.step or "", actor, r.lease, key=r.key)
-    if r.op == "next":
-        return service.claim_next(r.plan or "", actor, r.lease, key=r.key)
-    if r.op == "complete":
-        return service.complete(r.step or "", actor, r.fence, key=r.key)
-    if r.op == "release":
-        return service.release(r.step or "", actor, r.fence, key=r.key)
-    if r.op == "drop":
-        return service.drop(r.step or "", actor, r.fence, key=r.key)
-    if r.op == "end":
-        return service.end_session(actor, key=r.key)
-    if r.op == "reopen":
-        return service.reopen(r.step or "", actor, key=r.key)
-    raise ValueError(f"unknown request {r.op}")
+    return service.execute(_command(r), key=r.key)
+
+
+def _command(r: Request) -> c.Command[Any]:
+    """The command value a simulated request stands for."""
+    actor, step = r.actor or "", r.step or ""
+    built: dict[str, Callable[[], c.Command[Any]]] = {
+        "claim": lambda: c.Claim(step, actor, r.lease),
+        "heartbeat": lambda: c.Heartbeat(step, actor, r.lease),
+        "next": lambda: c.ClaimNext(r.plan or "", actor, r.lease),
+        "complete": lambda: c.Complete(step, actor, r.fence),
+        "release": lambda: c.Release(step, actor, r.fence),
+        "drop": lambda: c.Drop(step, actor, r.fence),
+        "end": lambda: c.EndSession(actor),
+        "reopen": lambda: c.Reopen(step, actor),
+    }
+    if r.op not in built:
+        raise ValueError(f"unknown request {r.op}")
+    command: c.Command[Any] = built[r.op]()
+    return command
 
 
 __all__ = ["COMMANDS", "Agent", "Answer", "Process", "Request", "World"]

@@ -1,0 +1,92 @@
+"""Each command's result as the answer every interface gives: one renderer per result.
+
+HTTP answers it as JSON, MCP as a tool's structured content, the CLI prints it; an
+idempotent retry replays the answer recorded when it was first rendered here.
+"""
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pydantic import BaseModel
+
+from planledger.api import views
+from planledger.api.runtime import Runtime
+from planledger.api.schemas import (
+    ClaimNextOut,
+    ClaimOut,
+    ForceReleaseOut,
+    PlanCreatedOut,
+    ReadyOut,
+    SessionEndOut,
+    SessionStartedOut,
+    StepChangeOut,
+    StepRefOut,
+)
+from planledger.ledger import commands as c
+from planledger.ledger.domain.state import SessionState
+
+
+def claim_out(grant: c.Grant) -> ClaimOut:
+    return ClaimOut(step_id=grant.step_id, plan=grant.plan, title=grant.title,
+                    claimed_by=grant.session_id, fence=grant.fence, expires_at=grant.expires_at,
+                    renewed=grant.renewed, took_over_from=grant.took_over_from)
+
+
+def next_claim_out(runtime: Runtime, found: c.NextClaim) -> ClaimNextOut:
+    if found.grant is None:
+        reason, message = views.nothing_ready(runtime, found.plan)
+        return ClaimNextOut(claimed=None, reason=reason, message=message)
+    claimed = claim_out(found.grant)
+    return ClaimNextOut(claimed=claimed, reason=None,
+                        message=f'claimed step {claimed.step_id} "{claimed.title}"')
+
+
+def session_started_out(session: SessionState) -> SessionStartedOut:
+    return SessionStartedOut(session_id=session.id, name=session.name,
+                             started_at=session.started_at)
+
+
+def plan_created_out(made: c.PlanCreated) -> PlanCreatedOut:
+    plan = made.plan
+    refs = [StepRefOut(step_id=i, key=k, plan=plan.slug, title=plan.steps[i].title,
+                       depends_on=list(plan.steps[i].depends_on))
+            for i, k in zip(made.step_ids, made.keys, strict=True)]
+    return PlanCreatedOut(slug=plan.slug, title=plan.title,
+                          constraints=dict(plan.constraints), steps=refs)
+
+
+def step_ref_out(defined: c.StepDefined) -> StepRefOut:
+    step = defined.step
+    return StepRefOut(step_id=step.id, plan=defined.plan, title=step.title,
+                      depends_on=list(step.depends_on))
+
+
+# Each result type's answer: `(runtime, result) -> schema`.
+RENDERERS: Mapping[type, Callable[[Runtime, Any], BaseModel]] = {
+    SessionState: lambda _, r: session_started_out(r),
+    c.SessionEnded: lambda _, r: SessionEndOut(session_id=r.session_id,
+                                               released=list(r.released)),
+    c.PlanCreated: lambda _, r: plan_created_out(r),
+    c.StepDefined: lambda _, r: step_ref_out(r),
+    c.ReadyListed: lambda rt, r: views.ready(rt, r.plan, r.step_ids),
+    c.Grant: lambda _, r: claim_out(r),
+    c.NextClaim: next_claim_out,
+    c.StepChanged: lambda _, r: StepChangeOut(step_id=r.step_id, status=r.status,
+                                                  plan=r.plan),
+    c.ForceReleased: lambda _, r: ForceReleaseOut(step_id=r.step_id, released=r.released),
+}
+
+# Each command's answer schema (what a replayed answer is read back as).
+ANSWERS: Mapping[type[c.Command[Any]], type[BaseModel]] = {
+    c.StartSession: SessionStartedOut, c.EndSession: SessionEndOut,
+    c.CreatePlan: PlanCreatedOut, c.AddStep: StepRefOut, c.ReviseStep: StepRefOut,
+    c.DeclareDependencies: StepRefOut, c.ListReady: ReadyOut, c.Claim: ClaimOut,
+    c.Heartbeat: ClaimOut, c.ClaimNext: ClaimNextOut, c.Complete: StepChangeOut,
+    c.Release: StepChangeOut, c.Drop: StepChangeOut, c.Reopen: StepChangeOut,
+    c.ForceRelease: ForceReleaseOut,
+}
+assert set(ANSWERS) == set(c.COMMANDS), "every command has an answer schema"
+
+
+def render(runtime: Runtime, result: object) -> BaseModel:
+    return RENDERERS[type(result)](runtime, result)

@@ -1,0 +1,162 @@
+"""Handlers of the claim's life: claim (and heartbeat), claim-next, complete, release,
+drop, reopen and force-release. Each reads fresh state, asks the domain, and returns
+its command's result."""
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from planledger.ledger import commands as c
+from planledger.ledger.domain import closing, errors
+from planledger.ledger.domain.claims import (
+    Decision,
+    Verdict,
+    assess,
+    check_lease,
+    decide_claim,
+)
+from planledger.ledger.domain.events import LeaseRenewed, StepClaimed
+from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId, acting_session
+from planledger.ledger.domain.state import SATISFYING, Status
+from planledger.ledger.execution import Execution, Outcome
+
+
+def _lease(run: Execution, lease_seconds: int | None) -> int:
+    return check_lease(run.lease_default if lease_seconds is None else lease_seconds)
+
+
+def _grant(decision: Decision, verdict: Verdict, session: SessionId, plan: PlanSlug,
+           title: str) -> c.Grant | None:
+    """The grant a claim's decision stands for (None for a refusal). A new grant on a step
+    whose lease lapsed took over from its holder."""
+    if decision.refusal is not None:
+        return None
+    event = decision.events[0]
+    assert isinstance(event, StepClaimed | LeaseRenewed)
+    renewed = isinstance(event, LeaseRenewed)
+    lapsed = None if renewed or verdict.holder == session else verdict.holder
+    return c.Grant(StepId(event.originator_id), session, event.fence, event.expires_at,
+                   renewed=renewed, took_over_from=lapsed, plan=plan, title=title)
+
+
+def claim(run: Execution, command: c.Claim) -> c.Grant:
+    lease = _lease(run, command.lease_seconds)
+
+    def attempt(now: datetime, fresh: bool) -> Outcome[c.Grant]:
+        session = run.live_session(command.actor)
+        step, definition, plan = run.step(command.step_id, fresh=fresh)
+
+        def status_of(dep: StepId) -> str:
+            return run.store.step(dep).status
+
+        verdict = assess(step, definition, status_of, run.holder_ended(step, session), now)
+        decision = decide_claim(step, definition, verdict, session.id, session.version,
+                                lease, lambda s: plan.steps[s].title, now)
+        return Outcome(decision, _grant(decision, verdict, session.id, step.plan,
+                                        definition.title))
+
+    return run.decide_on_cached_step(attempt, command.step_id)
+
+
+def heartbeat(run: Execution, command: c.Heartbeat) -> c.Grant:
+    step = run.store.step(StepId(command.step_id))
+    holder = run.current_holder(step, run.clock.now())
+    if holder != command.actor:
+        run.live_session(command.actor)
+        raise errors.NotHolder(step.id, command.actor, holder)
+    return claim(run, c.Claim(command.step_id, command.actor, command.lease_seconds))
+
+
+def claim_next(run: Execution, command: c.ClaimNext) -> c.NextClaim:
+    """The first ready step the session wins. A bounce on a candidate lost to a race is
+    recorded but is not the answer: the next candidate is tried."""
+    lease = _lease(run, command.lease_seconds)
+    run.live_session(command.actor)
+    slug = run.store.plan(PlanSlug(command.plan)).slug
+    attach = run.attach
+
+    def as_next(outcome: Outcome[Any]) -> list[Any]:
+        if attach is None or outcome.decision.refusal is not None:
+            return []
+        return list(attach(Outcome(outcome.decision, c.NextClaim(slug, outcome.result))))
+
+    candidates = run.attaching(as_next)
+    for step_id in run.view.ready(slug):
+        if not _still_free(run, step_id):
+            continue  # the view lagged behind another claim: a read, not an attempt
+        try:
+            return c.NextClaim(slug, claim(candidates, c.Claim(step_id, command.actor, lease)))
+        except (errors.AlreadyClaimed, errors.Blocked, errors.Closed):
+            continue
+    found = c.NextClaim(slug, None)
+    run.append(Outcome(Decision([]), found))  # no decision: only what is attached lands
+    return found
+
+
+def _still_free(run: Execution, step_id: StepId) -> bool:
+    """Whether the step, read fresh, is neither closed nor held by a live claim. Racing
+    agents all start from the same ready list; this read lets the ones that arrive after
+    a winner move on without appending a bounce (a durable write) for a step they never
+    asked for. A true race (both read it free) still bounces, and is recorded."""
+    step = run.store.step(step_id)
+    return step.status not in SATISFYING and run.current_holder(step, run.clock.now()) is None
+
+
+# --- closing a claim -------------------------------------------------------------------
+
+
+def complete(run: Execution, command: c.Complete) -> c.StepChanged:
+    return _close(run, closing.decide_complete, command.step_id, command.actor,
+                  command.fence, "done")
+
+
+def release(run: Execution, command: c.Release) -> c.StepChanged:
+    return _close(run, closing.decide_release, command.step_id, command.actor,
+                  command.fence, "open")
+
+
+def _close(run: Execution, decide: Callable[..., Decision], step_id: str, session_id: str,
+           fence: int | None, status: Status) -> c.StepChanged:
+    def attempt(now: datetime, fresh: bool) -> Outcome[c.StepChanged]:
+        session = run.live_session(session_id)
+        step, definition, _ = run.step(step_id, fresh=fresh)
+        holder = run.current_holder(step, now, session)
+        return Outcome(decide(step, definition, session, fence, holder, now),
+                       c.StepChanged(step.id, step.plan, status))
+
+    return run.decide_on_cached_step(attempt, step_id)
+
+
+def drop(run: Execution, command: c.Drop) -> c.StepChanged:
+    who = run.author(command.actor)
+    session_id = acting_session(who)
+    def attempt(now: datetime) -> Outcome[c.StepChanged]:
+        session = run.live_session(session_id) if session_id is not None else None
+        step, definition, _ = run.step(command.step_id)
+        holder = run.current_holder(step, now, session)
+        decision = closing.decide_drop(step, definition, who, session, command.fence,
+                                       holder, now)
+        return Outcome(decision, c.StepChanged(step.id, step.plan, "dropped"))
+
+    return run.decide(attempt, command.step_id)
+
+
+def reopen(run: Execution, command: c.Reopen) -> c.StepChanged:
+    who = run.author(command.actor)
+    def attempt(now: datetime) -> Outcome[c.StepChanged]:
+        step = run.store.step(StepId(command.step_id))
+        return Outcome(closing.decide_reopen(step, who, now),
+                       c.StepChanged(step.id, step.plan, "open"))
+
+    return run.decide(attempt, command.step_id)
+
+
+def force_release(run: Execution, command: c.ForceRelease) -> c.ForceReleased:
+    who = run.author(command.actor)
+
+    def attempt(now: datetime) -> Outcome[c.ForceReleased]:
+        step = run.store.step(StepId(command.step_id))
+        decision = closing.decide_force_release(step, run.current_holder(step, now), who, now)
+        return Outcome(decision, c.ForceReleased(step.id, bool(decision.events)))
+
+    return run.decide(attempt, command.step_id)

@@ -1,0 +1,251 @@
+"""The ledger's operations as values: one frozen command type each, and its typed result.
+
+Every interface builds one of these (HTTP routes, MCP tools, the CLI on either store,
+`planledger.Client`, a replay re-executing a recording) and hands it to
+`Ledger.execute`, which runs its one handler (`ledger.handlers`) and returns the
+command's result type. Idempotency and metrics wrap that call once, whatever the command.
+
+`actor` is who the caller proved it speaks for: a session id, the admin or the local
+operator (`ledger.domain.ids.Actor`). Commands on a claim act for a session, so there
+the actor must be a live session.
+"""
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, ClassVar, Generic, TypeVar
+
+from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId
+from planledger.ledger.domain.state import PlanState, SessionState, Status, StepDef
+
+R = TypeVar("R")
+
+
+class Command(Generic[R]):
+    """A request to change the ledger, answered by an `R`. `name` is the operation's
+    stable name (idempotency fingerprints, metrics, recordings)."""
+
+    name: ClassVar[str]
+    actor: str
+
+
+# --- results ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Grant:
+    """A claim that landed: new (`renewed` False) or the holder's heartbeat."""
+
+    step_id: StepId
+    session_id: SessionId
+    fence: int
+    expires_at: datetime
+    renewed: bool
+    plan: PlanSlug  # the step's plan and title, as the decision read them
+    title: str
+    took_over_from: SessionId | None = None  # the lapsed holder a new grant replaced
+
+
+@dataclass(frozen=True)
+class NextClaim:
+    """What claim-next found: a grant, or none (nothing was ready to take)."""
+
+    plan: PlanSlug
+    grant: Grant | None
+
+
+@dataclass(frozen=True)
+class StepChanged:
+    """A step's new status after complete, release, drop or reopen."""
+
+    step_id: StepId
+    plan: PlanSlug
+    status: Status
+
+
+@dataclass(frozen=True)
+class ForceReleased:
+    step_id: StepId
+    released: bool  # False: nobody held it
+
+
+@dataclass(frozen=True)
+class StepDefined:
+    """A step as its plan now defines it (after an add, a revision or new dependencies)."""
+
+    plan: PlanSlug
+    step: StepDef
+
+
+@dataclass(frozen=True)
+class PlanCreated:
+    plan: PlanState
+    step_ids: tuple[StepId, ...]  # in the order the steps were given
+    keys: tuple[str | None, ...]  # each step's key, as given
+
+
+@dataclass(frozen=True)
+class SessionEnded:
+    session_id: SessionId
+    released: tuple[StepId, ...]  # the steps it held, each released as its own event
+
+
+@dataclass(frozen=True)
+class ReadyListed:
+    """The ready steps a session was shown, as recorded in its stream."""
+
+    plan: PlanSlug
+    step_ids: tuple[StepId, ...]
+
+
+# --- commands --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StartSession(Command[SessionState]):
+    name: ClassVar[str] = "session.start"
+    session_name: str | None = None
+    actor: str = ""  # a session starts itself: nobody needs to be proven first
+
+
+@dataclass(frozen=True)
+class EndSession(Command[SessionEnded]):
+    """End the session and release every step it holds."""
+
+    name: ClassVar[str] = "session.end"
+    actor: str
+
+
+@dataclass(frozen=True)
+class NewStep:
+    """A step to add with a new plan; `depends_on` names earlier `key`s or existing ids."""
+
+    title: str
+    body: str = ""
+    depends_on: tuple[str, ...] = ()
+    key: str | None = None
+
+
+@dataclass(frozen=True)
+class CreatePlan(Command[PlanCreated]):
+    """Create a plan with its constraints and steps, all in one transaction."""
+
+    name: ClassVar[str] = "plan.create"
+    slug: str
+    title: str
+    actor: str
+    constraints: tuple[tuple[str, str], ...] = ()
+    steps: tuple[NewStep, ...] = ()
+
+
+@dataclass(frozen=True)
+class AddStep(Command[StepDefined]):
+    name: ClassVar[str] = "step.add"
+    plan: str
+    title: str
+    actor: str
+    body: str = ""
+    depends_on: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ReviseStep(Command[StepDefined]):
+    name: ClassVar[str] = "step.revise"
+    step_id: str
+    actor: str
+    title: str | None = None
+    body: str | None = None
+
+
+@dataclass(frozen=True)
+class DeclareDependencies(Command[StepDefined]):
+    name: ClassVar[str] = "step.depend"
+    step_id: str
+    depends_on: tuple[str, ...]
+    actor: str
+
+
+@dataclass(frozen=True)
+class ListReady(Command[ReadyListed]):
+    """Record the plan's ready steps as the session is shown them (what it chose from)."""
+
+    name: ClassVar[str] = "ready"
+    plan: str
+    actor: str
+
+
+@dataclass(frozen=True)
+class Claim(Command[Grant]):
+    """Claim a ready or lapsed step; the live holder's re-claim is its heartbeat.
+    `lease_seconds` None takes the deployment's default."""
+
+    name: ClassVar[str] = "claim"
+    step_id: str
+    actor: str
+    lease_seconds: int | None = None
+
+
+@dataclass(frozen=True)
+class Heartbeat(Command[Grant]):
+    """Extend the caller's live lease; refused (NotHolder) if it no longer holds."""
+
+    name: ClassVar[str] = "heartbeat"
+    step_id: str
+    actor: str
+    lease_seconds: int | None = None
+
+
+@dataclass(frozen=True)
+class ClaimNext(Command[NextClaim]):
+    """Claim the plan's first ready step, skipping steps lost to a race."""
+
+    name: ClassVar[str] = "claim_next"
+    plan: str
+    actor: str
+    lease_seconds: int | None = None
+
+
+@dataclass(frozen=True)
+class Complete(Command[StepChanged]):
+    name: ClassVar[str] = "complete"
+    step_id: str
+    actor: str
+    fence: int | None = None
+
+
+@dataclass(frozen=True)
+class Release(Command[StepChanged]):
+    name: ClassVar[str] = "release"
+    step_id: str
+    actor: str
+    fence: int | None = None
+
+
+@dataclass(frozen=True)
+class Drop(Command[StepChanged]):
+    """Drop: the holder (a session), or any author while nobody holds the step."""
+
+    name: ClassVar[str] = "drop"
+    step_id: str
+    actor: str
+    fence: int | None = None
+
+
+@dataclass(frozen=True)
+class Reopen(Command[StepChanged]):
+    name: ClassVar[str] = "reopen"
+    step_id: str
+    actor: str
+
+
+@dataclass(frozen=True)
+class ForceRelease(Command[ForceReleased]):
+    """An operator's release of any claim on the step."""
+
+    name: ClassVar[str] = "force_release"
+    step_id: str
+    actor: str
+
+
+COMMANDS: tuple[type[Command[Any]], ...] = (
+    StartSession, EndSession, CreatePlan, AddStep, ReviseStep, DeclareDependencies,
+    ListReady, Claim, Heartbeat, ClaimNext, Complete, Release, Drop, Reopen, ForceRelease)

@@ -1,0 +1,152 @@
+"""Handlers of sessions and of a plan's structure (its steps and their dependencies)."""
+
+from datetime import datetime
+
+from planledger.ledger import commands as c
+from planledger.ledger.domain import closing, errors
+from planledger.ledger.domain import events as ev
+from planledger.ledger.domain import plans as plan_rules
+from planledger.ledger.domain.claims import Decision
+from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId
+from planledger.ledger.domain.state import (
+    PlanState,
+    SessionState,
+    evolve_plan,
+    fold_plan,
+    fold_session,
+)
+from planledger.ledger.execution import Execution, Outcome
+from planledger.ledger.store import ConflictError
+
+# --- sessions --------------------------------------------------------------------------
+
+
+def start_session(run: Execution, command: c.StartSession) -> SessionState:
+    name = command.session_name
+    if name is not None:
+        plan_rules.check_text("name", name, plan_rules.MAX_TITLE, required=False)
+    session_id = SessionId(run.ids.new_id())
+    started = ev.SessionStarted(session_id, 1, timestamp=run.clock.now(),
+                                session_id=session_id, actor=session_id, name=name or None)
+    session = fold_session(None, [started])
+    assert session is not None
+    run.append(Outcome(Decision([started]), session))
+    return session
+
+
+def end_session(run: Execution, command: c.EndSession) -> c.SessionEnded:
+    """End the session and release, each as its own event, every step it holds."""
+    # The read model catches up here, before the write transaction: its first read can
+    # fold the whole log, and on SQLite every other writer would wait for it. Inside,
+    # it is asked again and adds only what landed since.
+    run.view.held_by(SessionId(command.actor))
+
+    def attempt(now: datetime) -> Outcome[c.SessionEnded]:
+        session = run.store.session(SessionId(command.actor))
+        held = [run.store.step(s) for s in run.view.held_by(session.id)]
+        decision = closing.decide_end_session(session, held, now)
+        released = tuple(StepId(e.originator_id) for e in decision.events[:-1])
+        return Outcome(decision, c.SessionEnded(session.id, released))
+
+    return run.decide(attempt, command.actor)
+
+
+def list_ready(run: Execution, command: c.ListReady) -> c.ReadyListed:
+    """The plan's ready steps as the session is shown them, recorded (`ReadyListed`) so
+    a timeline and a replay show what each agent chose from."""
+    slug = run.store.plan(PlanSlug(command.plan)).slug
+    # Read before the write transaction: a read model's first read can fold the whole
+    # log, and on SQLite every other writer would wait for it.
+    shown = tuple(run.view.ready(slug))
+
+    def attempt(now: datetime) -> Outcome[c.ReadyListed]:
+        session = run.live_session(command.actor)
+        listed = ev.ReadyListed(session.id, session.version + 1, timestamp=now,
+                                session_id=session.id, actor=session.id, plan=slug,
+                                step_ids=list(shown))
+        return Outcome(Decision([listed]), c.ReadyListed(slug, shown))
+
+    return run.decide(attempt, command.actor)
+
+
+# --- plans and steps -------------------------------------------------------------------
+
+
+def create_plan(run: Execution, command: c.CreatePlan) -> c.PlanCreated:
+    """The plan and its steps in one append; a taken slug is PlanExists, nothing written."""
+    who = run.author(command.actor)
+    now = run.clock.now()
+    created = plan_rules.decide_create_plan(command.slug, command.title,
+                                            dict(command.constraints), who, now)
+    plan = PlanState(id=created.originator_id, version=1, slug=PlanSlug(created.slug),
+                     title=created.title, constraints=created.constraints, created_at=now)
+    events: list[ev.LedgerEvent] = [created]
+    keys: dict[str, StepId] = {}
+    for new in command.steps:
+        step_id = StepId(run.ids.new_id())
+        deps = [keys.get(d, StepId(d)) for d in new.depends_on]
+        added, opened = plan_rules.decide_add_step(
+            plan, plan.version + 1, step_id, new.title, new.body, deps, who, now)
+        plan = evolve_plan(plan, added)  # our own fresh table: no copy needed
+        events += [added, opened]
+        if new.key:
+            keys[new.key] = step_id
+    # The plan as folded here is the plan as stored: not read back (a thousand steps are
+    # tens of milliseconds of CPU that other requests wait for).
+    made = c.PlanCreated(plan, tuple(StepId(e.originator_id) for e in events[2::2]),
+                         tuple(new.key for new in command.steps))
+    try:
+        run.append(Outcome(Decision(events), made))
+    except ConflictError:
+        raise errors.PlanExists(plan.slug) from None
+    return made
+
+
+def _defined(plan: PlanState, event: ev.LedgerEvent, step_id: StepId) -> c.StepDefined:
+    """The step as the plan defines it once `event` lands: folded (on a copy of the
+    plan's table, which the store's cache shares), not read back."""
+    after = fold_plan(plan, [event])
+    assert after is not None
+    return c.StepDefined(after.slug, after.steps[step_id])
+
+
+def add_step(run: Execution, command: c.AddStep) -> c.StepDefined:
+    who = run.author(command.actor)
+    step_id = StepId(run.ids.new_id())
+
+    def attempt(now: datetime) -> Outcome[c.StepDefined]:
+        plan = run.store.plan(PlanSlug(command.plan))
+        added, opened = plan_rules.decide_add_step(
+            plan, plan.version + 1, step_id, command.title, command.body,
+            command.depends_on, who, now)
+        return Outcome(Decision([added, opened]), _defined(plan, added, step_id))
+
+    return run.decide(attempt, command.plan)
+
+
+def revise_step(run: Execution, command: c.ReviseStep) -> c.StepDefined:
+    who = run.author(command.actor)
+    step_id = StepId(command.step_id)
+
+    def attempt(now: datetime) -> Outcome[c.StepDefined]:
+        _, _, plan = run.step(step_id)
+        revised = plan_rules.decide_revise_step(plan, step_id, command.title, command.body,
+                                                who, now)
+        return Outcome(Decision([revised]), _defined(plan, revised, step_id))
+
+    return run.decide(attempt, command.step_id)
+
+
+def declare_dependencies(run: Execution, command: c.DeclareDependencies) -> c.StepDefined:
+    """Add dependencies; the plan's version serializes concurrent declarations, so two
+    declarations that would close a cycle together cannot both land."""
+    who = run.author(command.actor)
+    step_id = StepId(command.step_id)
+
+    def attempt(now: datetime) -> Outcome[c.StepDefined]:
+        _, _, plan = run.step(step_id)
+        declared = plan_rules.decide_declare_dependencies(plan, step_id, command.depends_on,
+                                                          who, now)
+        return Outcome(Decision([declared]), _defined(plan, declared, step_id))
+
+    return run.decide(attempt, command.step_id)
