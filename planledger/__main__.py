@@ -1,5 +1,5 @@
 """`python -m planledger`: the command line, as the `planledger` script runs it."""
 
-from planledger.api.cli import main
+from planledger.main import main
 
 main()

@@ -15,12 +15,13 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from planledger.api import timeline_render as render
 from planledger.api.commands.common import DbOption, JsonOption, UrlOption
 from planledger.api.runtime import open_runtime
 from planledger.ledger.domain.errors import LedgerError
 from planledger.projections.timeline import Timeline, TimelineModel
 from planledger.replays import demo as demo_run
-from planledger.replays import merged_render, render
+from planledger.replays import merged_render
 from planledger.replays import race_transcripts as race_example
 from planledger.replays.explore import explore
 from planledger.replays.fixture import PLAN, seed_auth_refresh

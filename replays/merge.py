@@ -23,8 +23,8 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
+from planledger.api import timeline_render as render
 from planledger.projections.timeline_entries import Entry, Lane, Timeline
-from planledger.replays import render
 from planledger.replays.transcripts import Item, ToolCall, Transcript, result_json
 
 DEFAULT_CLOCK_THRESHOLD = 1.0  # seconds: less than this is left alone as noise

@@ -8,8 +8,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from planledger.api.timeline_render import MIN_LANE_WIDTH, STYLES, TIME_WIDTH
 from planledger.replays.merge import MergedLane, MergedTimeline, Row
-from planledger.replays.render import MIN_LANE_WIDTH, STYLES, TIME_WIDTH
 
 TRANSCRIPT_STYLES = {"prompt": "bold", "prose": "", "tool": "dim", "call": "italic"}
 BOUNCE_STYLE = "bold white on red"

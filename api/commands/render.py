@@ -5,6 +5,7 @@ from datetime import datetime
 import typer
 from rich.table import Table
 
+from planledger.api import timeline_render
 from planledger.api.commands.common import console
 from planledger.api.schemas import (
     ClaimNextOut,
@@ -23,7 +24,6 @@ from planledger.api.schemas import (
 )
 from planledger.projections.results import Progress
 from planledger.projections.timeline import Timeline
-from planledger.replays import render as replay_render
 
 
 def _when(moment: datetime | None) -> str:
@@ -151,7 +151,8 @@ def log(page: LogPageOut) -> None:
 
 
 def timeline(shown: TimelineOut) -> None:
-    """The replays' own terminal rendering, fed from the API's schema."""
+    """The merged timeline's terminal rendering (api.timeline_render, the replays' too), fed
+    from the API's schema."""
     progress = tuple(Progress(**p.model_dump(exclude={"rollup"})) for p in shown.progress)
-    replay_render.terminal(Timeline(tuple(shown.lanes), tuple(shown.entries), progress),
-                           console)
+    timeline_render.terminal(Timeline(tuple(shown.lanes), tuple(shown.entries), progress),
+                             console)

@@ -173,7 +173,7 @@ def test_a_command_on_the_embedded_store_loads_no_postgresql_driver_and_no_http_
     db = str(tmp_path / "l.sqlite")
     probe = ("import sys\n"
              "from typer.testing import CliRunner\n"
-             "from planledger.api.cli import app\n"
+             "from planledger.main import app\n"
              f"done = CliRunner().invoke(app, [*{command!r}, '--db', {db!r}])\n"
              "assert done.exit_code == 0, done.output\n"
              "print(sorted(m for m in sys.modules\n"

@@ -6,13 +6,13 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from planledger.api.cli import app
 from planledger.api.runtime import Runtime
+from planledger.api.timeline_render import story
+from planledger.main import app
 from planledger.projections.timeline import TimelineModel
 from planledger.replays.demo import race
 from planledger.replays.fixture import AUTH_REFRESH_STEPS, PLAN
 from planledger.replays.reading import read_file
-from planledger.replays.render import story
 from planledger.replays.rerun import rerun
 
 

@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from planledger.api.cli import app
 from planledger.api.runtime import Runtime
+from planledger.main import app
 from planledger.replays.explore import ExploreReport, OutcomeCount, explore
 from planledger.replays.fixture import seed_auth_refresh
 from planledger.replays.reading import read_file

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from planledger.api.cli import app
 from planledger.api.runtime import Runtime, open_runtime
+from planledger.main import app
 from planledger.projections.timeline import TimelineModel
 from planledger.replays.format import RecordingError, Selection, write_file
 from planledger.replays.reading import read, read_file

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from planledger.api.cli import app
 from planledger.api.runtime import Runtime
+from planledger.main import app
 from planledger.replays.format import write_file
 from planledger.replays.reading import read, read_file
 from planledger.replays.recording import export

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from planledger.api.cli import app
 from planledger.api.runtime import open_runtime
+from planledger.main import app
 from planledger.replays.demo import race
 from planledger.replays.merge import MergedTimeline, merge
 from planledger.replays.race_transcripts import write_example

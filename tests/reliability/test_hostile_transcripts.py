@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from planledger.api.cli import app
+from planledger.main import app
 from planledger.replays.transcripts import MAX_LINE_BYTES
 
 runner = CliRunner()

@@ -13,10 +13,10 @@ import pytest
 from typer.testing import CliRunner
 
 from planledger.api.audit_cli import verify_store
-from planledger.api.cli import app
 from planledger.api.runtime import open_runtime
 from planledger.infra.secret import SECRET_ENV, SecretError, load_secret
 from planledger.ledger.application import NewStep
+from planledger.main import app
 from planledger.replays.fixture import seed_auth_refresh
 from planledger.replays.format import write_file
 from planledger.replays.recording import export

@@ -13,13 +13,13 @@ from psycopg import sql
 from typer.testing import CliRunner
 
 from planledger.api.audit_cli import verify_store
-from planledger.api.cli import app
 from planledger.api.runtime import Runtime, open_runtime
 from planledger.infra.pg_schema import EVENTS_TABLE
 from planledger.infra.secret import SECRET_ENV
 from planledger.ledger.chain import GENESIS, link, seal, unseal
 from planledger.ledger.log_head import KeepsHead, SignedHead
 from planledger.ledger.storage import postgres_options
+from planledger.main import app
 from planledger.replays.fixture import seed_auth_refresh
 from tests.support.fakes import FakeClock, SequentialIds
 from tests.support.postgres import BASE_URL, fresh_schema

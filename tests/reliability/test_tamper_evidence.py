@@ -10,10 +10,10 @@ import pytest
 from typer.testing import CliRunner
 
 from planledger.api.audit_cli import store_entries
-from planledger.api.cli import app
 from planledger.api.runtime import Runtime, open_runtime
 from planledger.ledger.chain import Broken, Verified, seal, unseal, verify
 from planledger.ledger.domain import events as ev
+from planledger.main import app
 from planledger.replays.fixture import seed_auth_refresh
 from planledger.replays.format import write_file
 from planledger.replays.recording import export

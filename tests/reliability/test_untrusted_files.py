@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from planledger.api.cli import app
 from planledger.api.runtime import open_runtime
+from planledger.main import app
 from planledger.replays.fixture import seed_auth_refresh
 from planledger.replays.format import write_file
 from planledger.replays.recording import export

@@ -1,6 +1,7 @@
 """The merged timeline for people: a terminal table with a column per session (rich), a
 self-contained HTML page, and the story in a few lines (who won, who bounced off whom,
-who pivoted where, what got done)."""
+who pivoted where, what got done). The `planledger timeline` command and the replays'
+(recordings, the demo, transcripts) show it alike."""
 
 from datetime import datetime
 from html import escape
