@@ -20,7 +20,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from planledger.ledger.domain import events as ev
 from planledger.ledger.domain.ids import PlanSlug, StepId, plan_stream
@@ -31,9 +31,6 @@ from planledger.projections.log import at_positions, paused_gc
 from planledger.projections.readmodel import Listener, ReadModel
 from planledger.projections.timeline_entries import Timeline
 from planledger.projections.view import LedgerView
-
-if TYPE_CHECKING:  # the model imports this module
-    from planledger.projections.timeline import TimelineModel
 
 log = logging.getLogger(__name__)
 
@@ -51,10 +48,23 @@ def plan_positions(view: LedgerView, plan: PlanSlug, after: int, upto: int) -> l
     return sorted(found)
 
 
+class PlanModel(Protocol):
+    """What a plan's timeline is kept in: `projections.timeline.TimelineModel`, which builds
+    these beside its read model (and so is named here only by what it offers)."""
+
+    @property
+    def position(self) -> int: ...
+
+    def apply(self, position: int, event: object) -> None: ...
+
+    def timeline(self, plan: str, sessions: tuple[str, ...], since: datetime | None,
+                 until: datetime | None, after: int, limit: int | None) -> Timeline: ...
+
+
 class _Watched:
     """One plan's model and the listener that keeps it current."""
 
-    def __init__(self, model: "TimelineModel", told: Listener) -> None:
+    def __init__(self, model: PlanModel, told: Listener) -> None:
         self.model, self.told = model, told
 
 
@@ -62,7 +72,7 @@ class PlanTimelines:
     """Plans' timelines built on demand beside `reads`, which they follow."""
 
     def __init__(self, store: EventStore, reads: ReadModel,
-                 make_model: Callable[[], "TimelineModel"], kept: int = KEPT) -> None:
+                 make_model: Callable[[], PlanModel], kept: int = KEPT) -> None:
         self.store, self.reads, self.kept = store, reads, kept
         self._make_model = make_model
         self._watched: OrderedDict[str, _Watched] = OrderedDict()
@@ -79,7 +89,7 @@ class PlanTimelines:
             progress = queries.progress_as_of_last(self.reads.view, [plan])
         return replace(found, progress=progress)
 
-    def _watching(self, plan: str) -> "TimelineModel":
+    def _watching(self, plan: str) -> PlanModel:
         with self._building:
             watched = self._watched.get(plan)
             if watched is None:
@@ -106,12 +116,12 @@ class PlanTimelines:
             reads.listen(told)
         return _Watched(model, told)
 
-    def _feed(self, model: "TimelineModel", positions: list[int]) -> None:
+    def _feed(self, model: PlanModel, positions: list[int]) -> None:
         with paused_gc():  # as the read model's fold (projections.log)
             for position, event in at_positions(self.store, positions):
                 model.apply(position, event)
 
-    def _teller(self, model: "TimelineModel", plan: PlanSlug) -> Listener:
+    def _teller(self, model: PlanModel, plan: PlanSlug) -> Listener:
         stream, reads = plan_stream(plan), self.reads
 
         def told(position: int, event: object, before: StepState | None) -> None:
