@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from planledger.api.text import check_text
 from planledger.ledger import commands as c
+from planledger.projections.results import Progress
 from planledger.projections.timeline_entries import Entry, Lane
 
 SID = "01KXP8FEJQ6R5Z5NMVZ7082X5A"
@@ -157,14 +158,7 @@ class PlanCreatedOut(Schema):
     steps: list[StepRefOut]
 
 
-class ProgressOut(Schema):
-    total: int
-    done: int
-    dropped: int
-    claimable: int
-    in_flight: int
-    blocked: int
-    line: str = Field(examples=["4/6 done, 1 claimable, 0 in flight"])
+ProgressOut = Progress  # answered as the read model computes it: one type, not a mirror
 
 
 class PlanSummaryOut(Schema):
@@ -265,24 +259,12 @@ class LogPageOut(Schema):
     events: list[EventOut]
 
 
-class PlanProgressOut(Schema):
-    plan: str
-    title: str
-    total: int
-    done: int
-    dropped: int
-    in_flight: int
-    claimable: int
-    blocked: int
-    rollup: str
-
-
 class TimelineOut(Schema):
     """One clock, a lane per session, entries in log order (the order races were won)."""
 
     lanes: list[Lane]  # the read side's own types: one definition of each field
     entries: list[Entry]
-    progress: list[PlanProgressOut]
+    progress: list[Progress]
     more: bool = Field(False, description="More entries follow: ask again with "
                        "`after=next_after`.")
     next_after: int = Field(0, description="The last entry's log position (or `after` "

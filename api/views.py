@@ -6,7 +6,7 @@ verdicts and the progress line all describe the same log position and the same m
 """
 
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, fields
+from dataclasses import fields
 from datetime import datetime
 from typing import Any
 
@@ -18,7 +18,6 @@ from planledger.api.schemas import (
     LogPageOut,
     NothingReady,
     PlanOut,
-    PlanProgressOut,
     PlanSummaryOut,
     ProgressOut,
     ReadyOut,
@@ -33,7 +32,6 @@ from planledger.ledger.domain.claims import Verdict
 from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId
 from planledger.ledger.domain.state import PlanState, StepDef, StepState
 from planledger.projections import queries
-from planledger.projections.results import Progress
 from planledger.projections.timeline import TimelineModel
 from planledger.projections.view import LedgerView
 
@@ -62,7 +60,7 @@ def _plan_view(view: LedgerView, plan: PlanState, moment: datetime,
     ordered = sorted(plan.steps.values(), key=lambda d: (d.added_at, d.id))
     steps = [step_out(d, view.steps[d.id], verdicts.get(d.id), plan.steps)
              for d in ordered if d.id in view.steps]
-    return steps, progress_out(queries.progress(view, plan.slug, moment))
+    return steps, (queries.progress(view, plan.slug, moment))
 
 
 def step_out(
@@ -87,20 +85,12 @@ def _title(definitions: dict[StepId, StepDef], step_id: StepId) -> str:
     return found.title if found else ""
 
 
-def progress_out(p: Progress) -> ProgressOut:
-    line = p.rollup.removeprefix(f"{p.plan}: ")
-    if p.dropped:
-        line += f", {p.dropped} dropped"
-    return ProgressOut(total=p.total, done=p.done, dropped=p.dropped, claimable=p.claimable,
-                       in_flight=p.in_flight, blocked=p.blocked, line=line)
-
-
 def plans(runtime: Runtime) -> list[PlanSummaryOut]:
     """Every plan with its progress, oldest first."""
     with runtime.reads.reading() as (view, moment):
         found = sorted(view.plans.values(), key=lambda p: (p.created_at, p.slug))
         return [PlanSummaryOut(slug=p.slug, title=p.title, created_at=p.created_at,
-                               progress=progress_out(queries.progress(view, p.slug, moment)))
+                               progress=(queries.progress(view, p.slug, moment)))
                 for p in found]
 
 
@@ -195,7 +185,7 @@ def timeline(model: TimelineModel, plan: str | None = None, sessions: Sequence[s
     return TimelineOut(
         lanes=list(found.lanes), entries=list(found.entries), more=found.more,
         next_after=found.next_after,
-        progress=[PlanProgressOut(**asdict(p), rollup=p.rollup) for p in found.progress])
+        progress=list(found.progress))
 
 
 def events_out(events: Iterable[Any]) -> list[EventOut]:

@@ -141,8 +141,8 @@ def progress(view: LedgerView, plan: PlanSlug, now: datetime) -> Progress:
     index = _index(view, plan)
     kinds = [verdict.kind for _, verdict in _judged_lapsed(view, index, now)]
     state = view.plans[plan]
-    return Progress(
-        plan=plan, title=state.title, total=len(index.order),
+    return Progress.of(
+        plan, state.title, total=len(index.order),
         done=index.counts["done"], dropped=index.counts["dropped"],
         in_flight=index.counts["in_progress"] - len(kinds) + kinds.count("held"),
         claimable=index.counts["ready"] + kinds.count("claimable"),

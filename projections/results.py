@@ -58,7 +58,7 @@ class Holding:
 @dataclass(frozen=True)
 class Progress:
     """A plan's counts; every step is in exactly one of done, dropped, in flight,
-    claimable and blocked."""
+    claimable and blocked. The one progress type: the API answers it as it is."""
 
     plan: PlanSlug
     title: str
@@ -68,12 +68,16 @@ class Progress:
     in_flight: int
     claimable: int
     blocked: int
+    line: str  # e.g. `4/6 done, 2 claimable, 0 in flight` (`, 1 dropped` when any are)
+    rollup: str  # the line for a list of plans: `auth-refresh: 4/6 done, 2 claimable, ...`
 
-    @property
-    def rollup(self) -> str:
-        """One line, e.g. `auth-refresh: 4/6 done, 2 claimable, 0 in flight`."""
-        return (f"{self.plan}: {self.done}/{self.total} done, {self.claimable} claimable, "
-                f"{self.in_flight} in flight")
+    @classmethod
+    def of(cls, plan: PlanSlug, title: str, *, total: int, done: int, dropped: int,
+           in_flight: int, claimable: int, blocked: int) -> "Progress":
+        counts = f"{done}/{total} done, {claimable} claimable, {in_flight} in flight"
+        line = counts + (f", {dropped} dropped" if dropped else "")
+        return cls(plan, title, total, done, dropped, in_flight, claimable, blocked, line,
+                   f"{plan}: {counts}")
 
 
 @dataclass(frozen=True)

@@ -210,8 +210,6 @@ class Timeline:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: datetimes as ISO 8601 strings, tuples as lists."""
         result: dict[str, Any] = _plain(self)
-        for plain, progress in zip(result["progress"], self.progress, strict=True):
-            plain["rollup"] = progress.rollup
         return result
 
 

@@ -22,7 +22,6 @@ from planledger.api.schemas import (
     StepOut,
     TimelineOut,
 )
-from planledger.projections.results import Progress
 from planledger.projections.timeline import Timeline
 
 
@@ -153,6 +152,6 @@ def log(page: LogPageOut) -> None:
 def timeline(shown: TimelineOut) -> None:
     """The merged timeline's terminal rendering (api.timeline_render, the replays' too), fed
     from the API's schema."""
-    progress = tuple(Progress(**p.model_dump(exclude={"rollup"})) for p in shown.progress)
-    timeline_render.terminal(Timeline(tuple(shown.lanes), tuple(shown.entries), progress),
+    timeline_render.terminal(Timeline(tuple(shown.lanes), tuple(shown.entries),
+                                      tuple(shown.progress)),
                              console)

@@ -73,7 +73,7 @@ def change_after(runtime: Runtime, after: int, limit: int) -> ChangeOut:
         plans = list({**touched.plans, **touched.new_plans})
         stale: list[str] = [*touched.new_plans, *(p for p in touched.plans if wide
                                                    and p not in touched.new_plans)]
-        progress = {p: views.progress_out(queries.progress(view, p, moment))
+        progress = {p: (queries.progress(view, p, moment))
                     for p in plans if p in view.indexes}
         summaries = [_summary(view, p, progress[p]) for p in plans if p in progress]
         live = len(live_sessions(view))

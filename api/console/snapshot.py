@@ -51,7 +51,7 @@ def steps_page(runtime: Runtime, slug: str, offset: int, limit: int, show: Show,
         if PlanSlug(slug) not in view.plans:
             raise errors.UnknownPlan(slug)
         page = page_of(view, slug, moment, offset, limit, show, text)
-        progress = views.progress_out(queries.progress(view, PlanSlug(slug), moment))
+        progress = (queries.progress(view, PlanSlug(slug), moment))
         position = view.position
     return StepPageOut(now=moment, position=position, plan=slug, progress=progress,
                        offset=offset, steps=page.steps, next_offset=page.next_offset,
