@@ -4,6 +4,7 @@
     python -m planledger.bench --smoke         # every benchmark, tiny sizes (seconds; CI-friendly)
     python -m planledger.bench rebuild ready_latency --json out.json
     python -m planledger.bench --list
+    python -m planledger.bench soak --seconds 600   # a timed benchmark's length
 
 A benchmark is any module in this package with `run(smoke: bool = False) -> list[Figure]`
 (see bench/README.md); its name is the module's name.
@@ -79,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--smoke", action="store_true", help="tiny sizes: checks they run")
     parser.add_argument("--list", action="store_true", help="list the benchmarks and exit")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    parser.add_argument("--seconds", type=float,
+                        help="how long timed benchmarks run (those whose run takes `seconds`)")
     args = parser.parse_args(argv)
     benchmarks = registered()
     if args.list:
@@ -93,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.names or list(benchmarks):
         started = time.perf_counter()
         print(f"running {name}{' (smoke)' if args.smoke else ''}...", file=sys.stderr, flush=True)
-        figures = run_apart(name, args.smoke)
+        figures = run_apart(name, args.smoke, seconds=args.seconds)
         print(f"  {name} took {time.perf_counter() - started:.1f}s", file=sys.stderr, flush=True)
         found += rows(name, figures)
         dumped[name] = [{**asdict(f), "ratio": f.ratio, "met": f.met} for f in figures]
