@@ -7,12 +7,13 @@ from pathlib import Path
 from planledger.api.derived_keys import derived_key
 from planledger.infra.clock_ids import UlidGenerator, ledger_clock
 from planledger.infra.secret import SecretError, load_secret
+from planledger.infra.sqlite_checkpoints import sqlite_checkpoints
 from planledger.ledger.application import Ledger
 from planledger.ledger.log_head import HEAD_PURPOSE, KeepsHead
 from planledger.ledger.ports import Clock, IdGenerator
 from planledger.ledger.storage import MEMORY, is_postgres, resolve_db, store_settings
 from planledger.ledger.store import EventStore
-from planledger.projections.checkpoints import open_checkpoints
+from planledger.projections.checkpoints import CheckpointRecorder, MemoryCheckpointRecorder
 from planledger.projections.readmodel import ReadModel
 
 
@@ -68,6 +69,19 @@ def open_runtime(
     if isinstance(store.recorder, KeepsHead):  # it signs its log's head (ledger.log_head)
         store.recorder.head_key = lambda: head_key(runtime)
     return runtime
+
+
+def open_checkpoints(db: str) -> CheckpointRecorder:
+    """The checkpoint recorder that goes with the log named by `db` (projections.checkpoints):
+    in this process for `memory`, beside the log for SQLite and PostgreSQL."""
+    if db == MEMORY:
+        return MemoryCheckpointRecorder()
+    if is_postgres(db):
+        # Imported here: the PostgreSQL driver costs an embedded store's every command-line
+        # process a sixth of its start-up.
+        from planledger.infra.pg_checkpoints import postgres_checkpoints
+        return postgres_checkpoints(db)
+    return sqlite_checkpoints(db)
 
 
 def is_new_sqlite_file(db: str) -> bool:

@@ -24,9 +24,9 @@ import httpx
 from planledger.bench.ledger_log import LogBuilder
 from planledger.bench.servers import PLANLEDGER, ROOMY, start_replica
 from planledger.bench.timing import Figure, scratch_dir
+from planledger.infra.sqlite_checkpoints import checkpoint_path
 from planledger.ledger.storage import store_settings
 from planledger.ledger.store import EventStore
-from planledger.projections.checkpoints import checkpoint_path
 
 PLANS, STEPS_PER_PLAN, EVENTS = 100, 1000, 1_000_000
 SESSIONS = 100

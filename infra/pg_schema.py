@@ -22,13 +22,13 @@ from planledger.infra.pg_append import (
     SIGN_ARGUMENTS,
     SIGN_FUNCTION,
 )
-from planledger.ledger.storage import postgres_conninfo, postgres_options, store_settings
-from planledger.ledger.store import EventStore
-from planledger.projections.pg_checkpoints import (
+from planledger.infra.pg_checkpoints import (
     PG_CHECKPOINT_TABLE,
     PG_TRACKING_TABLE,
     postgres_checkpoints,
 )
+from planledger.ledger.storage import postgres_conninfo, postgres_options, store_settings
+from planledger.ledger.store import EventStore
 
 # The library names its table after the application and its row type after the id type.
 EVENTS_TABLE = f"{EventStore.name.lower()}_events"

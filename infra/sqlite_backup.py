@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from planledger.projections.checkpoints import checkpoint_path
+from planledger.infra.sqlite_checkpoints import checkpoint_path
 
 EVENTS_TABLE = "stored_events"
 

@@ -14,22 +14,17 @@ A recorder keeps a state's bytes as it was given them and trusts nothing in them
 they hold, and when a process believes them (their MAC under the store's secret, the log
 they name), is `projections.resume`'s.
 
-Backends: in-process (`memory`), SQLite (a file beside the log, so the log's writers never
-wait on a checkpoint), and PostgreSQL (`projections.pg_checkpoints`: two tables in the
-log's own schema, made by `planledger db init` with the log's; every replica shares them).
+The read model is handed its recorder by whoever opens the store (`api.runtime`'s
+`open_checkpoints`): kept in this process (`MemoryCheckpointRecorder`, here), in SQLite (a
+file beside the log, so the log's writers never wait on a checkpoint:
+`infra.sqlite_checkpoints`), or in PostgreSQL (two tables in the log's own schema, made by
+`planledger db init` with the log's; every replica shares them: `infra.pg_checkpoints`).
 """
 
 from abc import abstractmethod
-from pathlib import Path
-from typing import Any
 
 from eventsourcing.persistence import IntegrityError, Tracking, TrackingRecorder
 from eventsourcing.popo import POPOTrackingRecorder
-from eventsourcing.sqlite import SQLiteDatastore, SQLiteTrackingRecorder
-
-from planledger.ledger.storage import MEMORY, is_postgres
-
-CHECKPOINT_TABLE = "readmodel_checkpoints"
 
 
 class CheckpointRecorder(TrackingRecorder):
@@ -78,71 +73,3 @@ class MemoryCheckpointRecorder(POPOTrackingRecorder, CheckpointRecorder):
         with self._database_lock:
             self._states.pop(application_name, None)
             self._max_tracking_ids.pop(application_name, None)
-
-
-class SQLiteCheckpointRecorder(SQLiteTrackingRecorder, CheckpointRecorder):
-    """Checkpoints in an SQLite file, beside the library's `tracking` table."""
-
-    def construct_create_table_statements(self) -> list[str]:
-        return [
-            *super().construct_create_table_statements(),
-            f"CREATE TABLE IF NOT EXISTS {CHECKPOINT_TABLE} ("
-            "application_name TEXT PRIMARY KEY, notification_id INTEGER NOT NULL, "
-            "state BLOB NOT NULL)",
-        ]
-
-    def save_checkpoint(self, tracking: Tracking, state: bytes | memoryview) -> bool:
-        try:
-            with self.datastore.transaction(commit=True) as cursor:
-                self._insert_tracking(cursor, tracking)  # raises unless it moves forward
-                cursor.execute(
-                    f"INSERT OR REPLACE INTO {CHECKPOINT_TABLE} VALUES (?, ?, ?)",
-                    (tracking.application_name, tracking.notification_id, state),
-                )
-        except IntegrityError:
-            return False
-        return True
-
-    def load_checkpoint(self, application_name: str) -> tuple[int, bytes] | None:
-        with self.datastore.transaction(commit=False) as cursor:
-            cursor.execute(
-                f"SELECT notification_id, state FROM {CHECKPOINT_TABLE} "
-                "WHERE application_name = ?", (application_name,))
-            row: Any = cursor.fetchone()
-            tracked = self._max_tracking_id(application_name, cursor)
-        if row is None or row[0] != tracked:
-            return None  # never a state whose position the tracking table does not vouch for
-        return int(row[0]), bytes(row[1])
-
-    def forget(self, application_name: str) -> None:
-        with self.datastore.transaction(commit=True) as cursor:
-            cursor.execute("DELETE FROM tracking WHERE application_name = ?",
-                           (application_name,))
-            cursor.execute(f"DELETE FROM {CHECKPOINT_TABLE} WHERE application_name = ?",
-                           (application_name,))
-
-    def close(self) -> None:
-        self.datastore.close()
-
-
-def checkpoint_path(db: str) -> Path:
-    """Where the checkpoints of the SQLite log at `db` live: `ledger.sqlite` keeps them in
-    `ledger.views.sqlite`."""
-    path = Path(db).expanduser()
-    return path.with_name(f"{path.stem}.views{path.suffix or '.sqlite'}")
-
-
-def open_checkpoints(db: str) -> CheckpointRecorder:
-    """The checkpoint recorder that goes with the log named by `db` (see module doc)."""
-    if db == MEMORY:
-        return MemoryCheckpointRecorder()
-    if is_postgres(db):
-        # Imported here: the PostgreSQL driver costs an embedded store's every command-line
-        # process a sixth of its start-up.
-        from planledger.projections.pg_checkpoints import postgres_checkpoints
-        return postgres_checkpoints(db)
-    datastore = SQLiteDatastore(str(checkpoint_path(db)), lock_timeout=30,
-                                originator_id_type="text")
-    recorder = SQLiteCheckpointRecorder(datastore)
-    recorder.create_table()
-    return recorder

@@ -8,9 +8,9 @@ import pytest
 from psycopg import sql
 
 from planledger.api.runtime import open_runtime
+from planledger.infra.pg_checkpoints import PG_CHECKPOINT_TABLE, PG_TRACKING_TABLE
 from planledger.infra.pg_schema import missing_objects
 from planledger.ledger.storage import postgres_options
-from planledger.projections.pg_checkpoints import PG_CHECKPOINT_TABLE, PG_TRACKING_TABLE
 from tests.integration.test_projection_rebuild import assert_same_as_a_rebuild, random_workload
 from tests.support.fakes import FakeClock, SequentialIds
 from tests.support.postgres import BASE_URL, fresh_schema

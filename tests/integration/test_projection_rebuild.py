@@ -6,11 +6,11 @@ import itertools
 import random
 from pathlib import Path
 
-from planledger.api.runtime import Runtime, open_runtime
+from planledger.api.runtime import Runtime, open_checkpoints, open_runtime
 from planledger.ledger.application import NewStep
 from planledger.ledger.domain import errors
 from planledger.ledger.domain.ids import PlanSlug
-from planledger.projections.checkpoints import MemoryCheckpointRecorder, open_checkpoints
+from planledger.projections.checkpoints import MemoryCheckpointRecorder
 from planledger.projections.readmodel import ReadModel
 from tests.support import OPERATOR
 from tests.support.fakes import FakeClock, SequentialIds

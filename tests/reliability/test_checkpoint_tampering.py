@@ -17,10 +17,10 @@ import pytest
 from psycopg import sql
 
 from planledger.api.runtime import Runtime, open_runtime
+from planledger.infra.pg_checkpoints import PG_CHECKPOINT_TABLE, PG_TRACKING_TABLE
+from planledger.infra.sqlite_checkpoints import CHECKPOINT_TABLE, checkpoint_path
 from planledger.ledger.domain.ids import PlanSlug
 from planledger.ledger.storage import postgres_options
-from planledger.projections.checkpoints import CHECKPOINT_TABLE, checkpoint_path
-from planledger.projections.pg_checkpoints import PG_CHECKPOINT_TABLE, PG_TRACKING_TABLE
 from planledger.projections.readmodel import ReadModel
 from planledger.projections.resume import (
     MAGIC,

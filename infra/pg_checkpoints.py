@@ -1,6 +1,7 @@
 """Checkpoints on PostgreSQL: two tables in the log's own schema, beside the library's
 tracking table, made by `planledger db init` with the log's; every replica of the log
-shares them. Apart from `projections.checkpoints` so an embedded store never loads the
+shares them (see projections.checkpoints for what a checkpoint recorder promises). A module
+of its own, imported only for a PostgreSQL log, so an embedded store never loads the
 PostgreSQL driver."""
 
 from typing import Any
@@ -12,10 +13,10 @@ from psycopg.sql import SQL, Identifier
 
 from planledger.ledger.storage import store_settings
 from planledger.ledger.store import EventStore
-from planledger.projections.checkpoints import CHECKPOINT_TABLE, CheckpointRecorder
+from planledger.projections.checkpoints import CheckpointRecorder
 
 # Beside the log's own tables, so named after the application like them.
-PG_CHECKPOINT_TABLE = f"{EventStore.name.lower()}_{CHECKPOINT_TABLE}"
+PG_CHECKPOINT_TABLE = f"{EventStore.name.lower()}_readmodel_checkpoints"
 PG_TRACKING_TABLE = f"{EventStore.name.lower()}_readmodel_tracking"
 
 
