@@ -40,31 +40,36 @@ def _grant(decision: Decision, verdict: Verdict, session: SessionId, plan: PlanS
 
 
 def claim(run: Execution, command: c.Claim) -> c.Grant:
-    lease = _lease(run, command.lease_seconds)
+    return _claim(run, command.step_id, command.actor, command.lease_seconds, renew_only=False)
+
+
+def heartbeat(run: Execution, command: c.Heartbeat) -> c.Grant:
+    return _claim(run, command.step_id, command.actor, command.lease_seconds, renew_only=True)
+
+
+def _claim(run: Execution, step_id: str, session_id: str, lease_seconds: int | None, *,
+           renew_only: bool) -> c.Grant:
+    """Grant, renew or refuse. A heartbeat (`renew_only`) is judged in the same decision:
+    a lease that lapsed by then is NotHolder, never granted again under a new fence."""
+    lease = _lease(run, lease_seconds)
 
     def attempt(now: datetime, fresh: bool) -> Outcome[c.Grant]:
-        session = run.live_session(command.actor)
-        step, definition, plan = run.step(command.step_id, fresh=fresh)
+        session = run.live_session(session_id)
+        step, definition, plan = run.step(step_id, fresh=fresh)
 
         def status_of(dep: StepId) -> str:
             return run.store.step(dep).status
 
         verdict = assess(step, definition, status_of, run.holder_ended(step, session), now)
+        if renew_only and (verdict.kind != "held" or verdict.holder != session.id):
+            holder = verdict.holder if verdict.kind == "held" else None
+            return Outcome(Decision([], errors.NotHolder(step.id, session.id, holder)))
         decision = decide_claim(step, definition, verdict, session.id, session.version,
                                 lease, lambda s: plan.steps[s].title, now)
         return Outcome(decision, _grant(decision, verdict, session.id, step.plan,
                                         definition.title))
 
-    return run.decide_on_cached_step(attempt, command.step_id)
-
-
-def heartbeat(run: Execution, command: c.Heartbeat) -> c.Grant:
-    step = run.store.step(StepId(command.step_id))
-    holder = run.current_holder(step, run.clock.now())
-    if holder != command.actor:
-        run.live_session(command.actor)
-        raise errors.NotHolder(step.id, command.actor, holder)
-    return claim(run, c.Claim(command.step_id, command.actor, command.lease_seconds))
+    return run.decide_on_cached_step(attempt, step_id)
 
 
 def claim_next(run: Execution, command: c.ClaimNext) -> c.NextClaim:

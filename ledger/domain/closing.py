@@ -75,6 +75,8 @@ def decide_drop(
                                  fence=None)
         return Decision([dropped])
     if session is None:
+        if step.status in SATISFYING:
+            return Decision([], errors.Closed(step.id, definition.title, step.status))
         return Decision([], errors.NotHolder(step.id, actor, holder))
     refused = _check_holder(step, definition, "drop", session, fence, holder, now)
     if refused:
