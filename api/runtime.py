@@ -6,6 +6,7 @@ from pathlib import Path
 
 from planledger.api.derived_keys import derived_key
 from planledger.infra.clock_ids import UlidGenerator, ledger_clock
+from planledger.infra.pg_follower import PgFollower
 from planledger.infra.secret import SecretError, load_secret
 from planledger.infra.sqlite_checkpoints import sqlite_checkpoints
 from planledger.ledger.application import Ledger
@@ -63,7 +64,8 @@ def open_runtime(
     the_clock = clock or ledger_clock(store, postgres=is_postgres(resolved), wall=wall)
     runtime: Runtime  # checkpoints are authenticated under its secret, read when first needed
     reads = ReadModel(store, the_clock, secret=lambda: runtime.secret,
-                      checkpoints=open_checkpoints(resolved) if checkpoints else None)
+                      checkpoints=open_checkpoints(resolved) if checkpoints else None,
+                      tail=PgFollower if is_postgres(resolved) else None)
     ledger = Ledger(store, the_clock, ids or UlidGenerator(), reads)
     runtime = Runtime(resolved, store, ledger, reads, secret)
     if isinstance(store.recorder, KeepsHead):  # it signs its log's head (ledger.log_head)

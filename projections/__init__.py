@@ -6,9 +6,11 @@
   `index.PlanIndex`: one plan's steps by what the claim rule says of them.
 - `queries` / `queryable`: the questions, asked of a view at a moment; `results`: answers.
 - `history`: a step's events from the log, and `as_of` a past time or position.
-- `checkpoints`: the model's state saved with its tracked position, in one transaction.
-- `follower`: tailing other processes' appends (`PollingFollower`; `pg_follower` on
-  PostgreSQL), `follow(model)` picks one. `log`: paging and decoding the log.
+- `checkpoints`: the model's state saved with its tracked position, in one transaction
+  (the port, and the in-process recorder; SQLite's and PostgreSQL's are adapters in infra/).
+- `follower`: tailing other processes' appends (`PollingFollower`; a model given a `tail`,
+  PostgreSQL's LISTEN/NOTIFY in infra/, starts that instead). `log`: paging and decoding
+  the log.
 - `timeline`: merged timelines of plans or sessions, a lane per session.
 """
 

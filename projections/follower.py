@@ -3,10 +3,11 @@
 A log follower reads the store's notification log after the position it has reached and
 hands each page to the model's `apply` (`ReadModel.apply_notifications`), which applies
 what lies above the model's own position, skips the rest, and returns the position
-reached. The contract every follower keeps (the PostgreSQL one in
-`projections.pg_follower.PgFollower` included):
+reached. The contract every follower keeps (the PostgreSQL one, `infra.pg_follower.PgFollower`,
+included):
 
-- `Follower(store, apply, position=0, ...)`, then `start()` (returns the follower);
+- `Follower(store, apply, position=0, ...)`, then `start()` (returns the follower): so the
+  class is a `Tail`, which a read model is handed where its database wakes readers;
 - `position`: the highest position `apply` has reported;
 - `wait_for(position, timeout) -> bool`: block until that position is applied;
 - `stop()`: end the background thread(s) and wait for them.
@@ -14,32 +15,33 @@ reached. The contract every follower keeps (the PostgreSQL one in
 `LogFollower` is the base for followers that wake up and pull: a subclass only says how
 to wait for news (`wait_for_news`). `PollingFollower` waits a fixed interval (SQLite has
 no notifications, so an append is applied within about `interval`); a wake-up from the
-database (PostgreSQL's LISTEN/NOTIFY) makes the delay one round trip instead.
-`follow(model)` picks the follower for the model's store.
+database (PostgreSQL's LISTEN/NOTIFY, an adapter's) makes the delay one round trip
+instead. `follow(model)` starts the model's `tail` if it was given one, else polls.
 """
 
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Protocol, Self
+from typing import Protocol, Self
 
 from eventsourcing.persistence import Notification
 
 from planledger.ledger.store import EventStore
 from planledger.projections.log import PAGE, page_after
 
-if TYPE_CHECKING:
-    from planledger.projections.readmodel import ReadModel
-
+# Applies notifications above the model's position, in order, atomically with respect to
+# its readers, skipping any at or below it; returns the position reached.
 ApplyNotes = Callable[[Sequence[Notification]], int]
 DEFAULT_INTERVAL = 0.05
 
 
 class Follower(Protocol):
-    """What every follower offers once started (see the module doc)."""
+    """What every follower offers (see the module doc)."""
 
     @property
     def position(self) -> int: ...
+
+    def start(self) -> Self: ...
 
     def wait_for(self, position: int, timeout: float) -> bool: ...
 
@@ -135,20 +137,30 @@ class PollingFollower(LogFollower):
         stopping.wait(self.interval)
 
 
-def follow(model: "ReadModel", interval: float = DEFAULT_INTERVAL) -> Follower:
-    """A started follower feeding `model`: LISTEN/NOTIFY on PostgreSQL, polling elsewhere.
-    The model is caught up first, so the follower's `position` is the end of the log as it
-    stood when this returns (not wherever the model happened to be)."""
+# A follower not yet started, for a store, an `apply` and the position to go on from.
+Tail = Callable[[EventStore, ApplyNotes, int], Follower]
+
+
+class Followed(Protocol):
+    """What `follow` feeds: a read model (projections.readmodel.ReadModel)."""
+
+    store: EventStore
+    tail: Tail | None
+
+    @property
+    def position(self) -> int: ...
+
+    def catch_up(self) -> int: ...
+
+    def apply_notifications(self, notes: Sequence[Notification]) -> int: ...
+
+
+def follow(model: Followed, interval: float = DEFAULT_INTERVAL) -> Follower:
+    """A started follower feeding `model`: its `tail` (PostgreSQL's LISTEN/NOTIFY, say), or
+    else one polling every `interval`. The model is caught up first, so the follower's
+    `position` is the end of the log as it stood when this returns (not wherever the model
+    happened to be)."""
     model.catch_up()
-    if _is_postgres(model.store.recorder):
-        from planledger.projections.pg_follower import PgFollower
-
-        return PgFollower(model.store, model.apply_notifications, model.position).start()
-    return PollingFollower(model.store, model.apply_notifications, model.position,
-                           interval).start()
-
-
-def _is_postgres(recorder: object) -> bool:
-    """Whether the recorder is (derived from) the library's PostgreSQL one; asked by name,
-    so an embedded store's process never imports the PostgreSQL driver."""
-    return any(c.__module__.startswith("eventsourcing.postgres") for c in type(recorder).__mro__)
+    tail = model.tail or (lambda store, apply, position: PollingFollower(
+        store, apply, position, interval))
+    return tail(model.store, model.apply_notifications, model.position).start()

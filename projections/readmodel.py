@@ -34,6 +34,7 @@ from planledger.ledger.ports import CandidateView, Clock
 from planledger.ledger.store import EventStore
 from planledger.projections import queries
 from planledger.projections.checkpoints import CheckpointRecorder
+from planledger.projections.follower import Tail
 from planledger.projections.history import AsOf, as_of, step_history
 from planledger.projections.log import PAGE, decode, page_after, paused_gc
 from planledger.projections.queryable import Queryable
@@ -69,16 +70,19 @@ class ReadModel(Queryable, CandidateView):
     `ReadModel(store, clock, checkpoints=open_checkpoints(db), secret=store_secret)`
     (resume on start, save every `checkpoint_every` events, each authenticated under the
     store's secret: without one, under `PROCESS_SECRET`) and `follow(model)` (see
-    projections.follower)."""
+    projections.follower), which starts `tail` where the store's database wakes its
+    readers (given by whoever opens the store: api.runtime), and polls elsewhere."""
 
     def __init__(
         self, store: EventStore, clock: Clock, *,
         checkpoints: CheckpointRecorder | None = None, secret: Secret | None = None,
         checkpoint_every: int = CHECKPOINT_EVERY, pull_on_read: bool = True, page: int = PAGE,
+        tail: Tail | None = None,
     ) -> None:
         self.store = store
         self.clock = clock
         self.checkpoints = checkpoints
+        self.tail = tail
         self._secret: Secret | None = secret if secret is not None else PROCESS_SECRET
         self._key: bytes | None = None
         self.checkpoint_every = checkpoint_every

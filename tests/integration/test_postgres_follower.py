@@ -14,6 +14,7 @@ from psycopg import sql
 
 from planledger.api.runtime import open_runtime
 from planledger.infra.clock_ids import SystemClock
+from planledger.infra.pg_follower import PgFollower
 from planledger.infra.pg_schema import EVENTS_TABLE
 from planledger.ledger.application import NewStep
 from planledger.ledger.domain.events import SessionStarted
@@ -21,7 +22,6 @@ from planledger.ledger.domain.ids import PlanSlug, SessionId
 from planledger.ledger.storage import postgres_options, store_settings
 from planledger.ledger.store import EventStore
 from planledger.projections.follower import follow
-from planledger.projections.pg_follower import PgFollower
 from planledger.projections.readmodel import ReadModel
 from tests.support import OPERATOR
 from tests.support.fakes import EPOCH
@@ -178,7 +178,7 @@ def test_a_read_model_that_never_pulls_sees_another_processs_claim_through_follo
     _, (first, second) = writer.ledger.create_plan(
         "p", "Plan", steps=[NewStep("first"), NewStep("second")], actor=OPERATOR)
     store = EventStore(store_settings(pg))
-    model = ReadModel(store, SystemClock(), pull_on_read=False)
+    model = ReadModel(store, SystemClock(), pull_on_read=False, tail=PgFollower)
     follower = follow(model)
     try:
         assert isinstance(follower, PgFollower)

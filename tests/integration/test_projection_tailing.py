@@ -145,10 +145,11 @@ def test_a_follower_counts_failed_pulls_and_keeps_going() -> None:
     assert follower.position == 0
 
 
-def test_on_postgresql_follow_picks_listen_notify_and_feeds_the_model() -> None:
+def test_on_postgresql_the_runtime_follows_by_listen_notify_and_feeds_the_model() -> None:
     with fresh_schema(pool_size=2, max_overflow=2) as url:
         reader, writer = open_runtime(url), open_runtime(url)
-        model = ReadModel(reader.store, FakeClock(), pull_on_read=False)
+        # The follower the runtime chose for its store, feeding a model that never pulls.
+        model = ReadModel(reader.store, FakeClock(), pull_on_read=False, tail=reader.reads.tail)
         follower = follow(model)
         try:
             assert type(follower).__name__ == "PgFollower"

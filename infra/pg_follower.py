@@ -15,22 +15,23 @@ dropped connection ends the subscription. So every `resync_seconds` the follower
 directly (one indexed query that usually finds nothing), and a failed subscription is
 restarted from the applied position. The model's `apply` skips what it already has, so the
 two paths never apply an event twice.
+
+It keeps the read side's contract for a follower (projections.follower), and a read model
+of a PostgreSQL log is handed this class as its `tail` by whoever opens the store
+(api.runtime).
 """
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from eventsourcing.persistence import Notification, Subscription
 
 from planledger.ledger.store import EventStore
+from planledger.projections.follower import ApplyNotes
 
 log = logging.getLogger(__name__)
-
-# Applies notifications above the model's position, in order, atomically with respect to
-# its readers, skipping any at or below it; returns the position reached.
-ApplyNotes = Callable[[Sequence[Notification]], int]
 
 RESYNC_SECONDS = 1.0
 RESTART_BACKOFF_SECONDS = 0.5
