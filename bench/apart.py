@@ -1,22 +1,24 @@
 """Each benchmark in a fresh interpreter (see `run_apart`)."""
 
-import importlib
 import inspect
 import multiprocessing as mp
 import queue
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 from planledger.bench.timing import Figure
 
 
-def run_apart(name: str, smoke: bool, seconds: float | None = None) -> list[Figure]:
-    """Run one benchmark in a fresh interpreter: what one leaves in the heap (the memory
+def run_apart(name: str, run: Callable[..., list[Figure]], smoke: bool,
+              seconds: float | None = None) -> list[Figure]:
+    """Run one benchmark (`run`, its module's; `name` is for messages) in a fresh
+    interpreter, which imports only that module: what one leaves in the heap (the memory
     benchmark builds a 1,000,000-event log) must not slow the next (the rebuild's ratio
     fell from 0.52-0.55x alone to 0.47x after the others, in one process)."""
     context = mp.get_context("spawn")
     answers: Any = context.Queue()
-    process = context.Process(target=_run_and_answer, args=(name, smoke, seconds, answers))
+    process = context.Process(target=_run_and_answer, args=(run, smoke, seconds, answers))
     process.start()
     answer = _answer_of(name, process, answers)
     process.join()
@@ -26,9 +28,9 @@ def run_apart(name: str, smoke: bool, seconds: float | None = None) -> list[Figu
     return figures
 
 
-def _run_and_answer(name: str, smoke: bool, seconds: float | None, answers: Any) -> None:
+def _run_and_answer(run: Callable[..., list[Figure]], smoke: bool, seconds: float | None,
+                    answers: Any) -> None:
     try:
-        run = importlib.import_module(f"planledger.bench.{name}").run
         timed = seconds is not None and "seconds" in inspect.signature(run).parameters
         answers.put(run(smoke=smoke, seconds=seconds) if timed else run(smoke=smoke))
     except BaseException:

@@ -2,6 +2,7 @@
 harness tables them, and the results page and its plot get written. How fast is not
 checked here (tiny sizes on a shared machine say nothing about speed)."""
 
+import ast
 import json
 import math
 import re
@@ -11,7 +12,9 @@ from typing import Any
 import pytest
 
 from planledger.bench import compare, results
-from planledger.bench.__main__ import main, registered
+from planledger.bench.__main__ import BENCHMARKS, main
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
 @pytest.fixture(scope="module")
@@ -25,13 +28,20 @@ def smoke_figures(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[di
 def test_every_benchmark_runs_and_reports_finite_figures(
     smoke_figures: dict[str, list[dict[str, Any]]],
 ) -> None:
-    assert set(smoke_figures) == set(registered())
+    assert set(smoke_figures) == set(BENCHMARKS)
     for name, figures in smoke_figures.items():
         assert figures, f"{name} reported no figure"
         for figure in figures:
             assert math.isfinite(figure["value"]) and figure["value"] >= 0, (name, figure)
             if figure["baseline"] is not None:
                 assert figure["baseline"] > 0 and math.isfinite(figure["ratio"]), (name, figure)
+
+
+def test_every_module_with_a_run_is_listed_as_a_benchmark() -> None:
+    runs = {path.stem for path in BENCH.glob("*.py")
+            if any(isinstance(node, ast.FunctionDef) and node.name == "run"
+                   for node in ast.parse(path.read_text(encoding="utf-8")).body)}
+    assert runs == set(BENCHMARKS)
 
 
 def test_results_page_lists_every_figure_with_the_machine_and_draws_the_plot(
