@@ -38,6 +38,7 @@ from planledger.bench import (
     timeline,
 )
 from planledger.bench.apart import run_apart
+from planledger.bench.table import rows, table
 
 # Every benchmark, by its module's name, in name order: a new one is added here.
 BENCHMARKS: dict[str, ModuleType] = {
@@ -50,36 +51,6 @@ BENCHMARKS: dict[str, ModuleType] = {
 
 def summary(module: ModuleType) -> str:
     return (module.__doc__ or "").strip().splitlines()[0] if module.__doc__ else ""
-
-
-def _number(value: float | None) -> str:
-    if value is None:
-        return "-"
-    if value >= 1000:
-        return f"{value:,.0f}"
-    return f"{value:.3g}" if value < 10 else f"{value:.1f}"
-
-
-def _verdict(figure: Any) -> str:
-    if figure.goal is None or figure.ratio is None:
-        return ""
-    sign = "<=" if figure.lower_is_better else ">="
-    return f"{'met' if figure.met else 'MISSED'} ({sign} {figure.goal:g}x)"
-
-
-def rows(name: str, figures: list[Any]) -> list[list[str]]:
-    return [[name, f.name, f"{_number(f.value)} {f.unit}", f.baseline_name or "",
-             _number(f.baseline) if f.baseline is not None else "",
-             f"{f.ratio:.3g}x" if f.ratio is not None else "", _verdict(f)]
-            for f in figures]
-
-
-def table(found: list[list[str]]) -> str:
-    head = ["bench", "figure", "value", "baseline (same run)", "baseline", "ratio", "goal"]
-    widths = [max(len(r[i]) for r in [head, *found]) for i in range(len(head))]
-    lines = [" | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
-             for r in [head, ["-" * w for w in widths], *found]]
-    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:

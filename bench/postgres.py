@@ -216,6 +216,6 @@ def run(smoke: bool = False) -> list[Figure]:
 
 
 if __name__ == "__main__":
-    from planledger.bench.__main__ import rows, table
+    from planledger.bench.table import rows, table
 
     print(table(rows("postgres", run())))
