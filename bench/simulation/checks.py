@@ -14,16 +14,48 @@ rebuilt from the log equals the one kept incrementally; each process's write-sid
 of every step is the reference model's; every acknowledged event is still in the log.
 """
 
+from collections.abc import Sequence, Sized
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from planledger.bench.simulation.actions import Action
+from planledger.bench.simulation.calls import Answer, Request
+from planledger.bench.simulation.reference import Reference
 from planledger.ledger.domain.ids import PlanSlug, StepId
+from planledger.ledger.ports import Clock
+from planledger.ledger.store import EventStore
 from planledger.projections.log import page_after
 from planledger.projections.readmodel import ReadModel
 
-if TYPE_CHECKING:
-    from planledger.bench.simulation.actions import Action
-    from planledger.bench.simulation.world import Answer, Request, World
+
+class Replica(Protocol):
+    """One process of the world, as the checks read it."""
+
+    @property
+    def store(self) -> EventStore: ...
+    @property
+    def reads(self) -> ReadModel: ...
+
+
+class Watched(Protocol):
+    """What the checks read of the world they watch (world.World, which makes them)."""
+
+    @property
+    def reference(self) -> Reference: ...
+    @property
+    def clock(self) -> Clock: ...
+    @property
+    def plans(self) -> Sequence[str]: ...
+    @property
+    def steps(self) -> Sequence[tuple[str, str]]: ...  # (plan, step id)
+    @property
+    def history(self) -> Sized: ...
+    @property
+    def processes(self) -> Sequence[Replica]: ...
+
+    def sync(self) -> list[tuple[int, object]]: ...
+
+    def recorded_answer(self, request: Request) -> Answer | None: ...
 
 
 class Violation(Exception):
@@ -31,7 +63,7 @@ class Violation(Exception):
 
 
 class Checks:
-    def __init__(self, world: "World", every: int) -> None:
+    def __init__(self, world: Watched, every: int) -> None:
         self.world = world
         self.every = every
         self.sent: set[str] = set()  # idempotency keys used so far
@@ -39,7 +71,7 @@ class Checks:
         self.acknowledged: set[tuple[str, int]] = set()  # (stream, version) of acked writes
         self.since_full = 0
 
-    def expect(self, request: "Request") -> str | None:
+    def expect(self, request: Request) -> str | None:
         """What the reference model says the request will answer; None for a replay."""
         if request.key is not None:
             if request.key in self.sent:
@@ -60,7 +92,7 @@ class Checks:
             return ref.reopen(step)
         return "ok"
 
-    def after(self, action: "Action", request: "Request | None", answer: "Answer | None",
+    def after(self, action: Action, request: Request | None, answer: Answer | None,
               expected: str | None) -> None:
         world = self.world
         new = world.sync()
@@ -73,7 +105,7 @@ class Checks:
         if self.since_full >= self.every:
             self.full()
 
-    def _answered(self, request: "Request", answer: "Answer", expected: str | None,
+    def _answered(self, request: Request, answer: Answer, expected: str | None,
                   new: list[tuple[int, object]]) -> None:
         got = _outcome(request.op, answer)
         if expected is not None and got != expected:
@@ -94,7 +126,7 @@ class Checks:
                 raise Violation(f"{request.op} (key {request.key}) answered {answer}; the log "
                                 f"recorded {recorded} for its key")
 
-    def _in_log(self, request: "Request", answer: "Answer") -> None:
+    def _in_log(self, request: Request, answer: Answer) -> None:
         """An acknowledged write's effect is in the log the moment it is answered."""
         ref, body = self.world.reference, answer[1]
         claimed: Any = body.get("claimed", body) if request.op == "next" else body
@@ -152,7 +184,7 @@ class Checks:
             raise Violation(f"acknowledged writes missing from the log: {sorted(missing)[:5]}")
 
 
-def _outcome(op: str, answer: "Answer") -> str:
+def _outcome(op: str, answer: Answer) -> str:
     status, body = answer
     if status != 200:
         return str(body.get("reason"))

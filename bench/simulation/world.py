@@ -27,6 +27,7 @@ from planledger.api.runtime import Runtime
 from planledger.api.service import Service
 from planledger.api.settings import Settings
 from planledger.bench.simulation.actions import COMMANDS, Action, choose
+from planledger.bench.simulation.calls import Answer, Request
 from planledger.bench.simulation.checks import Checks, Violation
 from planledger.bench.simulation.clock import EPOCH, CountingIds, VirtualClock
 from planledger.bench.simulation.faults import FaultPlan, FaultyEventStore
@@ -41,7 +42,6 @@ from planledger.projections.readmodel import ReadModel
 
 SECRET = b"planledger-simulation-secret-0123456789"
 OPERATOR = local_operator("simulator")
-Answer = tuple[int, dict[str, Any]]  # (status, body) as an HTTP caller would read it
 _NOT_RECORDED = ("token", "replayed", "note")  # only a session start's first answer has these
 
 
@@ -57,19 +57,8 @@ class Agent:
     process: int
     session: str | None = None
     held: dict[str, int] = field(default_factory=dict)  # step -> the fence it was granted
-    unanswered: "Request | None" = None  # the last keyed request that got no answer
-    last_keyed: "Request | None" = None
-
-
-@dataclass(frozen=True)
-class Request:
-    op: str
-    actor: str | None
-    step: str | None = None
-    plan: str | None = None
-    lease: int = 60
-    fence: int | None = None
-    key: str | None = None
+    unanswered: Request | None = None  # the last keyed request that got no answer
+    last_keyed: Request | None = None
 
 
 @dataclass(frozen=True)
