@@ -86,16 +86,19 @@ def _title(definitions: dict[StepId, StepDef], step_id: StepId) -> str:
 
 
 def plans(runtime: Runtime) -> list[PlanSummaryOut]:
-    """Every plan with its progress, oldest first."""
+    """Every plan with its progress, oldest first (finished ones retired from the read
+    model too)."""
     with runtime.reads.reading() as (view, moment):
-        found = sorted(view.plans.values(), key=lambda p: (p.created_at, p.slug))
-        return [PlanSummaryOut(slug=p.slug, title=p.title, created_at=p.created_at,
-                               progress=(queries.progress(view, p.slug, moment)))
-                for p in found]
+        held = [(p.created_at, p.slug, p.title) for p in view.plans.values()]
+        retired = [(f.created_at, f.slug, f.title) for f in view.finished.values()]
+        return [PlanSummaryOut(slug=slug, title=title, created_at=created,
+                               progress=(queries.progress(view, slug, moment)))
+                for created, slug, title in sorted(held + retired)]
 
 
 def plan(runtime: Runtime, slug: str) -> PlanOut:
-    with runtime.reads.reading() as (view, moment):
+    with runtime.reads.reading() as (live, moment):
+        view = runtime.reads.detail(live, PlanSlug(slug))  # read back if it retired
         state = _plan(view, slug)
         steps, progress = _plan_view(view, state, moment)
     return PlanOut(slug=state.slug, title=state.title, created_at=state.created_at,
@@ -114,7 +117,10 @@ def ready(runtime: Runtime, slug: str, listed: Sequence[StepId] | None = None) -
 
 def nothing_ready(runtime: Runtime, slug: str) -> tuple[NothingReady, str]:
     """Why a plan has no step to claim, as a reason code and a sentence."""
-    p = plan(runtime, slug).progress
+    with runtime.reads.reading() as (view, moment):
+        if not view.knows(PlanSlug(slug)):
+            raise errors.UnknownPlan(slug[:100])
+        p = queries.progress(view, PlanSlug(slug), moment)
     live = p.total - p.done - p.dropped
     if p.total == 0:
         return "empty", f"plan {slug} has no steps"

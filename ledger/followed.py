@@ -68,6 +68,13 @@ class FollowedStates:
         with self._lock:
             self._put(stream, state)
 
+    def forget(self, streams: Iterable[str]) -> None:
+        """Drop these streams' states (they went quiet); a next use reads them again."""
+        with self._lock:
+            for stream in streams:
+                self._states.pop(stream, None)
+                self._stale.discard(stream)
+
     def committed(
         self, events: Sequence[Appended], position: int, fold_for: FoldFor
     ) -> dict[str, Any]:

@@ -57,7 +57,8 @@ class Heads:
                         self._heads.popitem(last=False)
 
     def forget(self, streams: Iterable[str]) -> None:
-        """Drop what is noted of these streams (hashes of events that were rolled back)."""
+        """Drop what is noted of these streams (hashes of events that were rolled back, or
+        of streams that went quiet)."""
         with self._lock:
             for stream in streams:
                 self._heads.pop(stream, None)
@@ -91,11 +92,15 @@ class Encoded:
 
 class SealingEventStore(EventStore[str]):
     """The library's event store; every event it puts is sealed to its stream's chain.
-    `sealing` False writes plain events (re-executing a recording made before sealing)."""
+    `sealing` False writes plain events (re-executing a recording made before sealing).
+    Events of the `final` topics end their streams (nothing is ever chained to them, as an
+    idempotent answer's record): their hashes are not noted."""
 
-    def __init__(self, mapper: Mapper[str], recorder: Any, heads: Heads) -> None:
+    def __init__(self, mapper: Mapper[str], recorder: Any, heads: Heads,
+                 final: frozenset[str] = frozenset()) -> None:
         super().__init__(mapper, recorder)
         self.heads = heads
+        self.final = final
         self.sealing = True
 
     def put(self, domain_events: Sequence[Any], **kwargs: Any) -> list[Recording[str]]:
@@ -117,7 +122,8 @@ class SealingEventStore(EventStore[str]):
         if not ids:
             return []
         if encoded.sealed:
-            self.heads.note(_last_of_each_stream(sealed))
+            self.heads.note(_last_of_each_stream(s for s in sealed
+                                                 if s[0].topic not in self.final))
         return [Recording(event, Notification(
                     originator_id=s.originator_id, originator_version=s.originator_version,
                     topic=s.topic, state=s.state, id=n_id))
@@ -128,7 +134,8 @@ class SealingEventStore(EventStore[str]):
         stored = self.recorder.select_events(originator_id, gt=gt, lte=lte, desc=desc,
                                              limit=limit)
         self.heads.note((str(s.originator_id), s.originator_version, digest)
-                        for s in stored if (digest := hash_of(s.state)) is not None)
+                        for s in stored if s.topic not in self.final
+                        and (digest := hash_of(s.state)) is not None)
         return map(self.mapper.to_domain_event, stored)
 
     def _seal(self, stored: Sequence[tuple[StoredEvent, str]], *, ahead: bool,
@@ -174,7 +181,7 @@ class SealingEventStore(EventStore[str]):
         return digest or GENESIS
 
 
-def _last_of_each_stream(sealed: Sequence[tuple[StoredEvent, str]],
+def _last_of_each_stream(sealed: Iterable[tuple[StoredEvent, str]],
                          ) -> list[tuple[str, int, str]]:
     """The newest (stream, version, hash) of each stream among sealed events: the only
     ones worth noting (a thousand-step plan notes its 1,001 streams, not 2,001 events)."""

@@ -115,7 +115,9 @@ class EventStore(Application[str]):
                                    mapper_class=UnsealingMapper)
 
     def construct_event_store(self) -> LibraryEventStore[str]:
-        return SealingEventStore(self.mapper, self.recorder, Heads())
+        # An idempotent answer's record is its stream's only event: no head worth keeping.
+        return SealingEventStore(self.mapper, self.recorder, Heads(),
+                                 final=frozenset({AnswerRecorded.TOPIC}))
 
     @property
     def sealing(self) -> bool:
@@ -220,6 +222,22 @@ class EventStore(Application[str]):
         for event in events:
             if event.originator_version % SNAPSHOT_INTERVAL == 0 and _is_step_event(event):
                 self._snapshot_step(StepId(event.originator_id), event)
+            elif type(event) is ev.SessionEnded:  # it acts no more: its state is not kept
+                self.forget([event.originator_id])
+
+    def forget(self, streams: Sequence[str]) -> None:
+        """Let go of what this process keeps of these streams (their states, their chains'
+        heads): they went quiet (an ended session, a finished plan's, see
+        projections.archive). A later use reads them again: only memory changes."""
+        cache = self.repository.cache
+        if cache is not None:
+            for stream in streams:
+                with contextlib.suppress(KeyError):
+                    cache.get(stream, evict=True)
+        if self._followed is not None:
+            self._followed.forget(streams)
+        if isinstance(self.events, SealingEventStore):
+            self.events.heads.forget(streams)
 
     def _forget_heads(
         self, pending: Sequence[tuple[Sequence[Fact], list[Recording[str]]]]

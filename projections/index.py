@@ -38,6 +38,9 @@ class PlanIndex:
     counts: dict[Bucket, int] = field(default_factory=lambda: dict.fromkeys(BUCKETS, 0))
     expiry: dict[StepId, datetime] = field(default_factory=dict)
     by_expiry: list[tuple[datetime, StepId]] = field(default_factory=list)
+    # Steps neither done nor dropped, counted as events arrive (the buckets are judged
+    # later): none left, the plan has finished (see LedgerView on retiring plans).
+    unclosed: int = 0
 
     def add(self, step_id: StepId, added_at: datetime) -> None:
         """Register a new step in claim order; it has no bucket until it is judged."""

@@ -17,7 +17,7 @@ import logging
 import threading
 from bisect import bisect_right
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 from typing import Protocol
@@ -39,11 +39,8 @@ KEPT = 8  # plans whose timelines are kept current; a console watches one at a t
 def plan_positions(view: LedgerView, plan: PlanSlug, after: int, upto: int) -> list[int]:
     """The ascending log positions in (after, upto] of every event a timeline of the plan
     reads (the view must not move meanwhile: hold the read model's lock)."""
-    state = view.plans.get(plan)
-    marks: list[Sequence[int]] = [view.plan_marks.get(plan, ()), view.session_marks]
-    steps = [view.history.get(s, ()) for s in state.steps] if state else []
     found: set[int] = set()
-    for positions in [*steps, *marks]:
+    for positions in [*view.positions_of(plan), view.session_marks]:
         found.update(positions[bisect_right(positions, after):bisect_right(positions, upto)])
     return sorted(found)
 
@@ -82,7 +79,7 @@ class PlanTimelines:
                  until: datetime | None, after: int, limit: int | None) -> Timeline:
         """As `TimelineModel.timeline(plan, …)`; progress is the read model's own."""
         self.reads.catch_up()  # tells every watched plan what came since
-        if PlanSlug(plan) not in self.reads.plans:
+        if not self.reads.view.knows(PlanSlug(plan)):
             return Timeline((), (), ())
         found = self._watching(plan).timeline(plan, sessions, since, until, after, limit)
         with self.reads.lock:

@@ -21,6 +21,8 @@ from planledger.projections.view import LedgerView
 def _index(view: LedgerView, plan: PlanSlug) -> PlanIndex:
     index = view.indexes.get(plan)
     if index is None:
+        if plan in view.finished:  # retired: nothing ready, blocked or held
+            return PlanIndex(plan)
         raise errors.UnknownPlan(plan)
     return index
 
@@ -138,6 +140,10 @@ def holding(view: LedgerView, step_id: StepId, now: datetime) -> Holding | None:
 
 def progress(view: LedgerView, plan: PlanSlug, now: datetime) -> Progress:
     """The plan's counts at `now`: in-progress steps are split by what the clock says."""
+    finished = view.finished.get(plan)
+    if finished is not None:
+        return Progress.of(plan, finished.title, total=finished.total, done=finished.done,
+                           dropped=finished.dropped, in_flight=0, claimable=0, blocked=0)
     index = _index(view, plan)
     kinds = [verdict.kind for _, verdict in _judged_lapsed(view, index, now)]
     state = view.plans[plan]
@@ -156,4 +162,4 @@ def progress_as_of_last(view: LedgerView, plans: list[str]) -> tuple[Progress, .
     now = view.last_time
     if now is None:
         return ()
-    return tuple(progress(view, PlanSlug(p), now) for p in plans if p in view.plans)
+    return tuple(progress(view, PlanSlug(p), now) for p in plans if view.knows(PlanSlug(p)))

@@ -71,8 +71,9 @@ class Queryable(ABC):
     def progress_all(self, now: datetime | None = None) -> list[Progress]:
         """Every plan's progress, in slug order."""
         with self.reading(now) as (view, moment):
-            return [queries.progress(view, plan, moment) for plan in sorted(view.indexes)]
+            return [queries.progress(view, plan, moment)
+                    for plan in sorted([*view.indexes, *view.finished])]
 
     def plan_slugs(self) -> list[PlanSlug]:
         with self.reading() as (view, _):
-            return sorted(view.indexes)
+            return sorted([*view.indexes, *view.finished])

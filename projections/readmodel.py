@@ -33,6 +33,7 @@ from planledger.ledger.domain.state import PlanState, SessionState, StepState
 from planledger.ledger.ports import CandidateView, Clock
 from planledger.ledger.store import EventStore
 from planledger.projections import queries
+from planledger.projections.archive import LogArchive, RetiredPlans
 from planledger.projections.checkpoints import CheckpointRecorder
 from planledger.projections.follower import Tail
 from planledger.projections.history import AsOf, as_of, step_history
@@ -47,7 +48,7 @@ from planledger.projections.resume import (
     saved_state,
     state_data,
 )
-from planledger.projections.view import LedgerView
+from planledger.projections.view import FINISHED_KEPT, LedgerView
 
 CHECKPOINT_EVERY = 50_000
 RETRY_SECONDS = 0.01
@@ -77,7 +78,7 @@ class ReadModel(Queryable, CandidateView):
         self, store: EventStore, clock: Clock, *,
         checkpoints: CheckpointRecorder | None = None, secret: Secret | None = None,
         checkpoint_every: int = CHECKPOINT_EVERY, pull_on_read: bool = True, page: int = PAGE,
-        tail: Tail | None = None,
+        tail: Tail | None = None, finished_kept: int = FINISHED_KEPT,
     ) -> None:
         self.store = store
         self.clock = clock
@@ -88,7 +89,10 @@ class ReadModel(Queryable, CandidateView):
         self.checkpoint_every = checkpoint_every
         self.pull_on_read = pull_on_read
         self.page = page
-        self._folded = LedgerView()
+        # Finished plans retire from the view (projections.view), read back from the log.
+        self._archive, self._finished_kept = LogArchive(store), finished_kept
+        self.retired = RetiredPlans(store)
+        self._folded = self._fresh_view()
         self._checkpointed = 0
         self._resumed_from = 0
         self._lock = threading.RLock()
@@ -97,6 +101,9 @@ class ReadModel(Queryable, CandidateView):
         # Restored on first use, not here: a process that never reads (a CLI claim by id)
         # never pays for loading the state.
         self._unrestored = checkpoints is not None
+
+    def _fresh_view(self) -> LedgerView:
+        return LedgerView(self._archive, self._finished_kept)
 
     @property
     def _view(self) -> LedgerView:
@@ -251,7 +258,7 @@ class ReadModel(Queryable, CandidateView):
     def rebuild(self) -> int:
         """Drop the state and fold the whole log again; queries keep answering from the
         old state until the new one has caught up with it."""
-        fresh = LedgerView()
+        fresh = self._fresh_view()
         while True:
             notes = page_after(self.store, fresh.position, self.page)
             with paused_gc():
@@ -311,6 +318,7 @@ class ReadModel(Queryable, CandidateView):
                         "folded from the start: %s", position, reason)
             self._drop_if_past_the_log(checkpoints)
             return
+        restored.retire_into(self._archive, self._finished_kept)
         self._folded = restored
         self._checkpointed = self._resumed_from = restored.position
 
@@ -354,10 +362,19 @@ class ReadModel(Queryable, CandidateView):
 
     def history(self, step_id: StepId, upto: int | None = None) -> list[HistoryEntry]:
         """Every event about the step, in log order (up to position `upto`)."""
-        with self.reading() as (view, _):
+        with self.reading() as (live, _):
+            view = live
+            if step_id not in live.steps and live.finished:  # a retired plan's, maybe
+                view = self.detail(live, self._archive.plan_of(step_id) or PlanSlug(""))
             view.step(step_id)  # unknown steps are refused, not answered with nothing
             positions = list(view.history.get(step_id, ()))
         return step_history(self.store, positions, upto)
+
+    def detail(self, view: LedgerView, plan: PlanSlug) -> LedgerView:
+        """The view holding the plan's steps, definitions, index and history: `view` (what
+        `reading` yields) unless the plan retired from it, else a view of that plan alone,
+        folded back from the log (see projections.archive)."""
+        return self.retired.detail(view, plan)
 
     def as_of(self, position: int | None = None, time: datetime | None = None) -> AsOf:
         """The read models as they stood at a log position or a time (see history)."""

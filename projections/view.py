@@ -9,12 +9,22 @@ It has no store, no lock and no clock: `ReadModel` feeds it from the log, `as_of
 fresh one up to a point. Events are applied a batch at a time: `apply` folds the states
 and notes which steps need judging again; `settle` judges them, once each, so a page of
 a rebuild costs one verdict per touched step however many events touched it.
+
+Given an `Archive` (the live read model's: the log), the view holds open work, not all
+of history: once `kept` more plans have finished after it, a finished plan (every step
+done or dropped) retires. Its steps, definitions, index and positions leave the tables;
+what lists and counts it stays (`FinishedPlan`), with the log positions its detail is
+folded back from when someone asks for it (`fold_past`). An event about a retired plan (a
+step reopened or added, a refused claim on one of its steps) brings it back first. When
+a plan retires depends only on the log, so two views of the same log hold the same.
 """
 
 from array import array
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, get_type_hints
+from itertools import chain
+from typing import TYPE_CHECKING, Any, Protocol, get_type_hints
 
 from planledger.ledger.domain import errors
 from planledger.ledger.domain import events as ev
@@ -42,11 +52,43 @@ if TYPE_CHECKING:
 else:
     Positions = array
 
+# Finished plans whose detail stays after they finish, the most recent first: whoever
+# watched a plan finish (a console, its agents) reads it once more without a fold back.
+FINISHED_KEPT = 16
+
 _PLAN_EVENTS = (ev.PlanCreated, ev.StepAdded, ev.StepRevised, ev.DependenciesDeclared)
 _STEP_EVENTS = (ev.StepOpened, ev.StepClaimed, ev.LeaseRenewed, ev.StepReleased,
                 ev.StepCompleted, ev.StepDropped, ev.StepReopened)
 _SESSION_EVENTS = (ev.SessionStarted, ev.SessionEnded, ev.ClaimBounced, ev.ClaimRefused,
                    ev.StaleFenceRejected, ev.ReadyListed)
+
+
+@dataclass(frozen=True)
+class FinishedPlan:
+    """A retired plan: what lists and counts it, and the ascending log positions of the
+    events its detail is folded back from (its own stream's, its steps', and the refusals
+    and ready listings naming them)."""
+
+    slug: PlanSlug
+    title: str
+    created_at: datetime
+    total: int
+    done: int
+    dropped: int
+    positions: Positions
+
+
+class Archive(Protocol):
+    """Where a view's retired plans are read back from: the log."""
+
+    def events_at(self, positions: Sequence[int]) -> Iterable[tuple[int, object]]:
+        """The events at these ascending log positions, with their positions."""
+
+    def plan_of(self, step_id: StepId) -> PlanSlug | None:
+        """The plan of a step the view no longer holds (None: no such step)."""
+
+    def retired(self, plan: PlanState) -> None:
+        """The plan's detail has left the view (what else keeps it may let it go too)."""
 
 
 class LedgerView:
@@ -69,8 +111,14 @@ class LedgerView:
     # of every session's start and end: with `history`, where a plan's timeline is.
     plan_marks: dict[PlanSlug, Positions]
     session_marks: Positions
+    finished: dict[PlanSlug, FinishedPlan]  # retired: their detail is in the log only
+    finishing: list[PlanSlug]  # finished and still held, the first to finish first
 
-    def __init__(self) -> None:
+    def __init__(self, archive: Archive | None = None, kept: int = FINISHED_KEPT) -> None:
+        """A view that retires finished plans given an `archive` to read them back from
+        (`kept`, at least 1: how many finished plans stay held); without one it keeps
+        everything."""
+        assert kept >= 1, "a plan brought back must stay until its event is applied"
         self.position = 0
         self.last_time = None
         self.plans = {}
@@ -83,8 +131,17 @@ class LedgerView:
         self.history = {}
         self.plan_marks = {}
         self.session_marks = array("q")
+        self.finished = {}
+        self.finishing = []
+        self._archive = archive
+        self._kept = kept
         self._dirty: set[StepId] = set()
         self._handlers = self._dispatch()
+
+    def retire_into(self, archive: Archive, kept: int = FINISHED_KEPT) -> None:
+        """From now on, retire finished plans, reading them back from `archive` (a view
+        restored from its saved state, which holds none)."""
+        self._archive, self._kept = archive, kept
 
     @classmethod
     def restored(cls, *state: object) -> "LedgerView":
@@ -110,7 +167,8 @@ class LedgerView:
             "dependents": self.dependents, "history": self.history,
             "plan_marks": self.plan_marks, "session_marks": self.session_marks,
             "held": {session: steps for session, steps in self.held.items() if steps},
-            "ended_holders": self.ended_holders,
+            "ended_holders": self.ended_holders, "finished": self.finished,
+            "finishing": self.finishing,
         }
 
     # --- folding ------------------------------------------------------------------
@@ -148,6 +206,8 @@ class LedgerView:
 
     def _on_plan(self, event: ev.LedgerEvent, position: int) -> None:
         slug = PlanSlug(event.originator_id.removeprefix(PLAN_STREAM_PREFIX))
+        if slug in self.finished:
+            self._revive(slug)
         plan = evolve_plan(self.plans.get(slug), event)  # our own table: mutated in place
         self.plans[slug] = plan
         if isinstance(event, ev.PlanCreated):
@@ -158,6 +218,7 @@ class LedgerView:
         self._remember(step_id, position)
         if isinstance(event, ev.StepAdded):
             self.indexes[slug].add(step_id, plan.steps[step_id].added_at)
+            self._count_closing(slug, closed=False)
         if isinstance(event, ev.StepAdded | ev.DependenciesDeclared):
             for dep in event.depends_on:
                 self.dependents.setdefault(StepId(dep), set()).add(step_id)
@@ -166,6 +227,8 @@ class LedgerView:
     def _on_step(self, event: ev.LedgerEvent, position: int) -> None:
         step_id = StepId(event.originator_id)
         before = self.steps.get(step_id)
+        if before is None and self.finished and type(event) is not ev.StepOpened:
+            before = self._revived(step_id)
         after = self.steps[step_id] = evolve_step(before, event)
         positions = self.history.get(step_id)  # _remember, inlined: once per event
         if positions is None:
@@ -177,6 +240,7 @@ class LedgerView:
             self._dirty.add(step_id)
             if (before.status in SATISFYING) != (after.status in SATISFYING):
                 self._dirty.update(self.dependents.get(step_id, ()))
+                self._count_closing(after.plan, closed=after.status in SATISFYING)
         if after.status == "in_progress" or (before is not None
                                              and before.status == "in_progress"):
             self._note_lease(step_id, after)
@@ -206,6 +270,7 @@ class LedgerView:
         if held is not None:
             held.discard(step_id)
             if not held:
+                del self.held[session_id]  # every session that ever held: not kept empty
                 self.ended_holders.discard(session_id)
 
     def _on_session(self, event: ev.LedgerEvent, position: int) -> None:
@@ -216,9 +281,13 @@ class LedgerView:
             if isinstance(event, ev.SessionEnded) and self.held.get(session_id):
                 self.ended_holders.add(session_id)  # its claims lapse now, releases or not
         elif isinstance(event, ev.ReadyListed):
+            if event.plan in self.finished:
+                self._revive(PlanSlug(event.plan))
             self.plan_marks.setdefault(PlanSlug(event.plan), array("q")).append(position)
         step_id = getattr(event, "step_id", None)
         if step_id is not None:  # a refused attempt on a step belongs to its history
+            if self.finished and step_id not in self.steps:
+                self._revived(StepId(step_id))
             self._remember(StepId(step_id), position)
 
     def _remember(self, step_id: StepId, position: int) -> None:
@@ -226,6 +295,93 @@ class LedgerView:
         if positions is None:
             positions = self.history[step_id] = array("q")
         positions.append(position)
+
+    # --- retiring finished plans ---------------------------------------------------
+
+    def _count_closing(self, plan: PlanSlug, *, closed: bool) -> None:
+        """Count a step of the plan closing (done, dropped) or opening (added, reopened). A
+        plan with none open waits in `finishing`; past `kept` of them, the first retires."""
+        index = self.indexes.get(plan)
+        if index is None:
+            return
+        index.unclosed += -1 if closed else 1
+        if self._archive is None:
+            return
+        if index.unclosed == 0:
+            self._wait_to_retire(plan)
+        elif not closed and index.unclosed == 1 and plan in self.finishing:
+            self.finishing.remove(plan)
+
+    def _wait_to_retire(self, plan: PlanSlug) -> None:
+        self.finishing.append(plan)
+        while len(self.finishing) > self._kept:
+            self._retire(self.finishing.pop(0))
+
+    def _retire(self, plan: PlanSlug) -> None:
+        """Let the finished plan's detail go, keeping what lists it and where it is."""
+        state = self.plans.pop(plan)
+        del self.indexes[plan]
+        runs: list[Sequence[int]] = [self.plan_marks.pop(plan, ())]
+        statuses = []
+        for step_id in state.steps:
+            step = self.steps.pop(step_id, None)
+            statuses.append(step.status if step is not None else None)
+            runs.append(self.history.pop(step_id, ()))
+            self.dependents.pop(step_id, None)
+            self._dirty.discard(step_id)
+        self.finished[plan] = FinishedPlan(
+            plan, state.title, state.created_at, len(state.steps), statuses.count("done"),
+            statuses.count("dropped"), array("q", sorted(chain.from_iterable(runs))))
+        if self._archive is not None:
+            self._archive.retired(state)
+
+    def _revived(self, step_id: StepId) -> StepState | None:
+        """The step, once its plan is back if it had retired (an event names the step)."""
+        plan = self._archive.plan_of(step_id) if self._archive is not None else None
+        if plan is not None and plan in self.finished:
+            self._revive(plan)
+        return self.steps.get(step_id)
+
+    def _revive(self, plan: PlanSlug) -> None:
+        """Fold a retired plan's detail back in (an event about it arrived); it waits to
+        retire again until the event at hand opens one of its steps."""
+        finished = self.finished.pop(plan)
+        archive, self._archive = self._archive, None  # its past moves no plan to retire
+        assert archive is not None, "only a view with an archive retires plans"
+        try:
+            self.fold_past(archive.events_at(finished.positions))
+        finally:
+            self._archive = archive
+        self._wait_to_retire(plan)
+
+    def fold_past(self, events: Iterable[tuple[int, object]]) -> None:
+        """Fold one plan's events read back from the log (its own stream's, its steps', and
+        the refusals and listings naming them), in log order, into the tables: the view's
+        position, time and sessions stay as they are."""
+        for position, event in events:
+            if isinstance(event, _PLAN_EVENTS):
+                self._on_plan(event, position)
+            elif isinstance(event, _STEP_EVENTS):
+                self._on_step(event, position)
+            elif isinstance(event, ev.ReadyListed):
+                self.plan_marks.setdefault(PlanSlug(event.plan), array("q")).append(position)
+            elif (step_id := getattr(event, "step_id", None)) is not None:
+                self._remember(StepId(step_id), position)
+        self.settle()
+
+    def knows(self, plan: PlanSlug) -> bool:
+        """Whether the plan was created (held here, or retired)."""
+        return plan in self.plans or plan in self.finished
+
+    def positions_of(self, plan: PlanSlug) -> list[Sequence[int]]:
+        """The log positions of the plan's events (its own stream's, its steps', and the
+        refusals and ready listings naming them), as a few ascending runs."""
+        finished = self.finished.get(plan)
+        if finished is not None:
+            return [finished.positions]
+        state = self.plans.get(plan)
+        steps = [self.history.get(s, ()) for s in state.steps] if state is not None else []
+        return [self.plan_marks.get(plan, ()), *steps]
 
     # --- judging ------------------------------------------------------------------
 

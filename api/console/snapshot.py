@@ -28,10 +28,11 @@ def snapshot(service: Service, plan: str | None = None) -> ConsoleOut:
                  + p.progress.dropped < p.progress.total or p.progress.total == 0]
         details = []
         for summary in shown:
-            page = page_of(view, summary.slug, moment)
+            held = runtime.reads.detail(view, PlanSlug(summary.slug))  # a finished one's too
+            page = page_of(held, summary.slug, moment)
             details.append(PlanPageOut(**dict(summary), steps=page.steps,
                                        next_offset=page.next_offset,
-                                       constraints=dict(view.plans[PlanSlug(summary.slug)]
+                                       constraints=dict(held.plans[PlanSlug(summary.slug)]
                                                         .constraints)))
         loose, loose_hidden = lapsed(view, moment)
         live = live_sessions(view)
@@ -48,9 +49,10 @@ def steps_page(runtime: Runtime, slug: str, offset: int, limit: int, show: Show,
                text: str) -> StepPageOut:
     """A page of the plan's steps for the console (see `api.console.steps.page_of`)."""
     with runtime.reads.reading() as (view, moment):
-        if PlanSlug(slug) not in view.plans:
+        held = runtime.reads.detail(view, PlanSlug(slug))  # a finished one's too
+        if PlanSlug(slug) not in held.plans:
             raise errors.UnknownPlan(slug)
-        page = page_of(view, slug, moment, offset, limit, show, text)
+        page = page_of(held, slug, moment, offset, limit, show, text)
         progress = (queries.progress(view, PlanSlug(slug), moment))
         position = view.position
     return StepPageOut(now=moment, position=position, plan=slug, progress=progress,

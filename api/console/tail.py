@@ -22,11 +22,8 @@ def timeline_tail(service: Service, slug: str, last: int = LAST) -> TimelineOut:
     """The plan's timeline from its `last`-th newest event on (fewer entries when some of
     those events are not the plan's entries)."""
     with service.runtime.reads.reading() as (view, _):
-        plan = view.plans.get(PlanSlug(slug))
-        if plan is None:
+        if not view.knows(PlanSlug(slug)):
             raise errors.UnknownPlan(slug[:100])
-        positions = chain(view.plan_marks.get(plan.slug, ()),
-                          *(view.history.get(s, ()) for s in plan.steps))
-        newest = heapq.nlargest(last, positions)
+        newest = heapq.nlargest(last, chain(*view.positions_of(PlanSlug(slug))))
     after = newest[-1] - 1 if len(newest) == last else 0
     return views.timeline(service.timelines, slug, after=after)

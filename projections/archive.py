@@ -1,0 +1,72 @@
+"""Retired plans, read back from the log: the live view's archive, and their detail on demand.
+
+The live view retires a finished plan once enough others have finished after it (see
+`projections.view`), and keeps only what lists it and the log positions of its events.
+`LogArchive` is what the view reads those events back from, and what lets the store drop
+the plan's streams from its caches as it retires. `RetiredPlans` answers whoever asks for a
+retired plan's steps, history or timeline: a view of that plan alone, folded from its
+events, the same detail the live view held before it retired; the last few are kept,
+since a person who opened one plan reads it a few times.
+"""
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+
+from planledger.ledger.domain import errors
+from planledger.ledger.domain.ids import PlanSlug, StepId
+from planledger.ledger.domain.state import PlanState
+from planledger.ledger.store import EventStore
+from planledger.projections.log import Positioned, at_positions, paused_gc
+from planledger.projections.view import FinishedPlan, LedgerView
+
+DETAILS_KEPT = 4
+
+
+class LogArchive:
+    """The store's log as a view's archive (see `projections.view.Archive`)."""
+
+    def __init__(self, store: EventStore) -> None:
+        self.store = store
+
+    def events_at(self, positions: Sequence[int]) -> list[Positioned]:
+        return at_positions(self.store, positions)
+
+    def plan_of(self, step_id: StepId) -> PlanSlug | None:
+        try:  # a plan never changes, so the step as the store has it now tells
+            return self.store.step(step_id).plan
+        except errors.UnknownStep:
+            return None
+
+    def retired(self, plan: PlanState) -> None:
+        self.store.forget([plan.id, *plan.steps])
+
+
+class RetiredPlans:
+    """Retired plans' detail, folded back from the log when asked for."""
+
+    def __init__(self, store: EventStore, kept: int = DETAILS_KEPT) -> None:
+        self.store, self.kept = store, kept
+        self._views: OrderedDict[PlanSlug, tuple[FinishedPlan, LedgerView]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def detail(self, view: LedgerView, plan: PlanSlug) -> LedgerView:
+        """`view` itself when it holds the plan's detail (or knows no such plan); for a plan
+        retired from it, a view holding that plan alone, as `view` held it."""
+        finished = view.finished.get(plan)
+        if finished is None:
+            return view
+        with self._lock:
+            kept = self._views.get(plan)
+            if kept is not None and kept[0] is finished:  # brought back since: not it
+                self._views.move_to_end(plan)
+                return kept[1]
+        detail = LedgerView()
+        with paused_gc():  # as the read model's fold (projections.log)
+            detail.fold_past(at_positions(self.store, finished.positions))
+        with self._lock:
+            self._views[plan] = (finished, detail)
+            self._views.move_to_end(plan)
+            while len(self._views) > self.kept:
+                self._views.popitem(last=False)
+        return detail
