@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from planledger.api import views
+from planledger.api import reads
 from planledger.api.runtime import Runtime
 from planledger.api.schemas import (
     ClaimNextOut,
@@ -34,7 +34,7 @@ def claim_out(grant: c.Grant) -> ClaimOut:
 
 def next_claim_out(runtime: Runtime, found: c.NextClaim) -> ClaimNextOut:
     if found.grant is None:
-        reason, message = views.nothing_ready(runtime, found.plan)
+        reason, message = reads.nothing_ready(runtime, found.plan)
         return ClaimNextOut(claimed=None, reason=reason, message=message)
     claimed = claim_out(found.grant)
     return ClaimNextOut(claimed=claimed, reason=None,
@@ -68,7 +68,7 @@ RENDERERS: Mapping[type, Callable[[Runtime, Any], BaseModel]] = {
                                                released=list(r.released)),
     c.PlanCreated: lambda _, r: plan_created_out(r),
     c.StepDefined: lambda _, r: step_ref_out(r),
-    c.ReadyListed: lambda rt, r: views.ready(rt, r.plan, r.step_ids),
+    c.ReadyListed: lambda rt, r: reads.ready(rt, r.plan, r.step_ids),
     c.Grant: lambda _, r: claim_out(r),
     c.NextClaim: next_claim_out,
     c.StepChanged: lambda _, r: StepChangeOut(step_id=r.step_id, status=r.status,

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from planledger.api import rendering, views
+from planledger.api import reads, rendering
 from planledger.api.idempotency import Answered, Idempotency, Write, fingerprint
 from planledger.api.identity import Identity
 from planledger.api.metrics import Metrics
@@ -70,7 +70,7 @@ class Service:
         in its session stream (what the agent chose from)."""
         if actor:
             return self.answer(c.ListReady(slug, actor), ReadyOut)
-        return views.ready(self.runtime, slug)
+        return reads.ready(self.runtime, slug)
 
     # --- the middleware -------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ __version__ = "0.2.0"
 def __getattr__(name: str) -> Any:
     """`planledger.Client`, loaded when first asked for: `import planledger` stays cheap."""
     if name == "Client":
-        from planledger.api.commands.client import connect
+        from planledger.api.client import connect
 
         return connect
     raise AttributeError(f"module 'planledger' has no attribute {name!r}")

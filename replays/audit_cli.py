@@ -1,6 +1,6 @@
 """`planledger audit verify`: check the hash chain of a store or a recording (ledger.chain)
 and name the first event that was changed, removed or reordered. A store's own checks (its
-positions, its signed head) are the interfaces' (api.audit_cli); a recording is read here,
+positions, its signed head) are the interfaces' (api.cli.audit); a recording is read here,
 as the replays' format has it.
 
 Exit codes: 0 every link holds; 1 a broken link, or a file or store that cannot be read.
@@ -12,8 +12,8 @@ from typing import Annotated
 
 import typer
 
-from planledger.api.audit_cli import EXIT_BROKEN, check_store, report
-from planledger.api.commands.common import DbOption, JsonOption
+from planledger.api.cli.audit import EXIT_BROKEN, check_store, report
+from planledger.api.cli.common import DbOption, JsonOption
 from planledger.ledger.chain import Entry, Verified, verify
 from planledger.replays.format import RecordingError, canonical
 from planledger.replays.jsonline import BadLine, parse_line

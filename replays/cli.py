@@ -16,7 +16,7 @@ import typer
 from rich.console import Console
 
 from planledger.api import timeline_render as render
-from planledger.api.commands.common import DbOption, JsonOption, UrlOption
+from planledger.api.cli.common import DbOption, JsonOption, UrlOption
 from planledger.api.runtime import open_runtime
 from planledger.ledger.domain.errors import LedgerError
 from planledger.projections.timeline import Timeline, TimelineModel

@@ -15,7 +15,7 @@ from planledger.ledger.storage import MEMORY, store_settings
 from planledger.ledger.store import EventStore
 from planledger.projections.log import PAGE, page_after
 from planledger.replays.admission import admit
-from planledger.replays.commands import derive
+from planledger.replays.derive import derive
 from planledger.replays.format import (
     CommandRecord,
     EventRecord,

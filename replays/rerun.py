@@ -17,7 +17,7 @@ from planledger.ledger.chain import HASH_KEY
 from planledger.ledger.domain.errors import LedgerError
 from planledger.ledger.ports import Clock, IdGenerator
 from planledger.projections.log import page_after
-from planledger.replays.commands import execute
+from planledger.replays.derive import execute
 from planledger.replays.format import CommandRecord, EventRecord, Recording, RecordingError
 from planledger.replays.recording import commands_of
 

@@ -5,8 +5,8 @@ from a recording, a store or a running server, and merge (replays.merge)."""
 from collections.abc import Sequence
 from pathlib import Path
 
-from planledger.api.commands.client import Client
-from planledger.api.commands.common import open_client
+from planledger.api.cli.common import open_client
+from planledger.api.client import Client
 from planledger.projections.timeline import TimelineModel
 from planledger.replays.format import Recording
 from planledger.replays.merge import LedgerLog, MergedTimeline, bound_sessions, merge

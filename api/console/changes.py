@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from anyio import to_thread
 
-from planledger.api import views
+from planledger.api import reads
 from planledger.api.console.schemas import ChangeOut
 from planledger.api.console.snapshot import live_sessions, names
 from planledger.api.console.steps import steps_now
@@ -59,7 +59,7 @@ def message_after(runtime: Runtime, after: int, limit: int) -> Message:
 
 def change_after(runtime: Runtime, after: int, limit: int) -> ChangeOut:
     """The log after position `after` (at most `limit` events) and what it changed."""
-    page = views.log_page(runtime, after, limit)
+    page = reads.log_page(runtime, after, limit)
     with runtime.reads.reading() as (view, moment):  # at or past the page's last event
         touched = _touched(view, page.events)
         for step_id in [s for s in touched.steps if view.steps[s].plan in touched.new_plans]:
@@ -78,7 +78,7 @@ def change_after(runtime: Runtime, after: int, limit: int) -> ChangeOut:
         summaries = [_summary(view, p, progress[p]) for p in plans if p in progress]
         live = len(live_sessions(view))
         sessions = [s for s in touched.sessions if s in view.sessions]
-    cards = [views.session(runtime, s) for s in sessions]
+    cards = [reads.session(runtime, s) for s in sessions]
     named = {*sessions, *(w for s in steps for w in (s.holder, s.lapsed_holder) if w)}
     return ChangeOut(**dict(page), now=moment, steps=steps, plans=summaries,
                      stale_plans=stale, sessions=cards,

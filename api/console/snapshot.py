@@ -1,9 +1,9 @@
 """The console's first read: plans, the first page of each unfinished plan's steps, live
-sessions, lapsed claims and names, built from `api.views` and `api.console.steps`."""
+sessions, lapsed claims and names, built from `api.reads` and `api.console.steps`."""
 
 from collections.abc import Iterable
 
-from planledger.api import views
+from planledger.api import reads
 from planledger.api.console.schemas import ConsoleOut, PlanPageOut, SessionNameOut, StepPageOut
 from planledger.api.console.steps import Show, lapsed, page_of
 from planledger.api.runtime import Runtime
@@ -22,7 +22,7 @@ def snapshot(service: Service, plan: str | None = None) -> ConsoleOut:
     """The console's state at one log position; `plan` is shown even if finished."""
     runtime = service.runtime
     with runtime.reads.reading() as (view, moment):
-        summaries = views.plans(runtime)  # the last to catch up: the rest reads `view` as is
+        summaries = reads.plans(runtime)  # the last to catch up: the rest reads `view` as is
         position = view.position
         shown = [p for p in summaries if p.slug == plan or p.progress.done
                  + p.progress.dropped < p.progress.total or p.progress.total == 0]
@@ -71,7 +71,7 @@ def _shown_sessions(runtime: Runtime, live: list[SessionState]) -> tuple[list[Se
     busy = sorted((s for s in live if s.id in holding), key=_started)
     idle = sorted((s for s in live if s.id not in holding), key=_started, reverse=True)
     shown = busy + idle[:MAX_IDLE]
-    return [views.session(runtime, s.id) for s in shown], len(idle) - len(idle[:MAX_IDLE])
+    return [reads.session(runtime, s.id) for s in shown], len(idle) - len(idle[:MAX_IDLE])
 
 
 def _started(session: SessionState) -> tuple[object, str]:

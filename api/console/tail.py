@@ -9,7 +9,7 @@ so nothing older is described.
 import heapq
 from itertools import chain
 
-from planledger.api import views
+from planledger.api import reads
 from planledger.api.schemas import TimelineOut
 from planledger.api.service import Service
 from planledger.ledger.domain import errors
@@ -26,4 +26,4 @@ def timeline_tail(service: Service, slug: str, last: int = LAST) -> TimelineOut:
             raise errors.UnknownPlan(slug[:100])
         newest = heapq.nlargest(last, chain(*view.positions_of(PlanSlug(slug))))
     after = newest[-1] - 1 if len(newest) == last else 0
-    return views.timeline(service.timelines, slug, after=after)
+    return reads.timeline(service.timelines, slug, after=after)

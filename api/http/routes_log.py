@@ -6,7 +6,7 @@ from fastapi import APIRouter, Query, Response
 from pydantic import AwareDatetime
 from starlette.concurrency import run_in_threadpool
 
-from planledger.api import views
+from planledger.api import reads
 from planledger.api.http.deps import ServiceDep
 from planledger.api.http.docs import errors
 from planledger.api.metrics import CONTENT_TYPE
@@ -23,11 +23,11 @@ MAX_POSITION = 2**62
 async def log(service: ServiceDep,
               after: Annotated[int, Query(ge=0, le=MAX_POSITION,
                                           description="Return events after this position.")] = 0,
-              limit: Annotated[int, Query(ge=1, le=views.MAX_PAGE)] = 100) -> LogPageOut:
+              limit: Annotated[int, Query(ge=1, le=reads.MAX_PAGE)] = 100) -> LogPageOut:
     """Every event in the order it was appended, after log position `after`; follow
     `next_after` while `more` is true. Refused attempts (bounces, stale fences) are here
     too, in the acting session's stream."""
-    return await run_in_threadpool(lambda: views.log_page(service.runtime, after, limit))
+    return await run_in_threadpool(lambda: reads.log_page(service.runtime, after, limit))
 
 
 @ops.get("/healthz", response_model=HealthOut, responses=errors(e503="The store is "
@@ -61,12 +61,12 @@ async def timeline(
     after: Annotated[int, Query(ge=0, le=MAX_POSITION, description="Only entries after this "
                                 "log position (a reader holding a page asks for what came "
                                 "since: `next_after`).")] = 0,
-    limit: Annotated[int | None, Query(ge=1, le=views.MAX_TIMELINE_PAGE, description="At "
+    limit: Annotated[int | None, Query(ge=1, le=reads.MAX_TIMELINE_PAGE, description="At "
                                        "most this many entries (default: all).")] = None,
 ) -> TimelineOut:
     """The merged timeline: one clock, a lane per session, entries in log order (the order
     that decided every race); a bounce reads `task already claimed: held by "<session>"`.
     A page of a plan's timeline also carries the start of each session whose first act on
     the plan is on the page: merged by position, pages add up to the whole timeline."""
-    return await run_in_threadpool(lambda: views.timeline(
+    return await run_in_threadpool(lambda: reads.timeline(
         service.timelines, plan, session or (), since, until, after, limit))

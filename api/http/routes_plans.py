@@ -4,7 +4,7 @@ add steps, and claim the next ready step."""
 from fastapi import APIRouter
 from starlette.concurrency import run_in_threadpool
 
-from planledger.api import views
+from planledger.api import reads
 from planledger.api.http.deps import (
     ActorDep,
     AuthorDep,
@@ -45,20 +45,20 @@ async def plan_create(service: ServiceDep, plan: PlanIn, actor: AuthorDep,
 @router.get("", response_model=list[PlanSummaryOut], responses=errors())
 async def plan_list(service: ServiceDep) -> list[PlanSummaryOut]:
     """Every plan with its progress line, oldest first."""
-    return await run_in_threadpool(lambda: views.plans(service.runtime))
+    return await run_in_threadpool(lambda: reads.plans(service.runtime))
 
 
 @router.get("/{slug}", response_model=PlanOut, responses=errors(404))
 async def plan_show(service: ServiceDep, slug: SlugPath) -> PlanOut:
     """A plan: constraints, progress ("4/6 done, 1 claimable, 0 in flight") and every step
     with its status, holder and blockers."""
-    return await run_in_threadpool(lambda: views.plan(service.runtime, slug))
+    return await run_in_threadpool(lambda: reads.plan(service.runtime, slug))
 
 
 @router.get("/{slug}/steps", response_model=list[StepOut], responses=errors(404))
 async def step_list(service: ServiceDep, slug: SlugPath) -> list[StepOut]:
     """The plan's steps, oldest first."""
-    return await run_in_threadpool(lambda: views.plan(service.runtime, slug).steps)
+    return await run_in_threadpool(lambda: reads.plan(service.runtime, slug).steps)
 
 
 @router.post("/{slug}/steps", status_code=201, response_model=StepRefOut,

@@ -3,11 +3,11 @@
 from fastapi import APIRouter
 from starlette.concurrency import run_in_threadpool
 
-from planledger.api import views
+from planledger.api import reads
 from planledger.api.errors import Forbidden
-from planledger.api.http.commands import run_command
 from planledger.api.http.deps import ActorDep, IdempotencyKeyDep, ServiceDep, SessionPath
 from planledger.api.http.docs import errors
+from planledger.api.http.running import run_command
 from planledger.api.schemas import SessionEndOut, SessionOut, SessionStartIn, SessionStartOut
 from planledger.ledger import commands as c
 
@@ -26,7 +26,7 @@ async def session_start(service: ServiceDep, key: IdempotencyKeyDep = None,
 @router.get("/{session_id}", response_model=SessionOut, responses=errors(404))
 async def session_show(service: ServiceDep, session_id: SessionPath) -> SessionOut:
     """A session and the steps it holds now (live leases only), with time left."""
-    return await run_in_threadpool(lambda: views.session(service.runtime, session_id))
+    return await run_in_threadpool(lambda: reads.session(service.runtime, session_id))
 
 
 @router.post("/{session_id}/end", response_model=SessionEndOut,

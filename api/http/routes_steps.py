@@ -4,8 +4,7 @@ claim, heartbeat, complete, release, drop, reopen, and an operator's force-relea
 from fastapi import APIRouter
 from starlette.concurrency import run_in_threadpool
 
-from planledger.api import views
-from planledger.api.http.commands import run_command
+from planledger.api import reads
 from planledger.api.http.deps import (
     ActorDep,
     AdminDep,
@@ -15,6 +14,7 @@ from planledger.api.http.deps import (
     StepPath,
 )
 from planledger.api.http.docs import errors
+from planledger.api.http.running import run_command
 from planledger.api.schemas import (
     ClaimIn,
     ClaimOut,
@@ -43,7 +43,7 @@ _HOLDER_409 = ("not_holder: the session holds no live claim on the step (the bod
 async def step_show(service: ServiceDep, step_id: StepPath) -> StepDetailOut:
     """A step: status, holder, fence, blockers, and its history (claims, heartbeats,
     releases, revisions), oldest first."""
-    return await run_in_threadpool(lambda: views.step_detail(service.runtime, step_id))
+    return await run_in_threadpool(lambda: reads.step_detail(service.runtime, step_id))
 
 
 @router.patch("/{step_id}", response_model=StepRefOut, responses=errors(401, 404))

@@ -1,7 +1,7 @@
 """What an agent learns when its session starts: the plans in motion, their progress and
 their constraints, so it starts knowing the rules."""
 
-from planledger.api import views
+from planledger.api import reads
 from planledger.api.mcp.schemas import PlanBriefOut, SessionBriefingOut
 from planledger.api.runtime import Runtime
 from planledger.api.schemas import PlanOut, PlanSummaryOut, ProgressOut, SessionStartOut
@@ -16,11 +16,11 @@ def in_motion(progress: ProgressOut) -> bool:
 
 
 def plans_in_motion(runtime: Runtime) -> list[PlanSummaryOut]:
-    return [p for p in views.plans(runtime) if in_motion(p.progress)]
+    return [p for p in reads.plans(runtime) if in_motion(p.progress)]
 
 
 def briefing(runtime: Runtime, started: SessionStartOut) -> SessionBriefingOut:
-    plans = [views.plan(runtime, p.slug) for p in plans_in_motion(runtime)]
+    plans = [reads.plan(runtime, p.slug) for p in plans_in_motion(runtime)]
     briefs = [PlanBriefOut(slug=p.slug, title=p.title, progress=p.progress.line,
                            constraints=p.constraints) for p in plans]
     who = f' ("{started.name}")' if started.name else ""

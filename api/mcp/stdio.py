@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from planledger.api.commands.common import DbOption, UrlOption, answering_errors
+from planledger.api.cli.common import DbOption, UrlOption, answering_errors
 
 
 def mcp(

@@ -6,7 +6,7 @@ from typing import Any
 
 from mcp.server.mcpserver import Context
 
-from planledger.api import views
+from planledger.api import reads
 from planledger.api.mcp.args import Fence, Lease, Plan, SessionArg, StepId, TokenArg
 from planledger.api.mcp.schemas import StepClosedOut
 from planledger.api.mcp.toolbase import Tools
@@ -70,4 +70,4 @@ class ClaimTools(Tools):
     def _closed(self, command: c.Complete | c.Release | c.Drop) -> StepClosedOut:
         change = self.service.answer(command, StepChangeOut)
         return StepClosedOut(**dict(change),
-                             progress=views.plan(self.runtime, change.plan).progress.line)
+                             progress=reads.plan(self.runtime, change.plan).progress.line)

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
-from planledger.api import views
+from planledger.api import reads
 from planledger.api.mcp.args import Plan, SessionArg, TokenArg
 from planledger.api.mcp.toolbase import Tools
 from planledger.api.schemas import PlanCreatedOut, PlanIn, PlanOut, PlanStepIn, PlanSummaryOut
@@ -39,9 +39,9 @@ class PlanTools(Tools):
     def plans_list(self) -> list[PlanSummaryOut]:
         """Every plan with its progress line ("4/6 done, 1 claimable, 0 in flight"),
         oldest first. plans_show gives one plan's steps and constraints."""
-        return views.plans(self.runtime)
+        return reads.plans(self.runtime)
 
     def plans_show(self, slug: Plan) -> PlanOut:
         """One plan: its constraints, its progress line ("4/6 done, 1 claimable, 0 in
         flight") and every step with status, holder and blockers, oldest first."""
-        return views.plan(self.runtime, slug)
+        return reads.plan(self.runtime, slug)

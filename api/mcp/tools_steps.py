@@ -6,7 +6,7 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
-from planledger.api import views
+from planledger.api import reads
 from planledger.api.mcp.args import (
     Fence,
     Lease,
@@ -58,11 +58,11 @@ class StepTools(Tools):
         steps of `plan` (or of every plan), oldest first, optionally only those in
         `status`. To choose what to work on, use tasks_ready instead."""
         if id is not None:
-            detail = views.step_detail(self.runtime, id)
+            detail = reads.step_detail(self.runtime, id)
             step = StepOut.model_validate(detail.model_dump(exclude={"history"}))
             return TasksOut(steps=[step], history=detail.history)
-        slugs = [plan] if plan else [p.slug for p in views.plans(self.runtime)]
-        steps = [s for slug in slugs for s in views.plan(self.runtime, slug).steps]
+        slugs = [plan] if plan else [p.slug for p in reads.plans(self.runtime)]
+        steps = [s for slug in slugs for s in reads.plan(self.runtime, slug).steps]
         return TasksOut(steps=[s for s in steps if status is None or s.status == status],
                         history=None)
 
@@ -93,7 +93,7 @@ class StepTools(Tools):
             self.service.execute(DependenciesIn(depends_on=add_depends_on).command(id, actor))
         if status is not None:
             self._move(ctx, id, status, fence, lease_seconds, (session_id, token))
-        detail = views.step_detail(self.runtime, id)
+        detail = reads.step_detail(self.runtime, id)
         return StepOut.model_validate(detail.model_dump(exclude={"history"}))
 
     def _move(self, ctx: Context[Any, Any], step_id: str, status: Status, fence: int | None,

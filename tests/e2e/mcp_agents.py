@@ -10,7 +10,7 @@ import anyio
 from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult, TextContent
 
-from planledger.api import views
+from planledger.api import reads
 from planledger.api.runtime import open_runtime
 from tests.support.seed import AUTH_REFRESH_STEPS, PLAN, seed_auth_refresh
 
@@ -124,7 +124,7 @@ def ready_listings(db: str) -> dict[str, list[list[str]]]:
     """Each session's recorded ready listings (ReadyListed events), read from the store."""
     runtime = open_runtime(db)
     try:
-        page = views.log_page(runtime, 0, 1000)
+        page = reads.log_page(runtime, 0, 1000)
     finally:
         runtime.close()
     listed: dict[str, list[list[str]]] = {}

@@ -11,8 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from planledger.api.cli import app
-from planledger.api.commands.client import LocalClient
-from planledger.api.commands.common import EXIT_BOUNCED, EXIT_NOTHING_READY, open_client
+from planledger.api.cli.common import EXIT_BOUNCED, EXIT_NOTHING_READY, open_client
+from planledger.api.client import LocalClient
 from planledger.api.runtime import open_runtime
 from planledger.ledger.application import NewStep
 from tests.support import OPERATOR

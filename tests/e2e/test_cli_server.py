@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from planledger.api.cli import app
-from planledger.api.commands.common import EXIT_BOUNCED
+from planledger.api.cli.common import EXIT_BOUNCED
 from planledger.api.runtime import open_checkpoints, open_runtime
 from planledger.bench.servers import create_plan, start_replica
 from tests.e2e.test_cli_embedded import PLAN_YAML

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from eventsourcing.persistence import EventStore as LibraryEventStore
 
-from planledger.api.audit_cli import store_entries
+from planledger.api.cli.audit import store_entries
 from planledger.api.runtime import Runtime, open_runtime
 from planledger.ledger.application import NewStep
 from planledger.ledger.chain import Verified, hash_of, verify

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from planledger.api.audit_cli import store_entries
+from planledger.api.cli.audit import store_entries
 from planledger.api.runtime import Runtime, open_runtime
 from planledger.ledger.application import NewStep
 from planledger.ledger.chain import Verified, verify

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from planledger.api.audit_cli import store_entries
+from planledger.api.cli.audit import store_entries
 from planledger.api.runtime import open_runtime
 from planledger.bench.servers import Replica, author_at, start_replica
 from planledger.ledger.chain import Verified, verify

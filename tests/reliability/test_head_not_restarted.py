@@ -10,7 +10,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from planledger.api.audit_cli import verify_store
+from planledger.api.cli.audit import verify_store
 from planledger.api.runtime import open_runtime
 from planledger.infra.pg_append import BEGAN_TABLE, HEAD_TABLE
 from planledger.infra.pg_schema import EVENTS_TABLE

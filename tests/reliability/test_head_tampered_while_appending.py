@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from planledger.api.audit_cli import verify_store
+from planledger.api.cli.audit import verify_store
 from planledger.api.runtime import Runtime, open_runtime
 from planledger.infra.sqlite_head import HEAD_TABLE
 from planledger.ledger.log_head import Finding, HeadSigner, head_mac

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 import httpx
 import pytest
 
-from planledger.api.audit_cli import store_entries
+from planledger.api.cli.audit import store_entries
 from planledger.api.runtime import open_runtime
 from planledger.bench.servers import author_at, replicas
 from planledger.ledger.chain import Verified, verify

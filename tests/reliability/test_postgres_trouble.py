@@ -20,7 +20,7 @@ import httpx
 import psycopg
 import pytest
 
-from planledger.api.audit_cli import store_entries
+from planledger.api.cli.audit import store_entries
 from planledger.api.http.deadline import unanswered
 from planledger.api.runtime import open_runtime
 from planledger.bench.servers import Replica, author_at, start_replica

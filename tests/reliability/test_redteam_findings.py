@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from planledger.api.audit_cli import verify_store
+from planledger.api.cli.audit import verify_store
 from planledger.api.runtime import open_runtime
 from planledger.infra.secret import SECRET_ENV, SecretError, load_secret
 from planledger.ledger.application import NewStep

@@ -12,7 +12,7 @@ import pytest
 from psycopg import sql
 from typer.testing import CliRunner
 
-from planledger.api.audit_cli import verify_store
+from planledger.api.cli.audit import verify_store
 from planledger.api.runtime import Runtime, open_runtime
 from planledger.infra.pg_schema import EVENTS_TABLE
 from planledger.infra.secret import SECRET_ENV

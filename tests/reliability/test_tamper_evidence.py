@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from planledger.api.audit_cli import store_entries
+from planledger.api.cli.audit import store_entries
 from planledger.api.runtime import Runtime, open_runtime
 from planledger.ledger.chain import Broken, Verified, seal, unseal, verify
 from planledger.ledger.domain import events as ev

@@ -76,7 +76,7 @@ def _start(event: ev.LedgerEvent) -> Start:
     if isinstance(event, ev.StepOpened):
         raise RecordingError(f"StepOpened of {event.originator_id} without its StepAdded")
     raise RecordingError(f"no command is known to cause {type(event).__name__}; "
-                         f"teach replays/commands.py")
+                         f"teach replays/derive.py")
 
 
 def _author(event: ev.LedgerEvent) -> str:

@@ -9,7 +9,7 @@ from typing import Any, Self, TypeVar
 
 from pydantic import BaseModel, TypeAdapter
 
-from planledger.api import views
+from planledger.api import reads
 from planledger.api.errors import Replayed, Unauthorized
 from planledger.api.http.paths import request_for
 from planledger.api.schemas import (
@@ -192,25 +192,25 @@ class LocalClient(Client):
         return started
 
     def session(self, session_id: str) -> SessionOut:
-        return views.session(self.service.runtime, session_id)
+        return reads.session(self.service.runtime, session_id)
 
     def plans(self) -> list[PlanSummaryOut]:
-        return views.plans(self.service.runtime)
+        return reads.plans(self.service.runtime)
 
     def plan(self, slug: str) -> PlanOut:
-        return views.plan(self.service.runtime, slug)
+        return reads.plan(self.service.runtime, slug)
 
     def ready(self, slug: str) -> ReadyOut:
         return self.service.ready(slug, self.actor)
 
     def step(self, step_id: str) -> StepDetailOut:
-        return views.step_detail(self.service.runtime, step_id)
+        return reads.step_detail(self.service.runtime, step_id)
 
     def log(self, after: int = 0, limit: int = 100) -> LogPageOut:
-        return views.log_page(self.service.runtime, after, limit)
+        return reads.log_page(self.service.runtime, after, limit)
 
     def timeline(self, plan: str | None = None, sessions: Sequence[str] = ()) -> TimelineOut:
-        return views.timeline(self.service.timelines, plan, sessions)
+        return reads.timeline(self.service.timelines, plan, sessions)
 
     def close(self) -> None:
         self.service.runtime.close()

@@ -4,13 +4,13 @@ The program (planledger.main) adds these to its command line beside the replays'
 benchmarks', which the interfaces never import. Every command works on the embedded store
 (`--db`, default ./.planledger/ledger.sqlite) or, with `--url`, on a running server.
 `--json` prints for scripts. Exit codes: 0 done, 1 error, 3 refused by the ledger
-(bounced), 4 nothing ready (see api.commands.common).
+(bounced), 4 nothing ready (see api.cli.common).
 """
 
 import typer
 
-from planledger.api.commands import plans, serve, work
-from planledger.api.db_cli import db_app
+from planledger.api.cli import plans, serve, work
+from planledger.api.cli.db import db_app
 from planledger.api.mcp import stdio as mcp_stdio
 
 HELP = "planledger: one dependency-aware queue of plan steps for many agents."
@@ -32,7 +32,7 @@ def register(app: typer.Typer) -> None:
     app.command("drop")(work.drop)
     app.command("log")(plans.log)
     app.command("timeline")(plans.timeline)
-    app.add_typer(db_app, name="db")  # planledger db init / status (api/db_cli.py)
+    app.add_typer(db_app, name="db")  # planledger db init / status (api/cli/db.py)
     app.command("mcp")(mcp_stdio.mcp)  # planledger mcp [--db | --url]: MCP over stdio
 
 

@@ -13,7 +13,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.console import Console
 
-from planledger.api.commands.client import Client, Unreachable, connect
+from planledger.api.client import Client, Unreachable, connect
 from planledger.api.errors import BOUNCE_REASONS, ConfigError, problem
 from planledger.ledger.domain.errors import InvalidInput
 

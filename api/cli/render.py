@@ -6,7 +6,7 @@ import typer
 from rich.table import Table
 
 from planledger.api import timeline_render
-from planledger.api.commands.common import console
+from planledger.api.cli.common import console
 from planledger.api.schemas import (
     ClaimNextOut,
     ClaimOut,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import typer
 
-from planledger.api.commands.common import answering_errors
+from planledger.api.cli.common import answering_errors
 from planledger.api.derived_keys import derived_key
 from planledger.api.runtime import Runtime, open_runtime
 from planledger.ledger.chain import Broken, Entry, Verified, verify

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from starlette.concurrency import run_in_threadpool
 
-from planledger.api.commands.common import DbOption, answering_errors
+from planledger.api.cli.common import DbOption, answering_errors
 from planledger.api.runtime import Runtime, open_runtime
 from planledger.api.settings import load_settings
 

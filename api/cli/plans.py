@@ -5,8 +5,8 @@ from typing import Annotated
 
 import typer
 
-from planledger.api.commands import render
-from planledger.api.commands.common import (
+from planledger.api.cli import render
+from planledger.api.cli.common import (
     DbOption,
     JsonOption,
     SessionOption,
@@ -15,7 +15,7 @@ from planledger.api.commands.common import (
     emit,
     open_client,
 )
-from planledger.api.commands.planfile import load_plan
+from planledger.api.cli.planfile import load_plan
 
 plan_app = typer.Typer(help="Create and inspect plans.", no_args_is_help=True)
 

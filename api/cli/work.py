@@ -5,8 +5,8 @@ from typing import Annotated
 
 import typer
 
-from planledger.api.commands import render
-from planledger.api.commands.common import (
+from planledger.api.cli import render
+from planledger.api.cli.common import (
     EXIT_NOTHING_READY,
     DbOption,
     FenceOption,

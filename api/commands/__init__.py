@@ -1,1 +1,0 @@
-"""The `planledger` commands for people and scripts (registered in `api.cli`)."""
