@@ -194,14 +194,21 @@ class Heartbeat(Command[Grant]):
     lease_seconds: int | None = None
 
 
+# The longest a claim-next may wait for a step to become claimable.
+MAX_WAIT_SECONDS = 300
+
+
 @dataclass(frozen=True)
 class ClaimNext(Command[NextClaim]):
-    """Claim the plan's first ready step, skipping steps lost to a race."""
+    """Claim the plan's first ready step, skipping steps lost to a race. `wait_seconds`:
+    how long the caller will wait for one when none is claimable (0..MAX_WAIT_SECONDS);
+    the handler never waits: the service waits around it (api.waiting)."""
 
     name: ClassVar[str] = "claim_next"
     plan: str
     actor: str
     lease_seconds: int | None = None
+    wait_seconds: int = 0
 
 
 @dataclass(frozen=True)
