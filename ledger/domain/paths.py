@@ -1,0 +1,232 @@
+"""Path patterns a step touches, and the rule for when two of them overlap.
+
+A pattern is a glob relative to the repository root, written with `/` between segments:
+
+- `*` matches any run of characters within one segment (dotfiles too), `?` exactly one;
+- a segment that is exactly `**` matches any number of whole segments, none included
+  (`**` inside a segment, as in `a**b`, is two `*`);
+- every other character is itself (`[`, `]`, `{`, `}` included: `app/[id]/page.tsx`
+  names that file), and matching is case-sensitive, as git's paths are.
+
+A pattern whose last segment is a plain name (`internal/auth`, `auth.go`) names a file or a
+directory, and so covers everything beneath it as well; a trailing `/` says the same
+(`internal/auth/` is kept as `internal/auth/**`). A pattern whose last segment has a
+wildcard (`*.go`, `internal/auth/*`) covers just the paths it matches: `**` reaches deeper.
+Two patterns overlap when some path is covered by both, decided exactly, segment by
+segment (`overlaps`), with no path ever listed. The ledger cannot tell a file from a
+directory, so a plain name overlaps what could lie beneath it: `docs/readme.md` and
+`**/*.go` overlap (on `docs/readme.md/x.go`).
+
+Patterns are normalized when declared (`check_pattern`): `\\` becomes `/`, empty and `.`
+segments go, runs of `*` within a segment become one, a run of `**` segments one; absolute
+paths (`/x`, `C:/x`) and `..` segments anywhere are refused, naming the field.
+"""
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Literal
+
+from planledger.ledger.domain import errors
+
+Mode = Literal["exclusive", "shared"]
+MODES: tuple[Mode, ...] = ("exclusive", "shared")
+
+MAX_PATTERN = 1_024  # characters, after normalization
+MAX_SEGMENT = 255  # characters: a file name's limit on common file systems
+MAX_STARS = 16  # `*` per pattern: the overlap decision grows with their product
+MAX_PATHS = 100  # patterns per declaration (a step's, a claim's extra, a check's)
+
+
+@dataclass(frozen=True)
+class PathSpec:
+    """A pattern a step reserves while claimed, exclusively (default) or shared."""
+
+    pattern: str
+    mode: Mode = "exclusive"
+
+    @property
+    def exclusive(self) -> bool:
+        return self.mode == "exclusive"
+
+    def as_record(self) -> dict[str, str]:
+        """How events and answers carry it (JSON)."""
+        return {"pattern": self.pattern, "mode": self.mode}
+
+    @staticmethod
+    def of_record(record: dict[str, str]) -> "PathSpec":
+        return PathSpec(record["pattern"], "shared" if record.get("mode") == "shared"
+                        else "exclusive")
+
+
+# --- declaring ---------------------------------------------------------------------------
+
+
+def check_pattern(pattern: str, field: str = "paths") -> str:
+    """The pattern normalized, or InvalidInput naming `field` and what is wrong."""
+    if not isinstance(pattern, str) or not pattern.strip():
+        raise errors.InvalidInput(field, "a path pattern must not be empty")
+    if any(ord(c) < 32 or ord(c) == 127 for c in pattern):
+        raise errors.InvalidInput(field, f"{pattern[:80]!r} contains control characters")
+    text = pattern.replace("\\", "/")
+    if text.startswith("/") or re.match(r"[A-Za-z]:(/|$)", text):
+        raise errors.InvalidInput(field, f"{pattern[:80]!r} is absolute; give it relative to "
+                                         "the repository root")
+    segments = [_normal_segment(s) for s in text.split("/") if s not in ("", ".")]
+    if segments and text.endswith("/"):
+        segments.append("**")  # a directory: everything beneath it
+    if ".." in segments:
+        raise errors.InvalidInput(field, f"{pattern[:80]!r} has a '..' segment; give the "
+                                         "path from the repository root without one")
+    if not segments:
+        raise errors.InvalidInput(field, f"{pattern[:80]!r} names no path (use '**' for the "
+                                         "whole repository)")
+    collapsed = [s for i, s in enumerate(segments) if not (s == "**" and i and
+                                                           segments[i - 1] == "**")]
+    normal = "/".join(collapsed)
+    _check_size(field, pattern, normal, collapsed)
+    return normal
+
+
+def _normal_segment(segment: str) -> str:
+    if segment == "**" or "**" not in segment:
+        return segment
+    while "**" in segment:
+        segment = segment.replace("**", "*")
+    return segment
+
+
+def _check_size(field: str, given: str, normal: str, segments: Sequence[str]) -> None:
+    if len(normal) > MAX_PATTERN:
+        raise errors.InvalidInput(field, f"a pattern of {len(normal)} characters; the limit "
+                                         f"is {MAX_PATTERN}")
+    if any(len(s) > MAX_SEGMENT for s in segments):
+        raise errors.InvalidInput(field, f"{given[:80]!r} has a segment longer than "
+                                         f"{MAX_SEGMENT} characters")
+    if sum(s.count("*") for s in segments if s != "**") + segments.count("**") > MAX_STARS:
+        raise errors.InvalidInput(field, f"{given[:80]!r} has more than {MAX_STARS} '*'")
+
+
+def check_paths(paths: Iterable[PathSpec], field: str = "paths") -> tuple[PathSpec, ...]:
+    """Each pattern normalized, in the order given, once each (a pattern given both ways
+    is exclusive); more than MAX_PATHS, or a mode other than the two, is refused."""
+    given = list(paths)
+    if len(given) > MAX_PATHS:
+        raise errors.InvalidInput(field, f"{len(given)} paths; the limit is {MAX_PATHS}")
+    checked: list[PathSpec] = []
+    for spec in given:
+        if spec.mode not in MODES:
+            raise errors.InvalidInput(field, f"mode {str(spec.mode)[:40]!r} is not "
+                                             "'exclusive' or 'shared'")
+        checked.append(PathSpec(check_pattern(spec.pattern, field), spec.mode))
+    return merge(checked)
+
+
+def merge(*declarations: Iterable[PathSpec]) -> tuple[PathSpec, ...]:
+    """The declarations as one, in first-seen order; a pattern exclusive in any of them is
+    exclusive (a claim's extra paths can make a step's shared path exclusive)."""
+    modes: dict[str, Mode] = {}
+    for declared in declarations:
+        for spec in declared:
+            if modes.get(spec.pattern) != "exclusive":
+                modes[spec.pattern] = spec.mode
+    return tuple(PathSpec(p, m) for p, m in modes.items())
+
+
+# --- deciding overlap ----------------------------------------------------------------------
+# A pattern compiles to segments; a segment to tokens. Both levels are the same question,
+# "do two sequences with a star token share a word?", answered by searching the pairs of
+# positions the two sequences can reach together (their automata's product): a pair moves
+# on when both consume one item they both accept, or when either skips its star.
+
+
+class _Star:
+    """`*` within a segment, `**` among segments: any number of items."""
+
+
+class _One:
+    """`?`: exactly one character."""
+
+
+STAR, ONE = _Star(), _One()
+GLOBSTAR = STAR  # at the segment level
+Token = str | _Star | _One
+Segment = tuple[Token, ...]
+Compiled = tuple[Segment | _Star, ...]
+
+
+def _meets(a: Sequence[object], b: Sequence[object],
+           accept_both: Callable[[object, object], bool]) -> bool:
+    """Whether the sequences share a word; `accept_both(x, y)` says whether some one item
+    is accepted by both tokens (a star accepts any)."""
+    seen: set[tuple[int, int]] = set()
+    todo = [(0, 0)]
+    n, m = len(a), len(b)
+    while todo:
+        i, j = todo.pop()
+        if (i, j) in seen:
+            continue
+        seen.add((i, j))
+        if i == n and j == m:
+            return True
+        x = a[i] if i < n else None
+        y = b[j] if j < m else None
+        if x is STAR:
+            todo.append((i + 1, j))
+        if y is STAR:
+            todo.append((i, j + 1))
+        if x is not None and y is not None and not (x is STAR and y is STAR) \
+                and accept_both(x, y):
+            todo.append((i if x is STAR else i + 1, j if y is STAR else j + 1))
+    return False
+
+
+def _chars_meet(x: object, y: object) -> bool:
+    return x is STAR or y is STAR or x is ONE or y is ONE or x == y
+
+
+def _segments_meet(x: object, y: object) -> bool:
+    # Every segment pattern matches some non-empty name, so `**` meets any; two patterns
+    # of one segment share a name when their tokens share a word (two all-star segments
+    # share the empty word, and every other word as well).
+    if x is GLOBSTAR or y is GLOBSTAR:
+        return True
+    assert isinstance(x, tuple) and isinstance(y, tuple)
+    return _meets(x, y, _chars_meet)
+
+
+@lru_cache(maxsize=4_096)
+def _compiled(pattern: str) -> Compiled:
+    """The pattern's segments; `**` appended after a plain name, which covers what lies
+    beneath it."""
+    segments: list[Segment | _Star] = []
+    for text in pattern.split("/"):
+        if text == "**":
+            segments.append(GLOBSTAR)
+        else:
+            segments.append(tuple(STAR if c == "*" else ONE if c == "?" else c for c in text))
+    last = segments[-1]
+    if isinstance(last, tuple) and all(isinstance(t, str) for t in last):
+        segments.append(GLOBSTAR)
+    return tuple(segments)
+
+
+@lru_cache(maxsize=65_536)
+def overlaps(a: str, b: str) -> bool:
+    """Whether some path is covered by both (normalized) patterns."""
+    if a == b:
+        return True
+    return _meets(_compiled(a), _compiled(b), _segments_meet)
+
+
+def covers(pattern: str, path: str) -> bool:
+    """Whether the pattern covers this file's path: the path's characters are taken as
+    they are (a file named `a*b` is not a pattern)."""
+    literal = tuple(tuple(segment) for segment in path.split("/") if segment)
+    return bool(literal) and _meets(_compiled(pattern), literal, _segments_meet)
+
+
+def conflict(mine: PathSpec, theirs: PathSpec) -> bool:
+    """Whether two reservations exclude each other: they overlap and one is exclusive."""
+    return (mine.exclusive or theirs.exclusive) and overlaps(mine.pattern, theirs.pattern)
