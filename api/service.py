@@ -8,9 +8,11 @@ idempotency key, recording or replaying its answer. The result is rendered once
 proved it speaks for (a session, the admin or the local operator). No rule lives here.
 """
 
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, TypeVar
+from typing import Any, TypeGuard, TypeVar
 
+from anyio import to_thread
 from pydantic import BaseModel
 
 from planledger.api import reads, rendering
@@ -20,9 +22,11 @@ from planledger.api.metrics import Metrics
 from planledger.api.runtime import Runtime
 from planledger.api.schemas import TOKEN_ONLY_FIRST, ReadyOut, SessionStartedOut, SessionStartOut
 from planledger.api.settings import Settings
+from planledger.api.waiting import Attempt, Waiting
 from planledger.ledger import commands as c
 from planledger.ledger.commands import Command
-from planledger.ledger.domain.errors import LedgerError
+from planledger.ledger.domain.errors import InvalidInput, LedgerError
+from planledger.ledger.domain.ids import PlanSlug
 from planledger.ledger.execution import Attach
 from planledger.projections.timeline import TimelineModel
 
@@ -42,10 +46,30 @@ class Service:
         self.metrics = metrics or Metrics()
         self.idempotency = Idempotency(runtime)
         self.timelines = TimelineModel(runtime.store, reads=runtime.reads)  # one fold
+        self.waiting = Waiting(runtime.reads, runtime.ledger.clock)
 
     def execute(self, command: Command[Any], key: Key = None) -> BaseModel:
-        """The command's answer: run now, or replayed given a key used before."""
+        """The command's answer: run now, or replayed given a key used before. A claim-next
+        with `wait_seconds` blocks until it claims or its time is up (`execute_async` waits
+        without holding a thread)."""
+        command = self._within_limits(command)
+        if _waits(command):
+            return self.waiting.claim_next_blocking(command, self._attempt(command, key))
         return self._answered(command, key).model
+
+    async def execute_async(self, command: Command[Any], key: Key = None) -> BaseModel:
+        """`execute` from an event loop: the command runs on a worker thread; a claim-next
+        that waits does its waiting on the loop, holding no thread (api.waiting)."""
+        command = self._within_limits(command)
+        if _waits(command):
+            return await self.waiting.claim_next(command, self._attempt(command, key))
+        return await to_thread.run_sync(self.execute, command, key)
+
+    async def answer_async(self, command: Command[Any], out: type[M], key: Key = None) -> M:
+        """`answer` from an event loop (see `execute_async`)."""
+        model = await self.execute_async(command, key)
+        assert isinstance(model, out), f"{command.name} answers {type(model).__name__}"
+        return model
 
     def answer(self, command: Command[Any], out: type[M], key: Key = None) -> M:
         """`execute`, typed: the answer as `out` (the command's answer schema)."""
@@ -74,10 +98,14 @@ class Service:
 
     # --- the middleware -------------------------------------------------------------------
 
-    def _answered(self, command: Command[Any], key: Key) -> Answered[BaseModel]:
+    def _answered(self, command: Command[Any], key: Key, *, trying: bool = False,
+                  ) -> Answered[BaseModel]:
         command = self._within_limits(command)
         out = rendering.ANSWERS[type(command)]
-        write = Write(lambda attach: self._counted(command, attach),
+        def run(attach: Attach | None) -> Any:
+            return self._counted(command, attach)
+
+        write = Write(self._unless_nothing_yet(run) if trying else run,
                       lambda result: rendering.render(self.runtime, result), out)
         if key is None:
             return Answered(write.render(write.run(None)), replayed=False)
@@ -88,6 +116,10 @@ class Service:
         """The deployment's limits and defaults, applied to any command they concern."""
         if isinstance(command, c.CreatePlan):
             self.settings.check_steps_per_request(len(command.steps))
+        if isinstance(command, c.ClaimNext) and not (
+                0 <= command.wait_seconds <= c.MAX_WAIT_SECONDS):
+            raise InvalidInput("wait_seconds", f"{command.wait_seconds} is outside "
+                                               f"0..{c.MAX_WAIT_SECONDS} seconds")
         if isinstance(command, c.Claim | c.Heartbeat | c.ClaimNext) and (
                 command.lease_seconds is None):
             return replace(command, lease_seconds=self.settings.lease_default)
@@ -100,4 +132,49 @@ class Service:
             self.metrics.refused(error)
             raise
         self.metrics.observe(command, result)
+        self.waiting.appended()
         return result
+
+    # --- a claim-next that waits (api.waiting) ----------------------------------------
+
+    def _attempt(self, command: c.ClaimNext, key: Key) -> Attempt:
+        """One try of a waiting claim-next: its answer, or None (nothing recorded) while
+        nothing is claimable in a plan not finished; a `final` try answers whatever it
+        finds."""
+        def attempt(final: bool) -> BaseModel | None:
+            try:
+                return self._answered(command, key, trying=not final).model
+            except _NothingYet:
+                return None
+        return attempt
+
+    def _unless_nothing_yet(self, run: Callable[[Attach | None], Any],
+                            ) -> Callable[[Attach | None], Any]:
+        """`run` for a try that is not the answer if it finds nothing: nothing is attached
+        to its outcome, and `_NothingYet` carries it past the idempotency middleware
+        unrecorded. A finished plan's "all done" is the answer (nothing is left to wait
+        for): returned, and recorded as the middleware records a write with no events."""
+        def tried(attach: Attach | None) -> Any:
+            skip: Attach | None = None if attach is None else (
+                lambda outcome: [] if _found_nothing(outcome.result) else attach(outcome))
+            result = run(skip)
+            if _found_nothing(result) and not self._finished(result.plan):
+                raise _NothingYet
+            return result
+        return tried
+
+    def _finished(self, plan: str) -> bool:
+        progress = self.runtime.reads.progress(PlanSlug(plan))
+        return progress.total > 0 and progress.done + progress.dropped == progress.total
+
+
+class _NothingYet(Exception):
+    """A waiting claim-next's try found nothing claimable."""
+
+
+def _waits(command: Command[Any]) -> TypeGuard[c.ClaimNext]:
+    return isinstance(command, c.ClaimNext) and command.wait_seconds > 0
+
+
+def _found_nothing(result: object) -> bool:
+    return isinstance(result, c.NextClaim) and result.grant is None

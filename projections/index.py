@@ -97,6 +97,11 @@ class PlanIndex:
         end = bisect_right(self.by_expiry, now, key=_expiry_of)
         return [step_id for _, step_id in self.by_expiry[:end]]
 
+    def next_expiry(self, now: datetime) -> datetime | None:
+        """When the first lease still live at `now` ends (None: none is)."""
+        at = bisect_right(self.by_expiry, now, key=_expiry_of)
+        return self.by_expiry[at][0] if at < len(self.by_expiry) else None
+
 
 def _expiry_of(entry: tuple[datetime, StepId]) -> datetime:
     return entry[0]

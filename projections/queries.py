@@ -54,6 +54,13 @@ def ready_ids(view: LedgerView, plan: PlanSlug, now: datetime) -> list[StepId]:
     return list(heapq.merge(index.ready, index.in_order(lapsed), key=key))
 
 
+def next_lapse(view: LedgerView, plan: PlanSlug, now: datetime) -> datetime | None:
+    """When the plan's next live lease ends, making its step claimable unless renewed
+    (None: no lease of the plan is live at `now`). A lapse writes nothing to the log, so
+    whoever waits for a step times its wait to this."""
+    return _index(view, plan).next_expiry(now)
+
+
 def ready_steps(view: LedgerView, plan: PlanSlug | None, now: datetime) -> list[ReadyStep]:
     """Claimable steps of one plan (or of every plan), oldest first, ties by id; a step
     claimable because its claim lapsed names the lapsed holder."""

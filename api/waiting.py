@@ -1,0 +1,236 @@
+"""A claim-next that waits for a step instead of answering "nothing ready" at once.
+
+The handler never waits (`ledger.claim_handlers.claim_next` answers what it finds); this
+wraps it at the service. A call with `wait_seconds` joins its plan's line and tries; while
+nothing is claimable it sleeps until its plan's step may have been freed, the plan's next
+lease lapses, or its time is up, and then tries again. Time up, it answers as a call that
+never waited does (`reason`: all_held, all_blocked, ...). A finished plan answers at once:
+nothing is left in it to wait for.
+
+- Fair: each plan's waiters form a line in arrival order and only the first tries; one
+  that claims hands the turn on at once (the event that woke it may have freed several
+  steps), so the longest waiting is served first. A caller that does not wait is not in
+  line: it tries as it always did.
+- No polling: a waiter sleeps on an event of its own (`Ticket`), set by the read model as
+  it applies an event that may free a step of the plan (`projections.wakeups`: this
+  process's appends at once, other processes' and replicas' through the log's follower);
+  the first in line also sleeps only until the plan's next lease lapses, which writes
+  nothing to the log to wake anyone. No thread is held while waiting: on the event loop,
+  a waiter is a coroutine; the tries run on worker threads.
+- Time comes from the ledger's clock: deadlines and lapses are judged by it, and a test
+  that moves an injected clock calls `clock_moved` to cut the sleeps short.
+- Idempotent: tries that find nothing record nothing; only the answer given (a claim, a
+  refusal, or the time-up answer) is recorded under the caller's key (see `Attempt`).
+"""
+
+import asyncio
+import threading
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Protocol, TypeVar
+
+import anyio
+from anyio import to_thread
+from pydantic import BaseModel
+
+from planledger.ledger.commands import ClaimNext
+from planledger.ledger.domain.ids import PlanSlug
+from planledger.ledger.ports import Clock
+from planledger.projections.readmodel import ReadModel
+from planledger.projections.wakeups import Wakeups
+
+T = TypeVar("T")
+
+# One try of the call's claim-next: `final` False answers None while nothing is claimable
+# (then nothing is recorded), else the answer (a claim, a refusal raised, or, `final`
+# True, the "nothing ready" answer, recorded under the caller's key if it sent one).
+Attempt = Callable[[bool], BaseModel | None]
+
+
+class Run(Protocol):
+    """Where blocking work runs: a worker thread (on an event loop), or inline."""
+
+    def __call__(self, work: Callable[[], T], /) -> Awaitable[T]: ...
+
+
+async def on_a_thread(work: Callable[[], T]) -> T:
+    return await to_thread.run_sync(work)
+
+
+async def inline(work: Callable[[], T]) -> T:
+    return work()
+
+
+class Ticket:
+    """One waiting call's place in line and the event it sleeps on, set from any thread."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._woken = asyncio.Event()
+        self.told = False  # a step of its plan may have been freed: try when first in line
+
+    def wake(self) -> None:
+        self._loop.call_soon_threadsafe(self._woken.set)
+
+    def reset(self) -> None:
+        """Forget earlier wake-ups (on its loop): what happens next wakes it again."""
+        self._woken.clear()
+
+    async def sleep(self, seconds: float) -> None:
+        with anyio.move_on_after(seconds):
+            await self._woken.wait()
+
+
+@dataclass
+class _Line:
+    """One plan's waiters, first come first; `due`: when the first should try again
+    (the plan's next lease lapse), None when no lease is live."""
+
+    tickets: deque[Ticket] = field(default_factory=deque)
+    due: datetime | None = None
+
+
+class Lines:
+    """Every plan's line of waiters; told by the read model (`projections.wakeups.Signals`)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._lines: dict[PlanSlug, _Line] = {}
+
+    def join(self, plan: PlanSlug, ticket: Ticket) -> None:
+        with self._lock:
+            line = self._lines.setdefault(plan, _Line())
+            line.tickets.append(ticket)
+            ticket.told = len(line.tickets) == 1  # first in line: try at once
+
+    def leave(self, plan: PlanSlug, ticket: Ticket) -> None:
+        """The ticket is answered (or gave up); the next in line tries at once: the
+        leaver may have used, or left unused, a wake-up meant for the line."""
+        with self._lock:
+            line = self._lines[plan]
+            first = line.tickets[0] is ticket
+            line.tickets.remove(ticket)
+            if not line.tickets:
+                del self._lines[plan]
+            elif first:
+                self._tell(line)
+
+    def turn(self, plan: PlanSlug, ticket: Ticket, now: datetime) -> bool:
+        """Whether the ticket tries now: first in line, and told or due. Resets its event,
+        so anything telling it from here on wakes it."""
+        with self._lock:
+            ticket.reset()
+            line = self._lines[plan]
+            due = line.due is not None and now >= line.due
+            if line.tickets[0] is not ticket or not (ticket.told or due):
+                return False
+            ticket.told, line.due = False, None  # the try finds the next lapse
+            return True
+
+    def tried(self, plan: PlanSlug, lapse: datetime | None) -> None:
+        """The first in line found nothing; the plan's next lease lapses at `lapse`."""
+        if lapse is not None:
+            with self._lock:
+                self._sooner(self._lines[plan], lapse)
+
+    def seconds_to_sleep(self, plan: PlanSlug, ticket: Ticket, deadline: datetime,
+                         now: datetime) -> float:
+        """Until the ticket's deadline, or for the first in line the next lapse if sooner."""
+        with self._lock:
+            line = self._lines[plan]
+            until = deadline
+            if line.tickets[0] is ticket and line.due is not None:
+                until = min(until, line.due)
+        return max(0.0, (until - now).total_seconds())
+
+    # --- told by the read model (under its lock): never blocks ------------------------
+
+    def freed(self, plan: PlanSlug | None) -> None:
+        """A step of `plan` (None: of any plan) may have become claimable."""
+        with self._lock:
+            if plan is None:
+                for line in self._lines.values():
+                    self._tell(line)
+            elif (found := self._lines.get(plan)) is not None:
+                self._tell(found)
+
+    def leased(self, plan: PlanSlug, until: datetime) -> None:
+        with self._lock:
+            line = self._lines.get(plan)
+            if line is not None:
+                self._sooner(line, until)
+
+    def wake_all(self) -> None:
+        """Every waiter looks at the clock again (it moved more than a sleep knows)."""
+        with self._lock:
+            for line in self._lines.values():
+                for ticket in line.tickets:
+                    ticket.wake()
+
+    def _tell(self, line: _Line) -> None:
+        first = line.tickets[0]
+        first.told = True
+        first.wake()
+
+    @staticmethod
+    def _sooner(line: _Line, lapse: datetime) -> None:
+        if line.due is None or lapse < line.due:
+            line.due = lapse
+            line.tickets[0].wake()  # to sleep until then, not until its deadline
+
+
+class Waiting:
+    """`Waiting(reads, clock)`: claim-next calls that wait, on one read model."""
+
+    def __init__(self, reads: ReadModel, clock: Clock) -> None:
+        self._reads, self._clock = reads, clock
+        self._lines = Lines()
+        self._wakeups = Wakeups(reads, self._lines)
+
+    async def claim_next(self, command: ClaimNext, attempt: Attempt,
+                         run: Run = on_a_thread) -> BaseModel:
+        """Wait in the plan's line until `attempt` answers or the time is up (the module's
+        doc); blocking work goes to `run`."""
+        plan = PlanSlug(command.plan)
+        deadline = self._clock.now() + timedelta(seconds=command.wait_seconds)
+        ticket = Ticket(asyncio.get_running_loop())
+        await run(self._wakeups.watch)
+        self._lines.join(plan, ticket)
+        try:
+            while True:
+                if self._lines.turn(plan, ticket, self._clock.now()):
+                    answer, lapse = await run(lambda: self._try(plan, attempt))
+                    if answer is not None:
+                        return answer
+                    self._lines.tried(plan, lapse)
+                now = self._clock.now()
+                if now >= deadline:
+                    final = await run(lambda: attempt(True))
+                    assert final is not None, "a final attempt answers"
+                    return final
+                await ticket.sleep(self._lines.seconds_to_sleep(plan, ticket, deadline, now))
+        finally:
+            self._lines.leave(plan, ticket)
+            self._wakeups.unwatch()
+
+    def claim_next_blocking(self, command: ClaimNext, attempt: Attempt) -> BaseModel:
+        """`claim_next` for a caller outside any event loop (the CLI, a script), on a loop
+        of its own; its tries run in the calling thread."""
+        return asyncio.run(self.claim_next(command, attempt, inline))
+
+    def _try(self, plan: PlanSlug, attempt: Attempt) -> tuple[BaseModel | None, datetime | None]:
+        answer = attempt(False)
+        return answer, None if answer is not None else self._reads.next_lapse(plan)
+
+    def appended(self) -> None:
+        """A command appended in this process: waiters hear of it now, not at a poll."""
+        self._wakeups.poke()
+
+    def clock_moved(self) -> None:
+        """The clock jumped (a test's injected clock): waiters judge their sleeps again."""
+        self._lines.wake_all()
+
+    def close(self) -> None:
+        self._wakeups.close()

@@ -1,0 +1,144 @@
+"""Wake-ups for callers waiting on the log: which plan an applied event may have freed a
+step of, told as the read model applies it.
+
+While anyone watches (`watch` ... `unwatch`), the read model applies every append
+promptly: other processes' and replicas' through a follower (`projections.follower.follow`:
+LISTEN/NOTIFY on PostgreSQL, a short poll on SQLite), and this process's own as soon as
+`poke` says a command appended (no poll interval between an agent's complete here and
+the wake-up of an agent waiting here). Each applied event is read for what it may change
+about a plan's claimable steps, and told to the `Signals`:
+
+- `freed(plan)`: a step of the plan may have become claimable (one opened, released,
+  completed, dropped or reopened, or the plan created); `None`: of any plan (an event about
+  a step the view does not hold);
+- `leased(plan, until)`: a lease of the plan now ends at `until` (a claim or a heartbeat):
+  a lapse writes nothing to the log, so a waiter times its wait to the next one.
+
+Nothing here decides anything or knows who waits; `api.waiting` does. When nobody has
+watched for `linger` seconds the follower stops and the model stops telling (a process
+that waits once does not poll for ever after).
+"""
+
+import logging
+import threading
+import time
+from datetime import datetime
+from typing import Protocol
+
+from planledger.ledger.domain import events as ev
+from planledger.ledger.domain.ids import PLAN_STREAM_PREFIX, PlanSlug, StepId
+from planledger.ledger.domain.state import StepState
+from planledger.projections.follower import DEFAULT_INTERVAL, Follower, follow
+from planledger.projections.readmodel import ReadModel
+
+log = logging.getLogger(__name__)
+
+LINGER_SECONDS = 30.0
+_FREEING = (ev.StepOpened, ev.StepReleased, ev.StepCompleted, ev.StepDropped,
+            ev.StepReopened)
+_LEASING = (ev.StepClaimed, ev.LeaseRenewed)
+
+
+class Signals(Protocol):
+    """Told, under the read model's lock, of each applied event that concerns waiters."""
+
+    def freed(self, plan: PlanSlug | None) -> None: ...
+
+    def leased(self, plan: PlanSlug, until: datetime) -> None: ...
+
+
+def tell(signals: Signals, event: object, step: StepState | None) -> None:
+    """Tell `signals` what `event` may change (`step`: its step as the view now holds it)."""
+    if isinstance(event, ev.PlanCreated | ev.StepAdded):
+        signals.freed(PlanSlug(event.originator_id.removeprefix(PLAN_STREAM_PREFIX)))
+    elif isinstance(event, _LEASING) and step is not None:
+        signals.leased(step.plan, event.expires_at)
+    elif isinstance(event, _FREEING + _LEASING):
+        signals.freed(step.plan if step is not None else None)
+
+
+class Wakeups:
+    """`Wakeups(reads, signals)`: keeps `reads` current while watched, telling `signals`."""
+
+    def __init__(self, reads: ReadModel, signals: Signals, *,
+                 interval: float = DEFAULT_INTERVAL, linger: float = LINGER_SECONDS) -> None:
+        self._reads, self._signals = reads, signals
+        self._interval, self._linger = interval, linger
+        self._lock = threading.Lock()
+        self._watchers = 0
+        self._idle_since = time.monotonic()
+        self._poked = threading.Event()
+        self._pump: threading.Thread | None = None
+        self._follower: Follower | None = None
+
+    def watch(self) -> None:
+        """Someone starts waiting: from now on every append reaches `signals`. May block
+        while the follower starts (it catches the model up first)."""
+        with self._lock:
+            self._watchers += 1
+            if self._pump is not None:
+                return
+            self._reads.listen(self._told)
+            self._follower = follow(self._reads, self._interval)
+            self._pump = threading.Thread(target=self._run, name="wakeups", daemon=True)
+            self._pump.start()
+
+    def unwatch(self) -> None:
+        with self._lock:
+            self._watchers -= 1
+            if self._watchers == 0:
+                self._idle_since = time.monotonic()
+
+    def poke(self) -> None:
+        """This process appended: apply it now (when anyone watches), not at the next poll."""
+        if self._pump is not None:
+            self._poked.set()
+
+    def close(self) -> None:
+        """Stop following and telling now, whoever still watches."""
+        with self._lock:
+            pump = self._pump
+            follower = self._stop()
+        self._poked.set()
+        if follower is not None:
+            follower.stop()
+        if pump is not None and pump is not threading.current_thread():
+            pump.join(10)
+
+    def _told(self, position: int, event: object, before: StepState | None) -> None:
+        step_id = getattr(event, "originator_id", "")
+        tell(self._signals, event, self._reads.view.steps.get(StepId(step_id)))
+
+    def _run(self) -> None:
+        """Apply this process's appends when poked, until closed or idle for `linger`."""
+        while self._poked_or_idle():
+            try:
+                self._reads.catch_up()
+            except Exception:  # a locked or closing store: the follower goes on
+                log.warning("applying this process's appends failed", exc_info=True)
+
+    def _poked_or_idle(self) -> bool:
+        """Wait for a poke (True); False once closed, or nobody watched for `linger` (then
+        this stops the follower)."""
+        me = threading.current_thread()
+        while True:
+            poked = self._poked.wait(self._linger)
+            self._poked.clear()
+            with self._lock:
+                if self._pump is not me:
+                    return False  # closed (or replaced after an idle stop)
+                idle = self._watchers == 0 and (
+                    time.monotonic() - self._idle_since >= self._linger)
+                follower = self._stop() if idle and not poked else None
+            if follower is not None:
+                follower.stop()
+                return False
+            if poked:
+                return True
+
+    def _stop(self) -> Follower | None:
+        """Under the lock: stop telling; returns the follower to stop outside it."""
+        if self._pump is not None:
+            self._reads.unlisten(self._told)
+        follower, self._follower, self._pump = self._follower, None, None
+        return follower
