@@ -110,8 +110,10 @@ class Client:
     def claim(self, step_id: str, lease: int | None = None) -> ClaimOut:
         return self.execute(c.Claim(step_id, self._session(), lease), ClaimOut)
 
-    def claim_next(self, slug: str, lease: int | None = None) -> ClaimNextOut:
-        return self.execute(c.ClaimNext(slug, self._session(), lease), ClaimNextOut)
+    def claim_next(self, slug: str, lease: int | None = None, wait: int = 0) -> ClaimNextOut:
+        """Claim the plan's first ready step; with `wait` (seconds), wait for one when
+        none is claimable yet."""
+        return self.execute(c.ClaimNext(slug, self._session(), lease, wait), ClaimNextOut)
 
     def heartbeat(self, step_id: str, lease: int | None = None) -> ClaimOut:
         return self.execute(c.Heartbeat(step_id, self._session(), lease), ClaimOut)
@@ -187,7 +189,7 @@ class LocalClient(Client):
         return self.actor or local_operator(operator_name())
 
     def start_session(self, name: str | None = None) -> SessionStartOut:
-        started = self.service.start_session(name)
+        started = self.service.start_session(c.StartSession(name))
         self.actor = self.actor or started.session_id
         return started
 
@@ -213,6 +215,7 @@ class LocalClient(Client):
         return reads.timeline(self.service.timelines, plan, sessions)
 
     def close(self) -> None:
+        self.service.waiting.close()
         self.service.runtime.close()
 
 
@@ -226,12 +229,15 @@ class RemoteClient(Client):
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.http: httpx.Client = httpx.Client(base_url=url.rstrip("/"), headers=headers,
                                                timeout=timeout)
+        self.timeout = timeout
         # A session token names its session (<id>.<signature>); the admin token none.
         self.actor = token.rpartition(".")[0] or None if token else None
 
     def execute(self, command: c.Command[Any], out: type[M]) -> M:
         method, path, body = request_for(command)
-        return self._call(out, method, path, body)
+        # A claim-next that waits may be answered that much later than any other call.
+        wait = command.wait_seconds if isinstance(command, c.ClaimNext) else 0
+        return self._call(out, method, path, body, waits=wait)
 
     def _session(self) -> str:
         # The server judges the token (a missing one is its 401, naming what to send); the
@@ -243,11 +249,12 @@ class RemoteClient(Client):
         return self._session()
 
     def _call(self, out: type[T], method: str, path: str, body: dict[str, Any] | None = None,
-              params: dict[str, Any] | None = None) -> T:
+              params: dict[str, Any] | None = None, waits: float = 0) -> T:
         import httpx  # loaded by __init__ already: this only names it
 
         try:
-            response = self.http.request(method, path, params=params, json=body)
+            response = self.http.request(method, path, params=params, json=body,
+                                         timeout=self.timeout + waits)
         except httpx.HTTPError as cut:
             raise Unreachable(str(cut)) from cut
         if response.status_code >= 400:

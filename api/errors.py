@@ -68,6 +68,7 @@ _LEDGER: dict[type[le.LedgerError], tuple[int, str]] = {
     le.Closed: (409, "closed"),
     le.StaleFence: (409, "stale_fence"),
     le.NotHolder: (409, "not_holder"),
+    le.HeldElsewhere: (409, "held_elsewhere"),
     le.NotReopenable: (409, "not_reopenable"),
     le.PlanExists: (409, "plan_exists"),
     le.SessionClosed: (409, "session_ended"),
@@ -86,7 +87,8 @@ BOUNCE_REASONS = frozenset({"already_claimed", "blocked", "closed", "stale_fence
 
 def _fields(error: le.LedgerError) -> dict[str, Any]:
     """The structured facts each refusal carries, under the body's field names."""
-    names = ("step_id", "holder", "fence", "status", "session_id", "field")
+    names = ("step_id", "holder", "holder_name", "fence", "status", "session_id", "field",
+             "retry_after")
     fields = {n: getattr(error, n) for n in names if getattr(error, n, None) is not None}
     if isinstance(error, le.StaleFence):
         fields["current_fence"] = error.current

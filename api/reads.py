@@ -72,7 +72,9 @@ def step_out(
     return StepOut(
         step_id=definition.id, plan=state.plan, position=definition.position,
         title=definition.title, body=definition.body, depends_on=list(definition.depends_on),
-        status=state.status, claimable=kind == "claimable", holder=holder,
+        # A step claimable after a lapse reads as open: its lease no longer holds it.
+        status="open" if kind == "claimable" else state.status,
+        claimable=kind == "claimable", holder=holder,
         lapsed_holder=verdict.holder if verdict and kind == "claimable" else None,
         fence=state.fence, expires_at=state.expires_at if holder else None,
         blockers=[BlockerOut(step_id=b, title=_title(definitions, b), status=s)
@@ -105,14 +107,28 @@ def plan(runtime: Runtime, slug: str) -> PlanOut:
                    progress=progress, constraints=dict(state.constraints), steps=steps)
 
 
+def constraints(runtime: Runtime, slug: str) -> dict[str, str]:
+    """The plan's constraints (the rules its steps honour)."""
+    return dict(runtime.store.plan(PlanSlug(slug)).constraints)
+
+
 def ready(runtime: Runtime, slug: str, listed: Sequence[StepId] | None = None) -> ReadyOut:
     """The plan's ready steps (or the `listed` ones a session was shown), held and blocked."""
-    steps = plan(runtime, slug).steps
+    shown = plan(runtime, slug)
+    steps = shown.steps
     by_id = {s.step_id: s for s in steps}
     ready_steps = ([by_id[s] for s in listed if s in by_id] if listed is not None
                    else [s for s in steps if s.claimable])
     return ReadyOut(plan=slug, ready=ready_steps, held=[s for s in steps if s.holder],
-                    blocked=[s for s in steps if s.blockers])
+                    blocked=[s for s in steps if s.blockers], progress=shown.progress.line)
+
+
+def plan_progress(runtime: Runtime, slug: str) -> ProgressOut:
+    """The plan's progress now (its counts and line)."""
+    with runtime.reads.reading() as (view, moment):
+        if not view.knows(PlanSlug(slug)):
+            raise errors.UnknownPlan(slug[:100])
+        return queries.progress(view, PlanSlug(slug), moment)
 
 
 def nothing_ready(runtime: Runtime, slug: str) -> tuple[NothingReady, str]:

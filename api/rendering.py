@@ -28,7 +28,7 @@ from planledger.ledger.domain.state import SessionState
 
 def claim_out(grant: c.Grant) -> ClaimOut:
     return ClaimOut(step_id=grant.step_id, plan=grant.plan, title=grant.title,
-                    claimed_by=grant.session_id, fence=grant.fence, expires_at=grant.expires_at,
+                    holder=grant.session_id, fence=grant.fence, expires_at=grant.expires_at,
                     renewed=grant.renewed, took_over_from=grant.took_over_from)
 
 

@@ -6,7 +6,7 @@ Field names are the contract with clients: change them only additively.
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from planledger.api.text import check_text
 from planledger.ledger import commands as c
@@ -37,6 +37,19 @@ class RequestSchema(Schema):
 class SessionStartIn(RequestSchema):
     name: str | None = Field(None, description="A label for people, e.g. 'agent A'.",
                              examples=["agent A"])
+    cwd: str | None = Field(default=None, description="The directory the agent works in.",
+                            examples=["/home/dev/myapp"])
+    source: str | None = Field(default=None, description="The agent's client.",
+                               examples=["claude-code"])
+    model: str | None = Field(default=None, description="The agent's model.")
+
+    def command(self) -> c.StartSession:
+        return c.StartSession(self.name, cwd=self.cwd, source=self.source, model=self.model)
+
+
+class SessionEndIn(RequestSchema):
+    findings: str | None = Field(default=None, description="What the agent reports as it stops: "
+                                 "kept on its timeline.")
 
 
 class PlanStepIn(RequestSchema):
@@ -90,6 +103,15 @@ class ClaimIn(RequestSchema):
                                       "(900 s unless configured) when omitted.", examples=[900])
 
 
+class ClaimNextIn(ClaimIn):
+    wait_seconds: int = Field(0, ge=0, le=c.MAX_WAIT_SECONDS, description="When nothing is "
+                              "claimable, wait up to this many seconds for a step to become "
+                              "claimable (a dependency done, a release, a lease lapsing, a "
+                              "step added) and claim it; waiters on one plan are served first "
+                              "come, first served. 0 (the default) answers at once.",
+                              examples=[60])
+
+
 class FenceIn(RequestSchema):
     fence: int | None = Field(None, description="The fence your claim was granted; a stale "
                               "one is refused, so a paused agent cannot close work it lost.",
@@ -97,6 +119,21 @@ class FenceIn(RequestSchema):
 
 
 # --- responses -----------------------------------------------------------------------
+
+
+class StepAnswer(Schema):
+    """An answer about one step: `step_id`, also as `id` (what agents used to other task
+    queues read)."""
+
+    step_id: str = Field(examples=[STEP])
+    id: str = Field(default="", description="The step id again (`step_id`).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _id_is_step_id(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "step_id" in data:
+            data = {**data, "id": data["step_id"]}
+        return data
 
 
 class SessionStartedOut(Schema):
@@ -143,8 +180,7 @@ class SessionEndOut(Schema):
     released: list[str] = Field(description="Steps the session held, each released.")
 
 
-class StepRefOut(Schema):
-    step_id: str
+class StepRefOut(StepAnswer):
     key: str | None = None
     plan: str
     title: str
@@ -174,8 +210,7 @@ class BlockerOut(Schema):
     status: str
 
 
-class StepOut(Schema):
-    step_id: str = Field(examples=[STEP])
+class StepOut(StepAnswer):
     plan: str
     position: int
     title: str
@@ -218,13 +253,16 @@ class ReadyOut(Schema):
     ready: list[StepOut] = Field(description="Claimable now, oldest first.")
     held: list[StepOut]
     blocked: list[StepOut] = Field(description="Waiting on the steps named in blockers.")
+    progress: str = Field(description="The plan's progress line.",
+                          examples=["4/6 done, 1 claimable, 1 in flight"])
 
 
-class ClaimOut(Schema):
-    step_id: str = Field(examples=[STEP])
+class ClaimOut(StepAnswer):
     plan: str
     title: str
-    claimed_by: str = Field(examples=[SID])
+    status: Literal["in_progress"] = Field(default="in_progress",
+                                           description="A held step's status.")
+    holder: str = Field(examples=[SID], description="The session that holds the step: yours.")
     fence: int = Field(examples=[1])
     expires_at: datetime
     renewed: bool = Field(description="True for a heartbeat of the holder's own claim.")
@@ -241,8 +279,7 @@ class ClaimNextOut(Schema):
     message: str = Field(examples=['claimed step 01KXMRCX… "Rate-limit POST /auth/refresh"'])
 
 
-class StepChangeOut(Schema):
-    step_id: str
+class StepChangeOut(StepAnswer):
     status: Literal["open", "in_progress", "done", "dropped"]
     plan: str = Field(description="The step's plan.")
 
@@ -285,8 +322,11 @@ class ErrorOut(Schema):
                                    '"Rate-limit POST /auth/refresh (per-IP and per-family)")'])
     step_id: str | None = None
     holder: str | None = None
+    holder_name: str | None = Field(default=None, description="The holder session's name, if any.")
     fence: int | None = None
     current_fence: int | None = None
+    retry_after: int | None = Field(default=None, description="Seconds until the holder's "
+                                    "lease runs out, when nothing renews it.")
     status: str | None = None
     blockers: list[BlockerOut] | None = None
     session_id: str | None = None

@@ -77,10 +77,10 @@ class Service:
         assert isinstance(model, out), f"{command.name} answers {type(model).__name__}"
         return model
 
-    def start_session(self, name: str | None = None, key: Key = None) -> SessionStartOut:
+    def start_session(self, command: c.StartSession, key: Key = None) -> SessionStartOut:
         """Start a session. Its token is never recorded, and a replay (the same key) does
         not carry it: whoever repeats a key is not thereby the session's first caller."""
-        answered = self._answered(c.StartSession(name), key)
+        answered = self._answered(command, key)
         started = answered.model
         assert isinstance(started, SessionStartedOut)
         if answered.replayed:

@@ -65,7 +65,8 @@ def _claim(run: Execution, step_id: str, session_id: str, lease_seconds: int | N
             holder = verdict.holder if verdict.kind == "held" else None
             return Outcome(Decision([], errors.NotHolder(step.id, session.id, holder)))
         decision = decide_claim(step, definition, verdict, session.id, session.version,
-                                lease, lambda s: plan.steps[s].title, now)
+                                lease, lambda s: plan.steps[s].title, now,
+                                names=lambda s: run.store.session(s).name)
         return Outcome(decision, _grant(decision, verdict, session.id, step.plan,
                                         definition.title))
 

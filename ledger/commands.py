@@ -105,6 +105,9 @@ class StartSession(Command[SessionState]):
     name: ClassVar[str] = "session.start"
     session_name: str | None = None
     actor: str = ""  # a session starts itself: nobody needs to be proven first
+    cwd: str | None = None  # where the agent works, as it says
+    source: str | None = None  # its client, e.g. "claude-code"
+    model: str | None = None
 
 
 @dataclass(frozen=True)
@@ -113,6 +116,7 @@ class EndSession(Command[SessionEnded]):
 
     name: ClassVar[str] = "session.end"
     actor: str
+    findings: str | None = None  # what the agent reports as it stops
 
 
 @dataclass(frozen=True)

@@ -25,9 +25,15 @@ def start_session(run: Execution, command: c.StartSession) -> SessionState:
     name = command.session_name
     if name is not None:
         plan_rules.check_text("name", name, plan_rules.MAX_TITLE, required=False)
+    for field, said in (("cwd", command.cwd), ("source", command.source),
+                        ("model", command.model)):
+        if said is not None:
+            plan_rules.check_text(field, said, plan_rules.MAX_WHERE, required=False)
     session_id = SessionId(run.ids.new_id())
     started = ev.SessionStarted(session_id, 1, timestamp=run.clock.now(),
-                                session_id=session_id, actor=session_id, name=name or None)
+                                session_id=session_id, actor=session_id, name=name or None,
+                                cwd=command.cwd or None, source=command.source or None,
+                                model=command.model or None)
     session = fold_session(None, [started])
     assert session is not None
     run.append(Outcome(Decision([started]), session))
@@ -36,6 +42,9 @@ def start_session(run: Execution, command: c.StartSession) -> SessionState:
 
 def end_session(run: Execution, command: c.EndSession) -> c.SessionEnded:
     """End the session and release, each as its own event, every step it holds."""
+    if command.findings is not None:
+        plan_rules.check_text("findings", command.findings, plan_rules.MAX_BODY,
+                              required=False)
     # The read model catches up here, before the write transaction: its first read can
     # fold the whole log, and on SQLite every other writer would wait for it. Inside,
     # it is asked again and adds only what landed since.
@@ -44,7 +53,7 @@ def end_session(run: Execution, command: c.EndSession) -> c.SessionEnded:
     def attempt(now: datetime) -> Outcome[c.SessionEnded]:
         session = run.store.session(SessionId(command.actor))
         held = [run.store.step(s) for s in run.view.held_by(session.id)]
-        decision = closing.decide_end_session(session, held, now)
+        decision = closing.decide_end_session(session, held, now, command.findings)
         released = tuple(StepId(e.originator_id) for e in decision.events[:-1])
         return Outcome(decision, c.SessionEnded(session.id, released))
 
@@ -129,9 +138,11 @@ def revise_step(run: Execution, command: c.ReviseStep) -> c.StepDefined:
     step_id = StepId(command.step_id)
 
     def attempt(now: datetime) -> Outcome[c.StepDefined]:
-        _, _, plan = run.step(step_id)
+        step, _, plan = run.step(step_id)
+        holder = run.current_holder(step, now)
+        name = run.store.session(holder).name if holder is not None else None
         revised = plan_rules.decide_revise_step(plan, step_id, command.title, command.body,
-                                                who, now)
+                                                who, now, holder, name)
         return Outcome(Decision([revised]), _defined(plan, revised, step_id))
 
     return run.decide(attempt, command.step_id)

@@ -61,6 +61,8 @@ def _continues(last: CommandRecord, prev: ev.LedgerEvent, event: ev.LedgerEvent)
 
 
 def _extend(command: CommandRecord, event: ev.LedgerEvent) -> CommandRecord:
+    if isinstance(event, ev.SessionEnded) and event.findings:
+        return replace(command, args={**command.args, "findings": event.findings})
     if isinstance(event, ev.StepAdded):
         step = {"title": event.title, "body": event.body, "depends_on": list(event.depends_on)}
         return replace(command, args={**command.args, "steps": [*command.args["steps"], step]},
@@ -138,10 +140,14 @@ def _closing(event: ev.LedgerEvent) -> Start | None:
 def _session(event: ev.LedgerEvent) -> Start | None:
     if isinstance(event, ev.SessionStarted):
         sid = event.originator_id
-        return "start_session", sid, {"name": event.name}, [sid]
+        said = {k: v for k, v in (("cwd", event.cwd), ("source", event.source),
+                                  ("model", event.model)) if v is not None}
+        return "start_session", sid, {"name": event.name, **said}, [sid]
     if isinstance(event, ev.SessionEnded | ev.StepReleased):  # a release: the end's first
         who = event.session_id
-        return "end_session", who, {"session_id": who}, []
+        findings = event.findings if isinstance(event, ev.SessionEnded) else None
+        return "end_session", who, {"session_id": who,
+                                    **({"findings": findings} if findings else {})}, []
     return None
 
 
@@ -163,8 +169,10 @@ def _create_plan(a: Args) -> c.CreatePlan:
 Build = Callable[[Args], c.Command[Any]]
 # Each recorded command's name: the arguments it must carry, and its command value.
 BUILDERS: dict[str, tuple[tuple[str, ...], Build]] = {
-    "start_session": (("name",), lambda a: c.StartSession(a["name"])),
-    "end_session": (("session_id",), lambda a: c.EndSession(a["session_id"])),
+    "start_session": (("name",), lambda a: c.StartSession(
+        a["name"], cwd=a.get("cwd"), source=a.get("source"), model=a.get("model"))),
+    "end_session": (("session_id",), lambda a: c.EndSession(a["session_id"],
+                                                            a.get("findings"))),
     "create_plan": (("slug", "title", "constraints", "steps"), _create_plan),
     "add_step": (("plan", "title", "body", "depends_on"), lambda a: c.AddStep(
         a["plan"], a["title"], _actor(a), a["body"], tuple(a["depends_on"]))),

@@ -3,10 +3,11 @@ the files the agents wrote and the events the ledger kept.
 
 Binding: a transcript belongs to the ledger sessions its planledger calls name — the
 `session_id` its `session_start` answered, else a `session_id` or token it passed, else
-the `claimed_by` a claim answered. Joining: each planledger call is paired, in the
-transcript's order, with the first event of its session that it could have caused (a
-tasks_claim with a claim, heartbeat, bounce or refusal of the same step; a tasks_complete
-with a completion or a stale fence; …), and the pair is shown once, at the ledger's time.
+the `holder` a claim answered (`claimed_by` before 0.3.0). Joining: each planledger call
+is paired, in the transcript's order, with the first event of its session that it could
+have caused (a tasks_claim with a claim, heartbeat, bounce or refusal of the same step; a
+tasks_complete with a completion or a stale fence; …), and the pair is shown once, at the
+ledger's time.
 Clocks: the transcript's clock against the ledger's is estimated from the joined pairs
 (the median of event time minus the middle of call and answer), the pairs are joined again
 within that estimate, and an offset larger than the threshold is a finding and applied.
@@ -163,7 +164,7 @@ def bound_sessions(transcript: Transcript) -> tuple[str, ...]:
             started.append(answer["session_id"])
         args = call.arguments if isinstance(call.arguments, dict) else {}
         for candidate in (args.get("session_id"), _token_session(args.get("token")),
-                          answer.get("claimed_by")):
+                          _holder(answer)):
             if isinstance(candidate, str) and candidate:
                 named.append(candidate)
     return tuple(dict.fromkeys(started or named))
@@ -383,9 +384,9 @@ def _answer(call: ToolCall) -> str:
         count = len(answer["ready"])
         return f"{count} step{'s' * (count != 1)} ready"
     claim = answer.get("claimed") if call.tool == "tasks_claim_next" else answer
-    if isinstance(claim, dict) and isinstance(claim.get("claimed_by"), str):
+    if isinstance(claim, dict) and isinstance(_holder(claim), str):
         renewed = " (heartbeat)" if claim.get("renewed") is True else ""
-        return f'claimed_by "{claim["claimed_by"]}"{renewed}'
+        return f'holder "{_holder(claim)}"{renewed}'
     if isinstance(answer.get("message"), str):
         return _fold(answer["message"])[0]
     status, progress = answer.get("status"), answer.get("progress")
@@ -410,7 +411,7 @@ def _said(call: ToolCall) -> str | None:
     if call.tool == "tasks_claim_next":
         return "claimed" if isinstance(answer.get("claimed"), dict) else None
     if call.tool in ("tasks_claim",):
-        return "claimed" if "claimed_by" in answer else None
+        return "claimed" if isinstance(_holder(answer), str) else None
     return {"session_start": "session_started", "session_end": "session_ended",
             "tasks_complete": "completed", "tasks_release": "released",
             "tasks_drop": "dropped"}.get(call.tool or "")
@@ -482,3 +483,8 @@ def _interleave(lanes: list[list[Row]]) -> list[Row]:
 
 def _next_position(rows: list[Row], start: int) -> int | None:
     return next((r.position for r in rows[start:] if r.position is not None), None)
+
+
+def _holder(claim: dict[str, Any]) -> Any:
+    """A claim answer's holder: `holder` since 0.3.0, `claimed_by` in older transcripts."""
+    return claim.get("holder", claim.get("claimed_by"))

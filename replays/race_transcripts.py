@@ -202,7 +202,7 @@ def _claimed(writer: _Writer, entry: Entry, session: str, after: Entry | None) -
     assert entry.step_id is not None
     at = entry.at
     answer = {"step_id": entry.step_id, "plan": PLAN, "title": entry.step_title,
-              "claimed_by": session, "fence": entry.fence,
+              "holder": session, "fence": entry.fence,
               "expires_at": (at + timedelta(seconds=900)).isoformat(), "renewed": False,
               "took_over_from": None}
     writer.call(at - 2 * MS, at + 2 * MS, SERVER + "tasks_claim", {"id": entry.step_id},

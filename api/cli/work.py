@@ -19,9 +19,14 @@ from planledger.api.cli.common import (
     emit,
     open_client,
 )
+from planledger.ledger.commands import MAX_WAIT_SECONDS
 
 session_app = typer.Typer(help="Start, show and end sessions.", no_args_is_help=True)
 StepArg = Annotated[str, typer.Argument(metavar="STEP", help="The step id.")]
+WaitOption = Annotated[int, typer.Option(
+    "--wait", "--wait-seconds", min=0, max=MAX_WAIT_SECONDS, metavar="SECONDS",
+    help="When nothing is ready, wait up to SECONDS for a step to become claimable and "
+         f"claim it (0..{MAX_WAIT_SECONDS}; default 0: answer at once).")]
 
 
 @session_app.command("start")
@@ -60,11 +65,13 @@ def claim(step_id: StepArg, lease: LeaseOption = None, db: DbOption = None,
 
 
 def claim_next(plan: Annotated[str, typer.Argument(metavar="PLAN")], lease: LeaseOption = None,
-               db: DbOption = None, url: UrlOption = None, session: SessionOption = None,
-               token: TokenOption = None, json_out: JsonOption = False) -> None:
-    """Claim the first ready step of PLAN; exits 4 (saying why) when nothing is ready."""
+               wait: WaitOption = 0, db: DbOption = None, url: UrlOption = None,
+               session: SessionOption = None, token: TokenOption = None,
+               json_out: JsonOption = False) -> None:
+    """Claim the first ready step of PLAN; exits 4 (saying why) when nothing is ready (with
+    --wait: when nothing became ready in time)."""
     with open_client(db, url, session, token) as client:
-        answer = client.claim_next(plan, lease)
+        answer = client.claim_next(plan, lease, wait)
         emit(answer, json_out, render.claim_next)
     if answer.claimed is None:
         raise typer.Exit(EXIT_NOTHING_READY)

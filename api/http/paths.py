@@ -29,8 +29,10 @@ def _step(action: str) -> Callable[[Any], Request]:
 
 
 REQUESTS: Mapping[type[c.Command[Any]], Callable[[Any], Request]] = {
-    c.StartSession: lambda cmd: ("POST", "/api/sessions", {"name": cmd.session_name}),
-    c.EndSession: lambda cmd: ("POST", f"/api/sessions/{_part(cmd.actor)}/end", None),
+    c.StartSession: lambda cmd: ("POST", "/api/sessions", {
+        "name": cmd.session_name, "cwd": cmd.cwd, "source": cmd.source, "model": cmd.model}),
+    c.EndSession: lambda cmd: ("POST", f"/api/sessions/{_part(cmd.actor)}/end",
+                               {"findings": cmd.findings}),
     c.CreatePlan: lambda cmd: ("POST", "/api/plans", _plan(cmd)),
     c.AddStep: lambda cmd: ("POST", f"/api/plans/{_part(cmd.plan)}/steps", {
         "title": cmd.title, "body": cmd.body, "depends_on": list(cmd.depends_on)}),
@@ -45,7 +47,8 @@ REQUESTS: Mapping[type[c.Command[Any]], Callable[[Any], Request]] = {
     c.Heartbeat: lambda cmd: ("POST", f"/api/steps/{_part(cmd.step_id)}/heartbeat",
                               {"lease_seconds": cmd.lease_seconds}),
     c.ClaimNext: lambda cmd: ("POST", f"/api/plans/{_part(cmd.plan)}/claim-next",
-                              {"lease_seconds": cmd.lease_seconds}),
+                              {"lease_seconds": cmd.lease_seconds,
+                               "wait_seconds": cmd.wait_seconds or None}),
     c.Complete: _step("complete"),
     c.Release: _step("release"),
     c.Drop: _step("drop"),

@@ -14,7 +14,7 @@ from planledger.api.http.deps import (
 )
 from planledger.api.http.docs import errors
 from planledger.api.schemas import (
-    ClaimIn,
+    ClaimNextIn,
     ClaimNextOut,
     PlanCreatedOut,
     PlanIn,
@@ -88,12 +88,18 @@ async def ready_recorded(service: ServiceDep, slug: SlugPath, actor: ActorDep) -
 
 
 @router.post("/{slug}/claim-next", response_model=ClaimNextOut,
-             responses=errors(401, 404, e409="session_ended: the session cannot claim."))
+             responses=errors(401, 404, e409="session_ended: the session cannot claim.",
+                              e422=f"Bad lease_seconds, or wait_seconds outside "
+                                   f"0..{c.MAX_WAIT_SECONDS}."))
 async def claim_next(service: ServiceDep, slug: SlugPath, actor: ActorDep,
-                     key: IdempotencyKeyDep = None, body: ClaimIn | None = None) -> ClaimNextOut:
+                     key: IdempotencyKeyDep = None,
+                     body: ClaimNextIn | None = None) -> ClaimNextOut:
     """Atomically claim the first ready step of the plan, skipping steps lost to a race,
     so a worker needs no bounce round trip. When nothing is ready, `claimed` is null and
-    `reason` says why: all_held, all_blocked, all_done, empty or none_ready (a mix)."""
-    return await run_in_threadpool(
-        lambda: service.answer(c.ClaimNext(slug, actor, body.lease_seconds if body else None),
-                               ClaimNextOut, key))
+    `reason` says why: all_held, all_blocked, all_done, empty or none_ready (a mix).
+    With `wait_seconds`, a call that finds nothing waits (holding no server thread) until
+    a step becomes claimable and claims it, or answers why not when the time is up; a
+    finished plan (all_done) answers at once."""
+    command = c.ClaimNext(slug, actor, body.lease_seconds if body else None,
+                          body.wait_seconds if body else 0)
+    return await service.answer_async(command, ClaimNextOut, key)

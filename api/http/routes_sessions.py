@@ -8,7 +8,13 @@ from planledger.api.errors import Forbidden
 from planledger.api.http.deps import ActorDep, IdempotencyKeyDep, ServiceDep, SessionPath
 from planledger.api.http.docs import errors
 from planledger.api.http.running import run_command
-from planledger.api.schemas import SessionEndOut, SessionOut, SessionStartIn, SessionStartOut
+from planledger.api.schemas import (
+    SessionEndIn,
+    SessionEndOut,
+    SessionOut,
+    SessionStartIn,
+    SessionStartOut,
+)
 from planledger.ledger import commands as c
 
 router = APIRouter(prefix="/api/sessions", tags=["sessions"])
@@ -19,8 +25,8 @@ async def session_start(service: ServiceDep, key: IdempotencyKeyDep = None,
                         body: SessionStartIn | None = None) -> SessionStartOut:
     """Start a session. The answer carries the session id and its secret token: send the
     token as `Authorization: Bearer <token>` on every call acting for the session."""
-    return await run_command(service,
-                             lambda: service.start_session(body.name if body else None, key))
+    command = body.command() if body else c.StartSession()
+    return await run_command(service, lambda: service.start_session(command, key))
 
 
 @router.get("/{session_id}", response_model=SessionOut, responses=errors(404))
@@ -32,8 +38,12 @@ async def session_show(service: ServiceDep, session_id: SessionPath) -> SessionO
 @router.post("/{session_id}/end", response_model=SessionEndOut,
              responses=errors(401, 403, 404, e409="session_ended: it has ended already."))
 async def session_end(service: ServiceDep, session_id: SessionPath, actor: ActorDep,
-                      key: IdempotencyKeyDep = None) -> SessionEndOut:
-    """End the session; every step it holds is released, each as its own event."""
+                      key: IdempotencyKeyDep = None,
+                      body: SessionEndIn | None = None) -> SessionEndOut:
+    """End the session; every step it holds is released, each as its own event. The body
+    may carry `findings` (kept on the session's timeline)."""
     if actor != session_id:
         raise Forbidden(f'the token is for session "{actor}", not "{session_id}"')
-    return await run_in_threadpool(lambda: service.answer(c.EndSession(actor), SessionEndOut, key))
+    findings = body.findings if body else None
+    return await run_in_threadpool(
+        lambda: service.answer(c.EndSession(actor, findings), SessionEndOut, key))

@@ -10,6 +10,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field
 
 from planledger.api.text import check_text
+from planledger.ledger.commands import MAX_WAIT_SECONDS
 from planledger.ledger.domain.claims import (
     DEFAULT_LEASE_SECONDS,
     MAX_LEASE_SECONDS,
@@ -23,11 +24,14 @@ ID_PATTERN = r"^[0-9A-Za-z_-]{1,64}$"  # the HTTP API's StepPath/SessionPath pat
 Text = AfterValidator(check_text)
 
 StepId = Annotated[str, Field(
-    pattern=ID_PATTERN, description="The step id (a ULID from tasks_ready or tasks_list).",
+    pattern=ID_PATTERN, description="The step id (a ULID from tasks_ready or tasks_list); "
+    "also accepted as `id`.",
     examples=["01KXMRCX4W2M8YB5Q2Y3V9ZP7N"])]
-StepIds = Annotated[list[StepId], Field(max_length=200)]
-Plan = Annotated[str, Field(pattern=SLUG_PATTERN.pattern, description="The plan's slug.",
-                            examples=["auth-refresh"])]
+StepIds = Annotated[list[StepId], Field(
+    max_length=200, description="Step ids (a list, or one string of ids separated by commas) "
+    "that must be done or dropped first.")]
+Plan = Annotated[str, Field(pattern=SLUG_PATTERN.pattern, description="The plan's slug; "
+                            "also accepted as `slug`.", examples=["auth-refresh"])]
 MaybePlan = Annotated[str | None, Field(
     pattern=SLUG_PATTERN.pattern, description="The plan's slug; may be left out while only "
     "one plan is in motion.", examples=["auth-refresh"])]
@@ -48,3 +52,9 @@ Fence = Annotated[int | None, Field(
     "claim meanwhile (your lease lapsed and another session claimed), the call is refused "
     "as stale instead of closing work you no longer hold.")]
 Status = Literal["open", "in_progress", "done", "dropped"]
+Wait = Annotated[int, Field(
+    ge=0, le=MAX_WAIT_SECONDS,
+    description=f"When nothing is claimable, wait up to this many seconds (0..{MAX_WAIT_SECONDS}) "
+    "for a step to become claimable (a dependency done, a release, a lease lapsing, a step "
+    "added) and claim it, instead of polling; agents waiting on one plan are served first "
+    "come, first served. 0 (the default) answers at once.", examples=[60])]

@@ -2,7 +2,16 @@
 
 from pydantic import Field
 
-from planledger.api.schemas import EventOut, Schema, SessionStartOut, StepChangeOut, StepOut
+from planledger.api.schemas import (
+    ClaimNextOut,
+    ClaimOut,
+    EventOut,
+    Schema,
+    SessionStartOut,
+    StepChangeOut,
+    StepOut,
+    StepRefOut,
+)
 
 
 class PlanBriefOut(Schema):
@@ -13,15 +22,38 @@ class PlanBriefOut(Schema):
 
 
 class SessionBriefingOut(SessionStartOut):
+    token: str | None = Field(description="Your session's secret: pass it as the `token` "
+                              "argument on calls from a client that keeps no connection, or "
+                              "from another connection. Keep it private.")
     briefing: str = Field(description="The plans in motion, their progress and constraints, "
                           "and how to proceed, in a few lines.")
-    plans: list[PlanBriefOut] = Field(description="The plans in motion (steps not all closed).")
+    plans: list[PlanBriefOut] = Field(description="The plans in motion that need hands first "
+                                      "(most claimable steps), at most five.")
+    more_plans: int = Field(default=0, description="How many more plans are in motion.")
 
 
 class TasksOut(Schema):
     steps: list[StepOut]
     history: list[EventOut] | None = Field(None, description="With id: every event about the "
                                            "step (claims, bounces, heartbeats), oldest first.")
+
+
+PROGRESS = Field(description="The plan's progress line after the call.",
+                 examples=["4/6 done, 1 claimable, 1 in flight"])
+
+
+class ClaimedOut(ClaimOut):
+    progress: str = PROGRESS
+
+
+class ClaimedNextOut(ClaimNextOut):
+    progress: str = PROGRESS
+
+
+class StepAddedOut(StepRefOut):
+    plan_created: bool = Field(default=False, description="True when the named plan did not "
+                               "exist and this call created it.")
+    note: str | None = None
 
 
 class StepClosedOut(StepChangeOut):

@@ -7,6 +7,7 @@ is logged and answered with the SDK's generic tool error.
 """
 
 import inspect
+import json
 import logging
 from typing import Any
 
@@ -18,6 +19,7 @@ from pydantic import ValidationError
 from planledger import __version__
 from planledger.api.errors import problem
 from planledger.api.mcp.acting import Connections, mcp_connection
+from planledger.api.mcp.arguments import normalized
 from planledger.api.mcp.tools_claims import ClaimTools
 from planledger.api.mcp.tools_plans import PlanTools
 from planledger.api.mcp.tools_sessions import SessionTools
@@ -28,9 +30,9 @@ log = logging.getLogger("planledger.mcp")
 
 INSTRUCTIONS = """planledger: one dependency-aware queue of plan steps shared by several
 agents; a claimed step is never worked twice. Call session_start first and read the
-constraints in its briefing. To pick up work: tasks_ready(plan), tasks_claim(id) the first
+constraints in its briefing. To pick up work: tasks_ready(plan), tasks_claim(step_id) the first
 ready step (or tasks_claim_next(plan)), re-claim it as a heartbeat while you work, then
-tasks_complete(id). If a claim bounces (`task already claimed: held by ...`), leave that
+tasks_complete(step_id). If a claim bounces (`task already claimed: held by ...`), leave that
 step alone: call tasks_ready again and claim from the fresh list. session_end when you stop."""
 
 
@@ -48,18 +50,48 @@ class LedgerMCP(MCPServer[Any]):
                         ) -> CallToolResult | InputRequiredResult:
         if context is not None:  # here, on the event loop: tools run in worker threads
             self.connections.watch(mcp_connection(context))
-        unexpected = unexpected_arguments(self._tool_input_schema(name), arguments)
+        schema = self._tool_input_schema(name)
+        if schema is not None:
+            arguments = normalized(schema, arguments)
+        unexpected = unexpected_arguments(schema, arguments)
         if unexpected is not None:
             return CallToolResult(content=[TextContent(type="text", text=unexpected)],
+                                  structured_content={"reason": "invalid_input",
+                                                      "message": unexpected},
                                   is_error=True)
         try:
-            return await super().call_tool(name, arguments, context)
+            result = await super().call_tool(name, arguments, context)
         except ToolError as error:
-            text = refusal(error.__cause__)
-            if text is None:
+            refused = refusal_result(error.__cause__)
+            if refused is None:
                 raise
-            log.info("tool %s refused: %s", name, text)
-            return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+            log.info("tool %s refused: %s", name, refused.content[0])
+            return refused
+        return one_json_block(result)
+
+
+def one_json_block(result: CallToolResult | InputRequiredResult,
+                   ) -> CallToolResult | InputRequiredResult:
+    """The answer as one JSON text block equal to its structured content, also when that
+    is empty (a client that reads only the text sees the whole answer, `[]` included)."""
+    if not isinstance(result, CallToolResult) or result.structured_content is None:
+        return result
+    text = json.dumps(result.structured_content, ensure_ascii=False, separators=(",", ":"))
+    return result.model_copy(update={"content": [TextContent(type="text", text=text)]})
+
+
+def refusal_result(cause: BaseException | None) -> CallToolResult | None:
+    """A refused call as a tool error: the ledger's message as its text, and its facts
+    (reason, step_id, holder and its name, fence, blockers, retry_after) as structured
+    content an agent can act on. None for an unexpected failure."""
+    text = refusal(cause)
+    if text is None or cause is None:
+        return None
+    facts = problem(cause)[1].model_dump(mode="json", exclude_none=True)
+    if isinstance(cause, ValidationError):
+        facts = {"reason": "invalid_input", "message": text}
+    return CallToolResult(content=[TextContent(type="text", text=text)],
+                          structured_content=facts, is_error=True)
 
 
 def unexpected_arguments(schema: dict[str, Any] | None, arguments: dict[str, Any],

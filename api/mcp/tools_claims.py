@@ -4,11 +4,12 @@ tasks_complete, tasks_release, tasks_drop."""
 from collections.abc import Callable
 from typing import Any
 
+from anyio import to_thread
 from mcp.server.mcpserver import Context
 
 from planledger.api import reads
-from planledger.api.mcp.args import Fence, Lease, Plan, SessionArg, StepId, TokenArg
-from planledger.api.mcp.schemas import StepClosedOut
+from planledger.api.mcp.args import Fence, Lease, Plan, SessionArg, StepId, TokenArg, Wait
+from planledger.api.mcp.schemas import ClaimedNextOut, ClaimedOut, StepClosedOut
 from planledger.api.mcp.toolbase import Tools
 from planledger.api.schemas import ClaimNextOut, ClaimOut, StepChangeOut
 from planledger.ledger import commands as c
@@ -19,8 +20,8 @@ class ClaimTools(Tools):
         return [self.tasks_claim, self.tasks_claim_next, self.tasks_complete,
                 self.tasks_release, self.tasks_drop]
 
-    def tasks_claim(self, ctx: Context[Any, Any], id: StepId, lease_seconds: Lease = None,
-                    session_id: SessionArg = None, token: TokenArg = None) -> ClaimOut:
+    def tasks_claim(self, ctx: Context[Any, Any], step_id: StepId, lease_seconds: Lease = None,
+                    session_id: SessionArg = None, token: TokenArg = None) -> ClaimedOut:
         """Claim a step before working on it: it moves to in_progress, held by your
         session, with a lease (`expires_at`) and a `fence`. Of any claims made at the same
         moment exactly one lands. Claiming a step you already hold is your heartbeat: it
@@ -31,43 +32,53 @@ class ClaimTools(Tools):
         list. `task blocked` names the steps it waits on; `task closed` means it is done or
         dropped already."""
         actor = self.actor(ctx, session_id, token)
-        return self.service.answer(c.Claim(id, actor, lease_seconds), ClaimOut)
+        claimed = self.service.answer(c.Claim(step_id, actor, lease_seconds), ClaimOut)
+        return ClaimedOut(**dict(claimed), progress=self._progress(claimed.plan))
 
-    def tasks_claim_next(self, ctx: Context[Any, Any], plan: Plan, lease_seconds: Lease = None,
-                         session_id: SessionArg = None, token: TokenArg = None) -> ClaimNextOut:
+    async def tasks_claim_next(self, ctx: Context[Any, Any], plan: Plan,
+                               lease_seconds: Lease = None, wait_seconds: Wait = 0,
+                               session_id: SessionArg = None, token: TokenArg = None,
+                               ) -> ClaimedNextOut:
         """Pick and claim the plan's first ready step (oldest first) in one atomic call,
         skipping any step another agent wins meanwhile, so you never get a bounce. Answers
         the claim (as tasks_claim does), or `claimed: null` with `reason` saying why
         nothing is ready: all_held (others hold every open step: wait or ask), all_blocked
         (everything open waits on unfinished steps), all_done (the plan is finished),
-        empty, or none_ready (a mix)."""
+        empty, or none_ready (a mix). With `wait_seconds`, instead of answering nothing at
+        once it waits for a step to become claimable and claims it (answering why not if
+        the time runs out): call it again after each step instead of polling tasks_ready."""
         actor = self.actor(ctx, session_id, token)
-        return self.service.answer(c.ClaimNext(plan, actor, lease_seconds), ClaimNextOut)
+        command = c.ClaimNext(plan, actor, lease_seconds, wait_seconds)
+        found = await self.service.answer_async(command, ClaimNextOut)
+        progress = await to_thread.run_sync(self._progress, plan)
+        return ClaimedNextOut(**dict(found), progress=progress)
 
-    def tasks_complete(self, ctx: Context[Any, Any], id: StepId, fence: Fence = None,
+    def tasks_complete(self, ctx: Context[Any, Any], step_id: StepId, fence: Fence = None,
                        session_id: SessionArg = None, token: TokenArg = None) -> StepClosedOut:
         """Mark a step you hold done once its work is finished; this releases it and
         unblocks the steps that wait on it. Answers the plan's progress line. Refused with
         `not the holder` if your claim lapsed or you never held it (claim it again first),
         or `stale fence` if someone else claimed it since your grant."""
         actor = self.actor(ctx, session_id, token)
-        return self._closed(c.Complete(id, actor, fence))
+        return self._closed(c.Complete(step_id, actor, fence))
 
-    def tasks_release(self, ctx: Context[Any, Any], id: StepId, fence: Fence = None,
+    def tasks_release(self, ctx: Context[Any, Any], step_id: StepId, fence: Fence = None,
                       session_id: SessionArg = None, token: TokenArg = None) -> StepClosedOut:
         """Give back a step you hold without finishing it (you are stopping, or it is not
         yours to do); it is claimable by anyone at once. Holder only."""
         actor = self.actor(ctx, session_id, token)
-        return self._closed(c.Release(id, actor, fence))
+        return self._closed(c.Release(step_id, actor, fence))
 
-    def tasks_drop(self, ctx: Context[Any, Any], id: StepId, fence: Fence = None,
+    def tasks_drop(self, ctx: Context[Any, Any], step_id: StepId, fence: Fence = None,
                    session_id: SessionArg = None, token: TokenArg = None) -> StepClosedOut:
         """Drop a step that should not be done at all; it stops blocking the steps that
         wait on it. Allowed to its live holder, or to any session while nobody holds it."""
         actor = self.author(ctx, session_id, token)
-        return self._closed(c.Drop(id, actor, fence))
+        return self._closed(c.Drop(step_id, actor, fence))
 
     def _closed(self, command: c.Complete | c.Release | c.Drop) -> StepClosedOut:
         change = self.service.answer(command, StepChangeOut)
-        return StepClosedOut(**dict(change),
-                             progress=reads.plan(self.runtime, change.plan).progress.line)
+        return StepClosedOut(**dict(change), progress=self._progress(change.plan))
+
+    def _progress(self, plan: str) -> str:
+        return reads.plan_progress(self.runtime, plan).line

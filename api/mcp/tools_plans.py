@@ -23,7 +23,7 @@ class PlanTools(Tools):
     def tools(self) -> list[Callable[..., Any]]:
         return [self.plans_create, self.plans_list, self.plans_show]
 
-    def plans_create(self, ctx: Context[Any, Any], slug: Plan,
+    def plans_create(self, ctx: Context[Any, Any], plan: Plan,
                      title: Annotated[str, Field(description="What the plan achieves.")],
                      steps: Steps = None, constraints: Constraints = None,
                      session_id: SessionArg = None, token: TokenArg = None) -> PlanCreatedOut:
@@ -33,15 +33,15 @@ class PlanTools(Tools):
         or a dependency is unknown or would close a cycle (named)."""
         actor = self.author(ctx, session_id, token)
         listed = [PlanStepIn(key=None, title=s) if isinstance(s, str) else s for s in steps or []]
-        plan = PlanIn(slug=slug, title=title, constraints=constraints or {}, steps=listed)
-        return self.service.answer(plan.command(actor), PlanCreatedOut)
+        made = PlanIn(slug=plan, title=title, constraints=constraints or {}, steps=listed)
+        return self.service.answer(made.command(actor), PlanCreatedOut)
 
     def plans_list(self) -> list[PlanSummaryOut]:
         """Every plan with its progress line ("4/6 done, 1 claimable, 0 in flight"),
         oldest first. plans_show gives one plan's steps and constraints."""
         return reads.plans(self.runtime)
 
-    def plans_show(self, slug: Plan) -> PlanOut:
+    def plans_show(self, plan: Plan) -> PlanOut:
         """One plan: its constraints, its progress line ("4/6 done, 1 claimable, 0 in
         flight") and every step with status, holder and blockers, oldest first."""
-        return reads.plan(self.runtime, slug)
+        return reads.plan(self.runtime, plan)

@@ -17,7 +17,7 @@ from planledger.api.mcp.args import (
     StepIds,
     TokenArg,
 )
-from planledger.api.mcp.schemas import TasksOut
+from planledger.api.mcp.schemas import StepAddedOut, TasksOut
 from planledger.api.mcp.toolbase import Tools
 from planledger.api.schemas import (
     DependenciesIn,
@@ -28,11 +28,13 @@ from planledger.api.schemas import (
     StepRevisionIn,
 )
 from planledger.ledger import commands as c
+from planledger.ledger.domain.errors import PlanExists, UnknownPlan
 from planledger.ledger.domain.ids import SessionId
 from planledger.ledger.domain.state import SATISFYING
 
 Title = Annotated[str, Field(description="What the step does, in one line.")]
-Body = Annotated[str | None, Field(description="Details: acceptance criteria, files, notes.")]
+Body = Annotated[str | None, Field(description="Details: acceptance criteria, files, notes; "
+                                  "also accepted as `content` or `text`.")]
 
 
 class StepTools(Tools):
@@ -50,15 +52,15 @@ class StepTools(Tools):
         actor = self.maybe_actor(ctx, session_id, token)
         return self.service.ready(self.plan_or_only(plan), actor)
 
-    def tasks_list(self, id: Annotated[StepId | None, Field(description="One step, with its "
-                   "history.")] = None, plan: MaybePlan = None,
+    def tasks_list(self, step_id: Annotated[StepId | None, Field(description="One step, with "
+                   "its history; also accepted as `id`.")] = None, plan: MaybePlan = None,
                    status: Status | None = None) -> TasksOut:
-        """Steps with their status, holder, fence and blockers. With `id`: that step and
+        """Steps with their status, holder, fence and blockers. With `step_id`: that step and
         its history (every claim, bounce, heartbeat and release, oldest first). Else the
         steps of `plan` (or of every plan), oldest first, optionally only those in
         `status`. To choose what to work on, use tasks_ready instead."""
-        if id is not None:
-            detail = reads.step_detail(self.runtime, id)
+        if step_id is not None:
+            detail = reads.step_detail(self.runtime, step_id)
             step = StepOut.model_validate(detail.model_dump(exclude={"history"}))
             return TasksOut(steps=[step], history=detail.history)
         slugs = [plan] if plan else [p.slug for p in reads.plans(self.runtime)]
@@ -68,15 +70,36 @@ class StepTools(Tools):
 
     def tasks_add(self, ctx: Context[Any, Any], title: Title, body: Body = None,
                   plan: MaybePlan = None, depends_on: StepIds | None = None,
-                  session_id: SessionArg = None, token: TokenArg = None) -> StepRefOut:
+                  session_id: SessionArg = None, token: TokenArg = None) -> StepAddedOut:
         """Add a step to a plan (work you found that the plan lacks). `depends_on` lists
         step ids that must be done (or dropped) before it is ready. A dependency that is
-        unknown, on the step itself or that would close a cycle is refused by name."""
+        unknown, on the step itself or that would close a cycle is refused by name. A
+        `plan` that does not exist yet is created (titled by its slug), and the answer
+        says so (`plan_created`), so a misspelt plan name shows at once."""
         actor = self.author(ctx, session_id, token)
         step = StepIn(title=title, body=body or "", depends_on=depends_on or [])
-        return self.service.answer(step.command(self.plan_or_only(plan), actor), StepRefOut)
+        slug = self.plan_or_only(plan)
+        created = plan is not None and self._create_missing(slug, actor)
+        added = self.service.answer(step.command(slug, actor), StepRefOut)
+        note = (f'plan "{slug}" did not exist: created it (titled "{slug}"); check the '
+                "name if you meant another plan (plans_list)") if created else None
+        return StepAddedOut(**dict(added), plan_created=created, note=note)
 
-    def tasks_update(self, ctx: Context[Any, Any], id: StepId, status: Status | None = None,
+    def _create_missing(self, slug: str, actor: str) -> bool:
+        """Create the plan `slug` (titled by its slug) if it does not exist: whether this
+        call created it. Another agent creating it at the same moment is no failure."""
+        try:
+            reads.plan_progress(self.runtime, slug)
+            return False
+        except UnknownPlan:
+            pass
+        try:
+            self.service.execute(c.CreatePlan(slug, slug, actor))
+        except PlanExists:
+            return False
+        return True
+
+    def tasks_update(self, ctx: Context[Any, Any], step_id: StepId, status: Status | None = None,
                      title: Annotated[str | None, Field(description="A new title.")] = None,
                      body: Body = None, add_depends_on: StepIds | None = None,
                      fence: Fence = None, lease_seconds: Lease = None,
@@ -88,12 +111,12 @@ class StepTools(Tools):
         dependencies, status; each refusal reads as that tool's would. Answers the step."""
         actor = self.author(ctx, session_id, token)
         if title is not None or body is not None:
-            self.service.execute(StepRevisionIn(title=title, body=body).command(id, actor))
+            self.service.execute(StepRevisionIn(title=title, body=body).command(step_id, actor))
         if add_depends_on:
-            self.service.execute(DependenciesIn(depends_on=add_depends_on).command(id, actor))
+            self.service.execute(DependenciesIn(depends_on=add_depends_on).command(step_id, actor))
         if status is not None:
-            self._move(ctx, id, status, fence, lease_seconds, (session_id, token))
-        detail = reads.step_detail(self.runtime, id)
+            self._move(ctx, step_id, status, fence, lease_seconds, (session_id, token))
+        detail = reads.step_detail(self.runtime, step_id)
         return StepOut.model_validate(detail.model_dump(exclude={"history"}))
 
     def _move(self, ctx: Context[Any, Any], step_id: str, status: Status, fence: int | None,

@@ -303,7 +303,7 @@ def _told(answer: Answer | None) -> str:
 
 def _call(service: Service, r: Request) -> BaseModel:
     if r.op == "start":
-        return service.start_session(None, key=r.key)
+        return service.start_session(c.StartSession(), key=r.key)
     return service.execute(_command(r), key=r.key)
 
 

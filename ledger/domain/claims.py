@@ -4,6 +4,7 @@
 ready steps), so "ready" and "claim" can never disagree.
 """
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -101,8 +102,11 @@ def decide_claim(
     lease_seconds: int,
     titles: Callable[[StepId], str],
     now: datetime,
+    *,
+    names: Callable[[SessionId], str | None] = lambda _: None,
 ) -> Decision:
-    """Grant, renew (the holder's heartbeat) or refuse a claim, per the verdict."""
+    """Grant, renew (the holder's heartbeat) or refuse a claim, per the verdict. `names`
+    gives a session's name (a bounce names the holder by id and by name)."""
     expires_at = lease_end(now, lease_seconds)
     if verdict.kind == "held" and verdict.holder == session:
         renewed = ev.LeaseRenewed(
@@ -119,7 +123,7 @@ def decide_claim(
         )
         return Decision([claimed])
     return _refuse_claim(step, definition, verdict, session, session_version, lease_seconds,
-                         titles, now)
+                         titles, now, names)
 
 
 def _refuse_claim(
@@ -131,6 +135,7 @@ def _refuse_claim(
     lease_seconds: int,
     titles: Callable[[StepId], str],
     now: datetime,
+    names: Callable[[SessionId], str | None],
 ) -> Decision:
     version = session_version + 1
     if verdict.kind == "held":
@@ -140,8 +145,10 @@ def _refuse_claim(
             holder=holder,
             holder_fence=step.fence, lease_seconds=lease_seconds,
         )
+        left = (step.expires_at - now).total_seconds() if step.expires_at else 0.0
         refusal: errors.LedgerError = errors.AlreadyClaimed(
-            step.id, definition.title, holder, step.fence
+            step.id, definition.title, holder, step.fence, holder_name=names(holder),
+            retry_after=max(0, math.ceil(left)),
         )
         return Decision([bounced], refusal)
     if verdict.kind == "blocked":

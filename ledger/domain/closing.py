@@ -100,9 +100,11 @@ def decide_force_release(
 
 
 def decide_end_session(
-    session: SessionState, held: Sequence[StepState], now: datetime
+    session: SessionState, held: Sequence[StepState], now: datetime,
+    findings: str | None = None,
 ) -> Decision:
-    """End a session; each step it still holds is released as its own event."""
+    """End a session; each step it still holds is released as its own event. `findings`:
+    what the agent reports as it stops, kept on its timeline."""
     if session.ended:
         return Decision([], errors.SessionClosed(session.id))
     releases = [
@@ -116,6 +118,7 @@ def decide_end_session(
     ended = ev.SessionEnded(
         session.id, session.version + 1, timestamp=now, session_id=session.id,
         actor=session.id, released=[r.originator_id for r in releases],
+        findings=findings or None,
     )
     return Decision([*releases, ended])
 

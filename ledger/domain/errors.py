@@ -59,12 +59,16 @@ class SessionClosed(LedgerError):
 class AlreadyClaimed(LedgerError):
     """Another session holds a live lease on the step."""
 
-    def __init__(self, step_id: str, title: str, holder: str, fence: int) -> None:
+    def __init__(self, step_id: str, title: str, holder: str, fence: int, *,
+                 holder_name: str | None = None, retry_after: int | None = None) -> None:
         self.step_id = step_id
         self.holder = holder
+        self.holder_name = holder_name
         self.fence = fence
+        self.retry_after = retry_after  # seconds until the holder's lease runs out
+        named = f" ({holder_name})" if holder_name else ""
         super().__init__(
-            f'task already claimed: held by "{holder}" (step {step_id} "{title}")'
+            f'task already claimed: held by "{holder}"{named} (step {step_id} "{title}")'
         )
 
 
@@ -98,6 +102,20 @@ class NotHolder(LedgerError):
         super().__init__(
             f'not the holder: session "{session_id}" holds no live claim on step {step_id}'
             f" (it is {held}); claim it first"
+        )
+
+
+class HeldElsewhere(LedgerError):
+    """Another session holds the step: only its holder (or an operator) may revise it."""
+
+    def __init__(self, step_id: str, holder: str, holder_name: str | None = None) -> None:
+        self.step_id = step_id
+        self.holder = holder
+        self.holder_name = holder_name
+        named = f" ({holder_name})" if holder_name else ""
+        super().__init__(
+            f'step {step_id} is held by "{holder}"{named}: only its holder (or the admin) '
+            "revises it"
         )
 
 
@@ -157,3 +175,26 @@ class Contention(LedgerError):
     def __init__(self, stream: str, attempts: int) -> None:
         self.stream = stream
         super().__init__(f"too much contention on {stream}: gave up after {attempts} attempts")
+
+
+class PathsHeld(LedgerError):
+    """The claim's paths overlap paths another session holds reserved.
+
+    `conflicts`: per holder's step, (holder, holder's name, their step, its title, their
+    overlapping patterns); the first names `holder`, `holder_name` and `holder_step`."""
+
+    def __init__(self, step_id: str,
+                 conflicts: Sequence[tuple[str, str | None, str, str, Sequence[str]]]) -> None:
+        self.step_id = step_id
+        self.conflicts = [(h, n, s, t, list(p)) for h, n, s, t, p in conflicts]
+        self.holder, self.holder_name, self.holder_step = conflicts[0][:3]
+        self.patterns = list(conflicts[0][4])
+
+        def one(holder: str, name: str | None, step: str, title: str,
+                patterns: Sequence[str]) -> str:
+            quoted = ", ".join(f'"{p}"' for p in patterns)
+            named = f"{name}, " if name else ""
+            return f'{quoted} held by "{holder}" ({named}step {step} "{title}")'
+
+        super().__init__("paths reserved: " + "; ".join(one(*c) for c in self.conflicts))
+

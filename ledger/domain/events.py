@@ -32,9 +32,19 @@ class LedgerEvent:
     session_id: str | None
     actor: str | None = field(default=None, kw_only=True)
 
+    # Fields added after events of the type were first stored: left out of the stored
+    # form while unset (the class default stands in), so an event that does not use
+    # them is stored byte for byte as before and re-executed recordings still verify.
+    LATE_FIELDS: ClassVar[tuple[str, ...]] = ()
+
     def __init_subclass__(cls) -> None:
         super().__init_subclass__()
         cls.TOPIC = f"{TOPIC_PREFIX}{cls.__qualname__}"
+
+    def __post_init__(self) -> None:
+        for name in self.LATE_FIELDS:
+            if self.__dict__.get(name, 0) is None:
+                object.__delattr__(self, name)
 
 
 def author_of(event: LedgerEvent) -> str | None:
@@ -123,11 +133,19 @@ class StepReopened(LedgerEvent):
 @dataclass(frozen=True)
 class SessionStarted(LedgerEvent):
     name: str | None
+    # Where the agent works, as it said (older logs: None): its directory, its client
+    # (e.g. "claude-code") and its model.
+    cwd: str | None = None
+    source: str | None = None
+    model: str | None = None
+    LATE_FIELDS = ("cwd", "source", "model")
 
 
 @dataclass(frozen=True)
 class SessionEnded(LedgerEvent):
     released: list[str]
+    findings: str | None = None  # what the agent reported when it stopped
+    LATE_FIELDS = ("findings",)
 
 
 @dataclass(frozen=True)
@@ -167,3 +185,42 @@ class ReadyListed(LedgerEvent):
 
     plan: str
     step_ids: list[str]
+
+
+# --- path reservations (ledger.domain.paths, ledger.domain.reservations) ----------------
+# A path is carried as {"pattern": ..., "mode": "exclusive" | "shared"}.
+
+
+@dataclass(frozen=True)
+class PathsDeclared(LedgerEvent):
+    """The paths a step will touch, as its plan now declares them (on the plan stream,
+    after the step's StepAdded or on a revision): all of them, replacing any before."""
+
+    step_id: str
+    paths: list[dict[str, str]]
+
+
+@dataclass(frozen=True)
+class PathsReserved(LedgerEvent):
+    """A claim's paths (its step's and the claim's own), reserved with its lease and fence
+    on the store's one reservations stream, in the claim's append. The reservation lives
+    while that claim does: a heartbeat renews both, a lapse or a close frees both, with no
+    event. `freed`: steps whose reservations the claim found no longer live."""
+
+    step_id: str
+    fence: int
+    paths: list[dict[str, str]]
+    freed: list[str]
+
+
+@dataclass(frozen=True)
+class PathsBounced(LedgerEvent):
+    """A claim refused because its paths overlap another live holder's reservation:
+    `paths` it asked for (the step's and its own), `conflicts` each holder's step, fence
+    and overlapping patterns."""
+
+    step_id: str
+    paths: list[dict[str, str]]
+    conflicts: list[dict[str, object]]
+    lease_seconds: int
+

@@ -6,12 +6,20 @@ from datetime import datetime
 
 from planledger.ledger.domain import errors
 from planledger.ledger.domain import events as ev
-from planledger.ledger.domain.ids import Actor, PlanSlug, StepId, acting_session, plan_stream
+from planledger.ledger.domain.ids import (
+    Actor,
+    PlanSlug,
+    SessionId,
+    StepId,
+    acting_session,
+    plan_stream,
+)
 from planledger.ledger.domain.state import PlanState
 
 SLUG_PATTERN = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")
 MAX_TITLE = 300
 MAX_BODY = 20_000
+MAX_WHERE = 1_000  # a session's cwd, source or model
 MAX_DEPENDENCIES = 200
 MAX_STEPS_PER_PLAN = 100_000
 MAX_CONSTRAINTS = 100
@@ -88,10 +96,16 @@ def decide_add_step(
 
 def decide_revise_step(
     plan: PlanState, step_id: StepId, title: str | None, body: str | None,
-    actor: Actor, now: datetime,
+    actor: Actor, now: datetime, holder: SessionId | None = None,
+    holder_name: str | None = None,
 ) -> ev.StepRevised:
+    """Revise a step. A step with a live `holder` is that session's to revise (or an
+    operator's: the admin, the local operator), as the work it describes is under way."""
     if step_id not in plan.steps:
         raise errors.UnknownStep(step_id)
+    session = acting_session(actor)
+    if holder is not None and session is not None and session != holder:
+        raise errors.HeldElsewhere(step_id, holder, holder_name)
     if title is not None:
         check_text("title", title, MAX_TITLE, required=True)
     if body is not None:

@@ -75,6 +75,9 @@ class SessionState:
     name: str | None
     started_at: datetime
     ended: bool = False
+    cwd: str | None = None
+    source: str | None = None
+    model: str | None = None
 
 
 # --- plans ----------------------------------------------------------------------
@@ -191,6 +194,9 @@ def evolve_session(state: SessionState | None, event: ev.LedgerEvent) -> Session
             version=version,
             name=event.name,
             started_at=event.timestamp,
+            cwd=event.cwd,
+            source=event.source,
+            model=event.model,
         )
     assert state is not None, f"{type(event).__name__} before SessionStarted"
     if isinstance(event, ev.SessionEnded):

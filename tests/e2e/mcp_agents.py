@@ -112,7 +112,7 @@ async def replay_seed_story(a: Agent, b: Agent) -> tuple[Agent, Agent]:
     assert step5 in bounce
 
     pivot = await loser.ok("tasks_claim", id=step6)
-    assert (pivot["claimed_by"], pivot["title"]) == (loser.session_id, METRICS)
+    assert (pivot["holder"], pivot["title"]) == (loser.session_id, METRICS)
     done = await together(winner.ok("tasks_complete", id=step5),
                           loser.ok("tasks_complete", id=step6, fence=pivot["fence"]))
     assert [d["status"] for d in done] == ["done", "done"]

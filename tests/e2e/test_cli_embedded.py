@@ -83,7 +83,7 @@ def test_two_sessions_one_step_the_second_bounces_with_exit_3(cli: Cli, tmp_path
     assert claimed["fence"] == 1
     bounced = cli.runner.invoke(app, ["claim", s5, "--session", a], env=cli.env)
     assert bounced.exit_code == EXIT_BOUNCED
-    assert f'task already claimed: held by "{claimed["claimed_by"]}"' in bounced.stderr
+    assert f'task already claimed: held by "{claimed["holder"]}"' in bounced.stderr
 
     pivot = cli.json("claim-next", "auth-refresh", "--session", a)
     assert pivot["claimed"]["step_id"] == s6
@@ -97,7 +97,7 @@ def test_two_sessions_one_step_the_second_bounces_with_exit_3(cli: Cli, tmp_path
     assert shown["progress"]["line"] == "3/3 done, 0 claimable, 0 in flight"
     assert "3/3 done" in cli.run("plan", "list")
     story = cli.run("timeline", "--plan", "auth-refresh")
-    assert f'task already claimed: held by "{claimed["claimed_by"]}"' in story
+    assert f'task already claimed: held by "{claimed["holder"]}"' in story
 
 
 def test_a_markdown_plan_file_and_the_readable_tables(cli: Cli, tmp_path: Path) -> None:

@@ -86,7 +86,7 @@ def test_the_cli_works_against_a_running_server(
     _cli(url, "complete", s4, token=a["token"])
 
     granted = _cli(url, "claim", s5, token=b["token"])
-    assert granted["claimed_by"] == b["session_id"]
+    assert granted["holder"] == b["session_id"]
     bounced = _cli(url, "claim", s5, token=a["token"], code=EXIT_BOUNCED)
     assert f'task already claimed: held by "{b["session_id"]}"' in bounced
     not_yours = _cli(url, "release", s5, token=a["token"], code=EXIT_BOUNCED)

@@ -86,7 +86,7 @@ async def _claim_until_all_held(agent: Agent) -> list[str]:
         if answer["claimed"] is None:
             assert answer["reason"] == "all_held", answer
             return got
-        assert answer["claimed"]["claimed_by"] == agent.session_id
+        assert answer["claimed"]["holder"] == agent.session_id
         got.append(answer["claimed"]["step_id"])
 
 
@@ -95,14 +95,14 @@ def test_bad_arguments_are_tool_errors_naming_the_argument_and_the_server_keeps_
 ) -> None:
     step5 = store[1][4]
     cases = [
-        ("tasks_claim", {}, "invalid input: id: Field required"),
-        ("tasks_claim", {"id": 42}, "id: Input should be a valid string"),
+        ("tasks_claim", {}, "invalid input: step_id: Field required"),
+        ("tasks_claim", {"id": 42}, "step_id: Input should be a valid string"),
         ("tasks_claim", {"id": step5, "lease_seconds": "soon"},
          "lease_seconds: Input should be a valid integer"),
         ("tasks_claim", {"id": step5, "lease_seconds": -30},
          "invalid lease_seconds: -30 is outside 1..86400 seconds"),
         ("tasks_claim", {"id": UNKNOWN_STEP}, f'unknown step "{UNKNOWN_STEP}"'),
-        ("tasks_complete", {"id": "no such id!"}, "id: String should match pattern"),
+        ("tasks_complete", {"id": "no such id!"}, "step_id: String should match pattern"),
         ("tasks_update", {"id": step5, "status": "finished"}, "status: Input should be"),
         ("plans_show", {"slug": "no-such-plan"}, 'unknown plan "no-such-plan"'),
         ("plans_create", {"slug": "bad-deps", "title": "t", "steps": [
@@ -142,7 +142,7 @@ def test_a_call_acts_for_its_connections_session_never_a_guess_and_others_need_a
                 "session_end", session_id=first["session_id"], token=two.token)
             await two.ok("session_end", token=first["token"])  # ended from elsewhere
             claimed = await one.ok("tasks_claim_next", plan="acting")  # one session left
-            assert claimed["claimed"]["claimed_by"] == second["session_id"]
+            assert claimed["claimed"]["holder"] == second["session_id"]
 
             started = await stateless.start()
             assert "pass token on every call" in started["briefing"]
@@ -167,8 +167,8 @@ def test_every_tool_is_listed_with_a_description_and_a_typed_input_schema(
     for tool in tools.values():
         assert len(tool.description or "") > 80, tool.name  # type: ignore[attr-defined]
     claim = tools["tasks_claim"].input_schema  # type: ignore[attr-defined]
-    assert claim["required"] == ["id"]
-    assert claim["properties"]["id"]["type"] == "string"
+    assert claim["required"] == ["step_id"]
+    assert claim["properties"]["step_id"]["type"] == "string"
     assert {"type": "integer"} in claim["properties"]["lease_seconds"]["anyOf"]
     assert "call tasks_ready again" in tools["tasks_claim"].description  # type: ignore[attr-defined]
 

@@ -78,7 +78,7 @@ def test_a_stateless_sdk_client_with_the_victims_session_header_acts_for_nobody(
 
             took = await victim.ok("tasks_claim_next", plan=SLUG)  # not ambiguous_session
             assert took["claimed"]["step_id"] == second
-            assert took["claimed"]["claimed_by"] == victim.session_id
+            assert took["claimed"]["holder"] == victim.session_id
             done = await victim.ok("tasks_complete", id=first, fence=claimed["fence"])
             assert done["status"] == "done"
         # the victim's client has ended its MCP session (DELETE /mcp) on the way out

@@ -91,7 +91,7 @@ def test_a_token_works_after_a_restart_and_on_another_replica(
         claimed = _client(replica).post(f"/api/steps/{step}/claim", headers=as_a)
     finally:
         replica.close()
-    assert claimed.status_code == 200 and claimed.json()["claimed_by"] == a_id
+    assert claimed.status_code == 200 and claimed.json()["holder"] == a_id
     assert oct(os.stat(secret_path(db)).st_mode & 0o777) == "0o600"
 
 

@@ -38,7 +38,7 @@ def test_a_claim_waiting_for_another_process_stalls_no_other_request(tmp_path: P
             assert not claim.done()
         answer = claim.result(30)
         assert answer.status_code == 200, answer.text
-        assert answer.json()["claimed_by"] == agent.session_id
+        assert answer.json()["holder"] == agent.session_id
     finally:
         agent.close()
         server.stop()

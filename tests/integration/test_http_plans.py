@@ -64,7 +64,7 @@ def test_the_server_default_lease_applies_when_a_claim_names_none(
     held = client.get(f"/api/steps/{intro}").json()
     assert granted["expires_at"] == held["expires_at"]
     clock.advance(121)
-    assert client.get(f"/api/steps/{intro}").json()["lapsed_holder"] == granted["claimed_by"]
+    assert client.get(f"/api/steps/{intro}").json()["lapsed_holder"] == granted["holder"]
 
 
 def test_claim_next_says_why_nothing_is_ready(client: TestClient) -> None:

@@ -39,7 +39,7 @@ def test_sixteen_concurrent_claims_one_lands_the_rest_bounce_naming_it(
 
     statuses = sorted(r.status_code for r in answers)
     assert statuses == [200] + [409] * (CLIENTS - 1)
-    winner = next(r.json()["claimed_by"] for r in answers if r.status_code == 200)
+    winner = next(r.json()["holder"] for r in answers if r.status_code == 200)
     assert {r.json()["holder"] for r in answers if r.status_code == 409} == {winner}
     with server.client() as reader:
         shown = reader.get(f"/api/steps/{step}").json()

@@ -51,7 +51,7 @@ def test_second_agent_bounces_naming_holder_then_claims_the_next_step(
 
         landed = agent_b.post(f"/api/steps/{step5}/claim")
         assert landed.status_code == 200
-        assert landed.json()["claimed_by"] == b_id
+        assert landed.json()["holder"] == b_id
 
         bounced = agent_a.post(f"/api/steps/{step5}/claim")
         assert bounced.status_code == 409
@@ -101,6 +101,6 @@ def test_claim_next_skips_the_held_step_and_says_why_when_nothing_is_left(
         first = agent_b.post("/api/plans/auth-refresh/claim-next").json()
         second = agent_a.post("/api/plans/auth-refresh/claim-next").json()
         third = agent_a.post("/api/plans/auth-refresh/claim-next").json()
-    assert first["claimed"]["title"] == RATE_LIMIT and first["claimed"]["claimed_by"] == b_id
+    assert first["claimed"]["title"] == RATE_LIMIT and first["claimed"]["holder"] == b_id
     assert second["claimed"]["title"] == METRICS
     assert third["claimed"] is None and third["reason"] == "all_held"

@@ -60,7 +60,7 @@ def test_sixteen_clients_across_three_replicas_race_for_a_step_one_wins_rest_get
             outcomes = _race_one_round(agents, step_id)
             winners = [body for status, body in outcomes if status == 200]
             assert len(winners) == 1, outcomes
-            winner = winners[0]["claimed_by"]
+            winner = winners[0]["holder"]
             bounces = [body for status, body in outcomes if status != 200]
             assert [(b["reason"], b["holder"]) for b in bounces] == [
                 ("already_claimed", winner)] * (RACERS - 1)

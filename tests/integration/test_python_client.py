@@ -38,7 +38,7 @@ def test_a_script_starts_a_session_plans_claims_and_completes(where: dict[str, s
         first, second = (s.step_id for s in made.steps)
         claimed = ledger.claim_next("scripted", None).claimed
         assert claimed is not None
-        assert (claimed.step_id, claimed.claimed_by) == (first, me.session_id)
+        assert (claimed.step_id, claimed.holder) == (first, me.session_id)
         ledger.complete(first, claimed.fence)
         assert [s.step_id for s in ledger.ready("scripted").ready] == [second]
         author = ledger.step(first).history[0]

@@ -190,7 +190,7 @@ def test_tool_calls_that_never_reached_this_ledger_are_findings_not_failures(
     assert kinds.count("no_event") == 7
     assert "no_event" in kinds and "not_in_transcript" not in kinds
     said = next(f for f in figure.findings if "tasks_claim" in f.text
-                and "claimed_by" in f.text)
+                and "holder" in f.text)
     assert "the log holds no such event" in said.text and said.line is not None
     assert all(r.origin == "transcript" for r in figure.rows)
 
@@ -221,7 +221,7 @@ def test_an_answer_the_log_contradicts_is_a_finding(raced: Race, tmp_path: Path)
                 if block.get("is_error") and "already claimed" in json.dumps(block):
                     block["is_error"] = False
                     block["content"] = [{"type": "text", "text": json.dumps(
-                        {"claimed_by": raced.result.loser.session_id, "fence": 1})}]
+                        {"holder": raced.result.loser.session_id, "fence": 1})}]
         return lines
 
     path = raced.rewrite(loser, tmp_path / "loser.jsonl", claims_it_won)

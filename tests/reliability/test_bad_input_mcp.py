@@ -68,20 +68,20 @@ async def _barrage(agent: Agent, good: dict[str, Any]) -> int:
 def _names(message: str, argument: str) -> bool:
     """The refusal names the argument (the ledger says `title`, `body`, `slug`, ... for
     the fields it checks itself; an id it cannot find is named by its value)."""
-    return argument in message or (argument == "id" and "step" in message)
+    return argument in message or (argument == "step_id" and "step" in message)
 
 
 def test_every_tool_refuses_bad_arguments_by_name_and_the_server_keeps_serving(
     served: Served,
 ) -> None:
     steps = served.plan("mcp-fuzzed", 2)
-    good = {"plan": "mcp-fuzzed", "slug": "mcp-fuzzed", "id": steps[0], "title": "t"}
+    good = {"plan": "mcp-fuzzed", "slug": "mcp-fuzzed", "step_id": steps[0], "title": "t"}
 
     async def run() -> int:
         async with agents([f"{served.url}/mcp"]) as (agent,):
             await agent.start()
             sent = await _barrage(agent, good)
-            shown = await agent.ok("plans_show", slug="mcp-fuzzed")
+            shown = await agent.ok("plans_show", plan="mcp-fuzzed")
             assert shown["slug"] == "mcp-fuzzed"
             return sent
 

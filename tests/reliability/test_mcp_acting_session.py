@@ -52,7 +52,7 @@ def claiming_victim(wire: Wire, slug: str) -> Victim:
                         steps=["first", "second"]))
     steps = [str(s["step_id"]) for s in made["steps"]]  # type: ignore[attr-defined]
     claimed = ok(wire.call(connection, "tasks_claim", id=steps[0]))
-    assert claimed["claimed_by"] == started["session_id"]
+    assert claimed["holder"] == started["session_id"]
     return Victim(connection, str(started["session_id"]), steps[0], steps[1],
                   int(claimed["fence"]))  # type: ignore[call-overload]
 
@@ -96,7 +96,7 @@ def test_a_stateless_session_start_with_the_victims_header_binds_nothing_to_its_
                                       name="squatter"))
     # the victim's connection still acts for its one session: no `ambiguous_session`
     claimed = ok(wire.call(victim.connection, "tasks_claim_next", plan="acting-bind"))
-    assert claimed["claimed"]["claimed_by"] == victim.session_id  # type: ignore[index]
+    assert claimed["claimed"]["holder"] == victim.session_id  # type: ignore[index]
     assert "pass token on every call" in str(squatter["briefing"])
 
 
