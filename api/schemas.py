@@ -55,8 +55,9 @@ class SessionEndIn(RequestSchema):
 class PlanStepIn(RequestSchema):
     key: str | None = Field(None, description="A name later steps of this request use in "
                             "depends_on.", examples=["s5"])
-    title: str = Field(examples=["Rate-limit POST /auth/refresh (per-IP and per-family)"])
-    body: str = ""
+    title: str = Field(description="What the step does, in one line.",
+                       examples=["Rate-limit POST /auth/refresh (per-IP and per-family)"])
+    body: str = Field(default="", description="Details: acceptance criteria, files, notes.")
     depends_on: list[str] = Field(default_factory=list, description="Keys of earlier steps "
                                   "in this request, or ids of existing steps.", examples=[["s4"]])
 

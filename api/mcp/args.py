@@ -51,7 +51,10 @@ Fence = Annotated[int | None, Field(
     description="The fence your claim was granted (tasks_claim returned it). If you lost the "
     "claim meanwhile (your lease lapsed and another session claimed), the call is refused "
     "as stale instead of closing work you no longer hold.")]
-Status = Literal["open", "in_progress", "done", "dropped"]
+Status = Annotated[Literal["open", "in_progress", "done", "dropped"], Field(
+    description="A step's status: open (claimable once its dependencies are closed), "
+    "in_progress (held by a session), done or dropped. tasks_update moves the step to it "
+    "(in_progress claims, done completes, open releases or reopens, dropped drops).")]
 Wait = Annotated[int, Field(
     ge=0, le=MAX_WAIT_SECONDS,
     description=f"When nothing is claimable, wait up to this many seconds (0..{MAX_WAIT_SECONDS}) "

@@ -13,6 +13,7 @@ from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, InputRequiredResult, TextContent
 from pydantic import ValidationError
 
@@ -20,6 +21,7 @@ from planledger import __version__
 from planledger.api.errors import problem
 from planledger.api.mcp.acting import Connections, mcp_connection
 from planledger.api.mcp.arguments import normalized
+from planledger.api.mcp.portable import portable
 from planledger.api.mcp.tools_claims import ClaimTools
 from planledger.api.mcp.tools_plans import PlanTools
 from planledger.api.mcp.tools_sessions import SessionTools
@@ -40,9 +42,9 @@ class LedgerMCP(MCPServer[Any]):
     """The SDK's server, answering refusals with the API's own messages and forgetting a
     connection's sessions when its MCP session ends."""
 
-    def __init__(self, connections: Connections) -> None:
+    def __init__(self, connections: Connections, tools: list[Tool]) -> None:
         super().__init__("planledger", title="planledger", version=__version__,
-                         instructions=INSTRUCTIONS, log_level="WARNING")
+                         instructions=INSTRUCTIONS, log_level="WARNING", tools=tools)
         self.connections = connections
 
     async def call_tool(self, name: str, arguments: dict[str, Any],
@@ -129,10 +131,12 @@ def readable(error: ValidationError) -> str:
 
 def build_server(service: Service, single_connection: bool) -> LedgerMCP:
     """The tools over `service`. `single_connection`: the process serves one connection
-    (stdio), so the session it starts acts for every later call."""
+    (stdio), so the session it starts acts for every later call. Each tool's input schema
+    is made portable once, here (api.mcp.portable): what every tools/list answers."""
     connections = Connections(service.identity, single=single_connection)
-    server = LedgerMCP(connections)
+    tools = []
     for group in (SessionTools, StepTools, ClaimTools, PlanTools):
-        for tool in group(service, connections).tools():
-            server.add_tool(tool, description=inspect.cleandoc(tool.__doc__ or ""))
-    return server
+        for fn in group(service, connections).tools():
+            tool = Tool.from_function(fn, description=inspect.cleandoc(fn.__doc__ or ""))
+            tools.append(tool.model_copy(update={"parameters": portable(tool.parameters)}))
+    return LedgerMCP(connections, tools)
