@@ -1,29 +1,90 @@
 """The program: the `planledger` command line (the `planledger` script, `python -m
 planledger`), assembled here from each part's commands. The interfaces' (api.cli) never
 import the replays' or the benchmarks', which stand beside them (ARCHITECTURE.md): the
-three meet only here, and nothing imports this module."""
+three meet only here, and nothing imports this module.
 
-import typer
+A call imports only the command it names (`planledger claim …` loads api/cli/work.py and
+what it needs, not the web server, the MCP stack or the replays), and `planledger --help`
+lists the commands from their table without importing any: agents that drive the ledger
+through a shell pay the start-up on every call (bench/startup.py measures it).
+"""
 
-from planledger.api import cli as interfaces
-from planledger.bench import cli as bench_cli
-from planledger.replays import audit_cli
-from planledger.replays import cli as replays_cli
+import sys
+import textwrap
+from typing import TYPE_CHECKING, Any
 
-app = typer.Typer(help=interfaces.HELP, no_args_is_help=True)
+from planledger.api.cli import COMMANDS as INTERFACES
+from planledger.api.cli import HELP, Entry
+
+if TYPE_CHECKING:
+    import typer
+
+COMMANDS = (
+    *INTERFACES,
+    Entry("replay", "planledger.replays.cli:app",
+          "Recordings of the log: export, import, timeline, re-execute, explore."),
+    Entry("demo", "planledger.replays.cli:demo",
+          "Seed the seed's plan auth-refresh (steps 1-4 done); with --race, two agents on "
+          "real threads race for step 5: one wins, the other bounces naming it and takes "
+          "step 6."),
+    Entry("audit", "planledger.replays.audit_cli:audit_app",
+          "Tamper evidence: check the log's hash chain."),
+    Entry("bench", "planledger.bench.cli:bench",
+          "Run the benchmarks: same arguments as `python -m planledger.bench` (see "
+          "bench/README.md).", settings="SETTINGS"),
+)
+OPTIONS = (
+    ("--install-completion", "Install completion for the current shell."),
+    ("--show-completion", "Show completion for the current shell, to copy it or customize "
+                          "the installation."),
+    ("--help", "Show this message and exit."),
+)
 
 
-@app.callback()
-def _root() -> None:
-    """planledger: one dependency-aware queue of plan steps for many agents."""
+def build(entries: tuple[Entry, ...] = COMMANDS) -> "typer.Typer":
+    """The command line with `entries` (all of them by default)."""
+    import typer
+
+    app = typer.Typer(help=HELP, no_args_is_help=True)
+
+    @app.callback()
+    def _root() -> None:
+        """planledger: one dependency-aware queue of plan steps for many agents."""
+
+    for entry in entries:
+        entry.add_to(app)
+    return app
 
 
-interfaces.register(app)
-app.add_typer(replays_cli.app, name="replay")  # planledger replay … (replays/cli.py)
-app.command("demo")(replays_cli.demo)  # planledger demo [--race] (replays/cli.py)
-app.add_typer(audit_cli.audit_app, name="audit")  # planledger audit verify (replays/audit_cli.py)
-app.command("bench", context_settings=bench_cli.SETTINGS)(bench_cli.bench)  # bench/cli.py
+def usage(width: int = 88) -> str:
+    """`planledger --help`, from the table: the options and every command's summary."""
+
+    def rows(pairs: list[tuple[str, str]]) -> list[str]:
+        column = max(len(name) for name, _ in pairs) + 4
+        return [textwrap.fill(text, width, initial_indent=f"  {name:<{column - 2}}",
+                              subsequent_indent=" " * column) for name, text in pairs]
+
+    return "\n".join([
+        "Usage: planledger [OPTIONS] COMMAND [ARGS]...", "", f"  {HELP}", "", "Options:",
+        *rows(list(OPTIONS)), "", "Commands:",
+        *rows([(entry.name, entry.summary) for entry in COMMANDS]), "",
+        "Run 'planledger COMMAND --help' for a command's arguments and options.", ""])
 
 
-def main() -> None:
-    app()
+def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else argv
+    if not args or args[0] == "--help":
+        sys.stdout.write(usage())
+        raise SystemExit(0 if args else 2)  # no arguments is a usage error, as click says
+    named = [entry for entry in COMMANDS if entry.name == args[0]]
+    # Anything else (an unknown command, --show-completion) goes to the whole command line.
+    build(tuple(named) if named else COMMANDS)(args, prog_name="planledger")
+
+
+def __getattr__(name: str) -> Any:
+    """`app`: the whole command line (for tests and tools), assembled when asked for."""
+    if name == "app":
+        app = build()
+        globals()["app"] = app
+        return app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

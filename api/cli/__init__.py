@@ -5,37 +5,100 @@ benchmarks', which the interfaces never import. Every command works on the embed
 (`--db`, default ./.planledger/ledger.sqlite) or, with `--url`, on a running server.
 `--json` prints for scripts. Exit codes: 0 done, 1 error, 3 refused by the ledger
 (bounced), 4 nothing ready (see api.cli.common).
+
+The commands are named here as data, each with where it lives and its one-line help, so
+that the command line imports only the one a call runs (and `planledger --help` none):
+agents run these commands by the hundred, and each module pulls in what its commands
+need. tests/unit/test_cli_table.py holds every line here to the code it names.
 """
 
-import typer
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from planledger.api.cli import plans, serve, work
-from planledger.api.cli.db import db_app
-from planledger.api.mcp import stdio as mcp_stdio
+if TYPE_CHECKING:
+    import typer
 
 HELP = "planledger: one dependency-aware queue of plan steps for many agents."
 
 
-def register(app: typer.Typer) -> None:
-    """Add the interfaces' commands to `app`, ONE line each: a group is
-    `app.add_typer(group, name=…)` (planledger plan …), a command `app.command(name)(f)`."""
-    app.command("serve")(serve.serve)
-    app.add_typer(plans.plan_app, name="plan")
-    app.add_typer(work.session_app, name="session")
-    app.command("ready")(plans.ready)
-    app.command("step")(plans.step)
-    app.command("claim")(work.claim)
-    app.command("claim-next")(work.claim_next)
-    app.command("heartbeat")(work.heartbeat)
-    app.command("complete")(work.complete)
-    app.command("release")(work.release)
-    app.command("drop")(work.drop)
-    app.command("log")(plans.log)
-    app.command("timeline")(plans.timeline)
-    app.add_typer(db_app, name="db")  # planledger db init / status (api/cli/db.py)
-    app.command("mcp")(mcp_stdio.mcp)  # planledger mcp [--db | --url]: MCP over stdio
+@dataclass(frozen=True)
+class Entry:
+    """One command of the command line, named without importing it: `target` is
+    'module:attribute', a function (a command) or a Typer (a group, `planledger plan …`);
+    `summary` is its help's first paragraph, as `planledger --help` lists it; `settings`
+    names the module's attribute holding the command's click settings, if any."""
+
+    name: str
+    target: str
+    summary: str
+    settings: str | None = None
+
+    def load(self) -> Any:
+        from importlib import import_module
+
+        module, _, attribute = self.target.partition(":")
+        return getattr(import_module(module), attribute)
+
+    def add_to(self, app: "typer.Typer") -> None:
+        """Register the command (or group) on `app` under its name."""
+        import typer
+
+        target = self.load()
+        if isinstance(target, typer.Typer):
+            app.add_typer(target, name=self.name)
+            return
+        settings = None
+        if self.settings is not None:
+            settings = Entry(self.name, f"{target.__module__}:{self.settings}", "").load()
+        app.command(self.name, context_settings=settings)(target)
 
 
-# The interfaces' commands alone (the whole program's are planledger.main's `app`).
-app = typer.Typer(help=HELP, no_args_is_help=True)
-register(app)
+_CLI = "planledger.api.cli"
+COMMANDS = (
+    Entry("serve", f"{_CLI}.serve:serve",
+          "Serve the HTTP API (OpenAPI docs at /docs, health at /healthz, metrics at "
+          "/metrics)."),
+    Entry("plan", f"{_CLI}.plans:plan_app", "Create and inspect plans."),
+    Entry("session", f"{_CLI}.work:session_app", "Start, show and end sessions."),
+    Entry("ready", f"{_CLI}.plans:ready",
+          "The steps of PLAN a claim would accept now, then the held and blocked ones."),
+    Entry("step", f"{_CLI}.plans:step", "A step with its holder, blockers and history."),
+    Entry("claim", f"{_CLI}.work:claim",
+          "Claim STEP; exits 3 if it bounced (held by another session, blocked or closed)."),
+    Entry("claim-next", f"{_CLI}.work:claim_next",
+          "Claim the first ready step of PLAN; exits 4 (saying why) when nothing is ready "
+          "(with --wait: when nothing became ready in time)."),
+    Entry("heartbeat", f"{_CLI}.work:heartbeat",
+          "Extend your lease on STEP; exits 3 if you no longer hold it."),
+    Entry("complete", f"{_CLI}.work:complete", "Mark STEP done (you must hold it)."),
+    Entry("release", f"{_CLI}.work:release", "Give STEP back; it is claimable again at once."),
+    Entry("drop", f"{_CLI}.work:drop",
+          "Drop STEP (by its holder, or by anyone when nobody holds it)."),
+    Entry("log", f"{_CLI}.plans:log", "The event log, in the order events were appended."),
+    Entry("timeline", f"{_CLI}.plans:timeline",
+          "The merged timeline of the live log: one clock, a lane per session."),
+    Entry("db", f"{_CLI}.db:db_app", "Set up, inspect, back up and restore the store."),
+    Entry("mcp", "planledger.api.mcp.stdio:mcp",
+          "Serve the MCP tools to one agent over stdio: on the embedded store, or relayed "
+          "to the running server at --url (its /mcp endpoint)."),
+)
+
+
+def register(app: "typer.Typer") -> None:
+    """Add the interfaces' commands to `app` (all of them: the program adds only the one a
+    call names)."""
+    for entry in COMMANDS:
+        entry.add_to(app)
+
+
+def __getattr__(name: str) -> Any:
+    """`app`: the interfaces' commands alone (the whole program's are planledger.main's),
+    assembled when first asked for, so importing one command's module stays cheap."""
+    if name == "app":
+        import typer
+
+        app = typer.Typer(help=HELP, no_args_is_help=True)
+        register(app)
+        globals()["app"] = app
+        return app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
