@@ -2,7 +2,7 @@
 drop, reopen and force-release. Each reads fresh state, asks the domain, and returns
 its command's result."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -17,8 +17,10 @@ from planledger.ledger.domain.claims import (
 )
 from planledger.ledger.domain.events import LeaseRenewed, StepClaimed
 from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId, acting_session
+from planledger.ledger.domain.paths import PathSpec
 from planledger.ledger.domain.state import SATISFYING, Status
 from planledger.ledger.execution import Execution, Outcome
+from planledger.ledger.reserving import collides, reserve, with_reserved
 
 
 def _lease(run: Execution, lease_seconds: int | None) -> int:
@@ -40,7 +42,8 @@ def _grant(decision: Decision, verdict: Verdict, session: SessionId, plan: PlanS
 
 
 def claim(run: Execution, command: c.Claim) -> c.Grant:
-    return _claim(run, command.step_id, command.actor, command.lease_seconds, renew_only=False)
+    return _claim(run, command.step_id, command.actor, command.lease_seconds, renew_only=False,
+                  paths=command.paths)
 
 
 def heartbeat(run: Execution, command: c.Heartbeat) -> c.Grant:
@@ -48,9 +51,10 @@ def heartbeat(run: Execution, command: c.Heartbeat) -> c.Grant:
 
 
 def _claim(run: Execution, step_id: str, session_id: str, lease_seconds: int | None, *,
-           renew_only: bool) -> c.Grant:
+           renew_only: bool, paths: Sequence[PathSpec] = ()) -> c.Grant:
     """Grant, renew or refuse. A heartbeat (`renew_only`) is judged in the same decision:
-    a lease that lapsed by then is NotHolder, never granted again under a new fence."""
+    a lease that lapsed by then is NotHolder, never granted again under a new fence. A
+    grant reserves the step's paths and the claim's own `paths` (ledger.reserving)."""
     lease = _lease(run, lease_seconds)
 
     def attempt(now: datetime, fresh: bool) -> Outcome[c.Grant]:
@@ -67,8 +71,9 @@ def _claim(run: Execution, step_id: str, session_id: str, lease_seconds: int | N
         decision = decide_claim(step, definition, verdict, session.id, session.version,
                                 lease, lambda s: plan.steps[s].title, now,
                                 names=lambda s: run.store.session(s).name)
-        return Outcome(decision, _grant(decision, verdict, session.id, step.plan,
-                                        definition.title))
+        decision = reserve(run, decision, step, definition, session, paths, lease, now)
+        return Outcome(decision, with_reserved(_grant(decision, verdict, session.id, step.plan,
+                                                      definition.title), decision))
 
     return run.decide_on_cached_step(attempt, step_id)
 
@@ -90,9 +95,11 @@ def claim_next(run: Execution, command: c.ClaimNext) -> c.NextClaim:
     for step_id in run.view.ready(slug):
         if not _still_free(run, step_id):
             continue  # the view lagged behind another claim: a read, not an attempt
+        if collides(run, step_id, command.actor, run.clock.now()):
+            continue  # its paths are reserved by another session: passed by, as if held
         try:
             return c.NextClaim(slug, claim(candidates, c.Claim(step_id, command.actor, lease)))
-        except (errors.AlreadyClaimed, errors.Blocked, errors.Closed):
+        except (errors.AlreadyClaimed, errors.Blocked, errors.Closed, errors.PathsHeld):
             continue
     found = c.NextClaim(slug, None)
     run.append(Outcome(Decision([]), found))  # no decision: only what is attached lands

@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any, ClassVar, Generic, TypeVar
 
 from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId
+from planledger.ledger.domain.paths import PathSpec
 from planledger.ledger.domain.state import PlanState, SessionState, Status, StepDef
 
 R = TypeVar("R")
@@ -43,6 +44,7 @@ class Grant:
     plan: PlanSlug  # the step's plan and title, as the decision read them
     title: str
     took_over_from: SessionId | None = None  # the lapsed holder a new grant replaced
+    paths: tuple[PathSpec, ...] = ()  # what the claim holds reserved (ledger.domain.paths)
 
 
 @dataclass(frozen=True)
@@ -127,6 +129,7 @@ class NewStep:
     body: str = ""
     depends_on: tuple[str, ...] = ()
     key: str | None = None
+    paths: tuple[PathSpec, ...] = ()  # what it will touch, reserved while it is claimed
 
 
 @dataclass(frozen=True)
@@ -149,6 +152,7 @@ class AddStep(Command[StepDefined]):
     actor: str
     body: str = ""
     depends_on: tuple[str, ...] = ()
+    paths: tuple[PathSpec, ...] = ()  # what it will touch, reserved while it is claimed
 
 
 @dataclass(frozen=True)
@@ -158,6 +162,7 @@ class ReviseStep(Command[StepDefined]):
     actor: str
     title: str | None = None
     body: str | None = None
+    paths: tuple[PathSpec, ...] | None = None  # all of them, anew (None: as they are)
 
 
 @dataclass(frozen=True)
@@ -186,6 +191,7 @@ class Claim(Command[Grant]):
     step_id: str
     actor: str
     lease_seconds: int | None = None
+    paths: tuple[PathSpec, ...] = ()  # reserved beside the step's own (ledger.domain.paths)
 
 
 @dataclass(frozen=True)

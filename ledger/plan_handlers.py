@@ -1,5 +1,6 @@
 """Handlers of sessions and of a plan's structure (its steps and their dependencies)."""
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from planledger.ledger import commands as c
@@ -8,6 +9,7 @@ from planledger.ledger.domain import events as ev
 from planledger.ledger.domain import plans as plan_rules
 from planledger.ledger.domain.claims import Decision
 from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId
+from planledger.ledger.domain.reservations import decide_declare_paths, with_declared_paths
 from planledger.ledger.domain.state import (
     PlanState,
     SessionState,
@@ -98,11 +100,17 @@ def create_plan(run: Execution, command: c.CreatePlan) -> c.PlanCreated:
             plan, plan.version + 1, step_id, new.title, new.body, deps, who, now)
         plan = evolve_plan(plan, added)  # our own fresh table: no copy needed
         events += [added, opened]
+        if new.paths:
+            declared = decide_declare_paths(plan, step_id, new.paths, plan.version + 1, who,
+                                            now)
+            plan = evolve_plan(plan, declared)
+            events.append(declared)
         if new.key:
             keys[new.key] = step_id
     # The plan as folded here is the plan as stored: not read back (a thousand steps are
     # tens of milliseconds of CPU that other requests wait for).
-    made = c.PlanCreated(plan, tuple(StepId(e.originator_id) for e in events[2::2]),
+    made = c.PlanCreated(plan, tuple(StepId(e.step_id) for e in events
+                                     if isinstance(e, ev.StepAdded)),
                          tuple(new.key for new in command.steps))
     try:
         run.append(Outcome(Decision(events), made))
@@ -119,6 +127,14 @@ def _defined(plan: PlanState, event: ev.LedgerEvent, step_id: StepId) -> c.StepD
     return c.StepDefined(after.slug, after.steps[step_id])
 
 
+def _defined_by(plan: PlanState, events: Sequence[ev.LedgerEvent],
+                step_id: StepId) -> c.StepDefined:
+    """`_defined`, once several events land (the plan's; a step's own stream passes by)."""
+    after = fold_plan(plan, [e for e in events if e.originator_id == plan.id])
+    assert after is not None
+    return c.StepDefined(after.slug, after.steps[step_id])
+
+
 def add_step(run: Execution, command: c.AddStep) -> c.StepDefined:
     who = run.author(command.actor)
     step_id = StepId(run.ids.new_id())
@@ -128,7 +144,13 @@ def add_step(run: Execution, command: c.AddStep) -> c.StepDefined:
         added, opened = plan_rules.decide_add_step(
             plan, plan.version + 1, step_id, command.title, command.body,
             command.depends_on, who, now)
-        return Outcome(Decision([added, opened]), _defined(plan, added, step_id))
+        events: list[ev.LedgerEvent] = [added, opened]
+        if command.paths:
+            after = fold_plan(plan, [added])
+            assert after is not None
+            events.append(decide_declare_paths(after, step_id, command.paths,
+                                               added.originator_version + 1, who, now))
+        return Outcome(Decision(events), _defined_by(plan, events, step_id))
 
     return run.decide(attempt, command.plan)
 
@@ -143,7 +165,8 @@ def revise_step(run: Execution, command: c.ReviseStep) -> c.StepDefined:
         name = run.store.session(holder).name if holder is not None else None
         revised = plan_rules.decide_revise_step(plan, step_id, command.title, command.body,
                                                 who, now, holder, name)
-        return Outcome(Decision([revised]), _defined(plan, revised, step_id))
+        events = with_declared_paths(plan, revised, command.paths, who, now)
+        return Outcome(Decision(events), _defined_by(plan, events, step_id))
 
     return run.decide(attempt, command.step_id)
 

@@ -11,6 +11,7 @@ from typing import ClassVar, Literal
 
 from planledger.ledger.domain import events as ev
 from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId
+from planledger.ledger.domain.paths import PathSpec
 
 Status = Literal["open", "in_progress", "done", "dropped"]
 SATISFYING: frozenset[str] = frozenset({"done", "dropped"})
@@ -26,6 +27,7 @@ class StepDef:
     body: str
     depends_on: tuple[StepId, ...]
     added_at: datetime
+    paths: tuple[PathSpec, ...] = ()  # what it will touch, reserved while it is claimed
 
 
 @dataclass(frozen=True)
@@ -118,6 +120,9 @@ def evolve_plan(state: PlanState | None, event: ev.LedgerEvent) -> PlanState:
         old = steps[StepId(event.step_id)]
         added = tuple(StepId(d) for d in event.depends_on if d not in old.depends_on)
         steps[old.id] = replace(old, depends_on=old.depends_on + added)
+    elif isinstance(event, ev.PathsDeclared):
+        old = steps[StepId(event.step_id)]
+        steps[old.id] = replace(old, paths=tuple(PathSpec.of_record(r) for r in event.paths))
     return replace(state, version=version)
 
 

@@ -1,0 +1,86 @@
+"""A claim's path reservation, read and decided inside the claim's own attempt.
+
+The claim handler (ledger.claim_handlers) decides the claim as ever, then hands a grant
+here: the reservations stream is read in the same transaction (its version is what every
+reserving claim appends at, so two cannot both land on one state), each reservation on it
+is judged live or not on its step's fresh state, and the domain
+(ledger.domain.reservations) adds the `PathsReserved` to the grant or turns it into a
+bounce. A claim with no paths to reserve, and a plain heartbeat, read nothing here.
+"""
+
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime
+
+from planledger.ledger import commands as c
+from planledger.ledger.domain import events as ev
+from planledger.ledger.domain.claims import Decision
+from planledger.ledger.domain.ids import SessionId, StepId
+from planledger.ledger.domain.paths import PathSpec
+from planledger.ledger.domain.reservations import (
+    Held,
+    Reservation,
+    Reserving,
+    conflicts,
+    decide_reservation,
+    specs,
+)
+from planledger.ledger.domain.state import SessionState, StepDef, StepState
+from planledger.ledger.execution import Execution
+
+
+def reserve(run: Execution, granted: Decision, step: StepState, definition: StepDef,
+            session: SessionState, extra: Sequence[PathSpec], lease_seconds: int,
+            now: datetime) -> Decision:
+    """The claim's decision with its paths reserved (or bounced off another holder's)."""
+    if granted.refusal is not None or not granted.events:
+        return granted
+    renewing = isinstance(granted.events[0], ev.LeaseRenewed)
+    if not extra and (renewing or not definition.paths):
+        return granted  # nothing new to reserve: the reservations are not read
+    seen = reading(run, step, session.id, now)
+    return decide_reservation(granted, step, definition.paths, extra, session,
+                              lease_seconds, seen, now)
+
+
+def reading(run: Execution, step: StepState | None, session: SessionId,
+            now: datetime) -> Reserving:
+    """The reservations as a claim by `session` on `step` meets them at `now`."""
+    state = run.store.reservations()
+    others: list[Held] = []
+    freed: list[StepId] = []
+    current: Reservation | None = None
+    for step_id, reservation in state.held.items():
+        held = step if step is not None and step_id == step.id else run.store.step(step_id)
+        if not reservation.live(held, now, run.holder_ended(held)):
+            freed.append(step_id)
+        elif step is not None and step_id == step.id:
+            current = reservation
+        elif reservation.session != session:  # a session's own never exclude each other
+            others.append(_held(run, reservation, held))
+    return Reserving(state.version, others, freed, current)
+
+
+def _held(run: Execution, reservation: Reservation, step: StepState) -> Held:
+    definition = run.store.plan(step.plan).steps.get(step.id)
+    name = run.store.session(reservation.session).name
+    return Held(reservation, definition.title if definition else "", name)
+
+
+def collides(run: Execution, step_id: StepId, session: str, now: datetime) -> bool:
+    """Whether claiming the step now would bounce off another session's reservation (a
+    claim-next passes it by, as it passes a held step)."""
+    step = run.store.step(step_id)
+    definition = run.store.plan(step.plan).steps.get(step_id)
+    if definition is None or not definition.paths:
+        return False
+    seen = reading(run, step, SessionId(session), now)
+    return bool(conflicts(definition.paths, seen.others))
+
+
+def with_reserved(grant: c.Grant | None, decision: Decision) -> c.Grant | None:
+    """The grant naming the paths its decision reserved."""
+    reserved = [e for e in decision.events if isinstance(e, ev.PathsReserved)]
+    if grant is None or not reserved:
+        return grant
+    return replace(grant, paths=specs(reserved[0].paths))
