@@ -15,6 +15,7 @@ from planledger.ledger import commands as c
 from planledger.ledger.commands import Command, Grant, NewStep
 from planledger.ledger.domain.claims import DEFAULT_LEASE_SECONDS
 from planledger.ledger.domain.ids import StepId
+from planledger.ledger.domain.paths import PathSpec
 from planledger.ledger.domain.state import PlanState, SessionState, StepDef, StepState
 from planledger.ledger.execution import MAX_ATTEMPTS, Attach, Execution, Ports
 from planledger.ledger.ports import CandidateView, Clock, IdGenerator
@@ -80,7 +81,8 @@ class Ledger(Ports):
     ) -> tuple[PlanState, list[StepId]]:
         made = self.execute(c.CreatePlan(
             slug, title, actor, tuple((constraints or {}).items()),
-            tuple(NewStep(s.title, s.body, tuple(s.depends_on), s.key) for s in steps)))
+            tuple(NewStep(s.title, s.body, tuple(s.depends_on), s.key, tuple(s.paths))
+                  for s in steps)))
         return made.plan, list(made.step_ids)
 
     def add_step(self, plan: str, title: str, body: str = "", depends_on: Sequence[str] = (),
@@ -98,8 +100,9 @@ class Ledger(Ports):
     def list_ready(self, plan: str, session_id: str) -> list[StepId]:
         return list(self.execute(c.ListReady(plan, session_id)).step_ids)
 
-    def claim(self, step_id: str, session_id: str, lease_seconds: int | None = None) -> Grant:
-        return self.execute(c.Claim(step_id, session_id, lease_seconds))
+    def claim(self, step_id: str, session_id: str, lease_seconds: int | None = None,
+              paths: Sequence[PathSpec] = ()) -> Grant:
+        return self.execute(c.Claim(step_id, session_id, lease_seconds, tuple(paths)))
 
     def heartbeat(self, step_id: str, session_id: str,
                   lease_seconds: int | None = None) -> Grant:
