@@ -97,6 +97,7 @@ class Lines:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._moved = threading.Condition(self._lock)  # someone joined or left a line
         self._lines: dict[PlanSlug, _Line] = {}
 
     def join(self, plan: PlanSlug, ticket: Ticket) -> None:
@@ -104,6 +105,7 @@ class Lines:
             line = self._lines.setdefault(plan, _Line())
             line.tickets.append(ticket)
             ticket.told = len(line.tickets) == 1  # first in line: try at once
+            self._moved.notify_all()
 
     def leave(self, plan: PlanSlug, ticket: Ticket) -> None:
         """The ticket is answered (or gave up); the next in line tries at once: the
@@ -116,6 +118,16 @@ class Lines:
                 del self._lines[plan]
             elif first:
                 self._tell(line)
+            self._moved.notify_all()
+
+    def waiting(self, plan: PlanSlug, count: int, timeout: float) -> bool:
+        """Block until `count` callers wait on the plan; False after `timeout` seconds."""
+        with self._moved:
+            return self._moved.wait_for(lambda: self._count(plan) == count, timeout)
+
+    def _count(self, plan: PlanSlug) -> int:
+        line = self._lines.get(plan)
+        return len(line.tickets) if line is not None else 0
 
     def turn(self, plan: PlanSlug, ticket: Ticket, now: datetime) -> bool:
         """Whether the ticket tries now: first in line, and told or due. Resets its event,
@@ -223,6 +235,11 @@ class Waiting:
     def _try(self, plan: PlanSlug, attempt: Attempt) -> tuple[BaseModel | None, datetime | None]:
         answer = attempt(False)
         return answer, None if answer is not None else self._reads.next_lapse(plan)
+
+    def waiting(self, plan: str, count: int, timeout: float = 10.0) -> bool:
+        """Block until exactly `count` callers wait on the plan (tests and benches watch the
+        line this way, not by sleeping); False after `timeout` seconds."""
+        return self._lines.waiting(PlanSlug(plan), count, timeout)
 
     def appended(self) -> None:
         """A command appended in this process: waiters hear of it now, not at a poll."""
