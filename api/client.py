@@ -5,13 +5,13 @@ import getpass
 import os
 from collections.abc import Sequence
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from pydantic import BaseModel, TypeAdapter
 
-from planledger.api import reads
 from planledger.api.errors import Replayed, Unauthorized
 from planledger.api.http.paths import request_for
+from planledger.api.remote_http import Connection, NoAnswer
 from planledger.api.schemas import (
     ClaimNextOut,
     ClaimOut,
@@ -31,9 +31,11 @@ from planledger.api.schemas import (
     StepRevisionIn,
     TimelineOut,
 )
-from planledger.api.service import Service
 from planledger.ledger import commands as c
 from planledger.ledger.domain.ids import local_operator
+
+if TYPE_CHECKING:  # a server's client loads neither the service nor the store
+    from planledger.api.service import Service
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
@@ -154,6 +156,7 @@ def connect(url: str | None = None, *, db: str | None = None, token: str | None 
         return RemoteClient(url, token)
     from planledger.api.identity import Identity
     from planledger.api.runtime import open_runtime
+    from planledger.api.service import Service
     from planledger.api.settings import load_settings
 
     settings = load_settings(db=db)
@@ -175,9 +178,10 @@ class LocalClient(Client):
     """The embedded store: runs commands through the service, acting for `actor` (if
     any). Plan and step changes made without a session are the local operator's
     (`local:<OS user>`): whoever can open the store's file is its operator, and the log
-    names them."""
+    names them. The read operations are imported where used, so that a server's client
+    (`--url`) starts without the store's modules."""
 
-    def __init__(self, service: Service, actor: str | None) -> None:
+    def __init__(self, service: "Service", actor: str | None) -> None:
         self.service = service
         self.actor = actor
 
@@ -194,24 +198,36 @@ class LocalClient(Client):
         return started
 
     def session(self, session_id: str) -> SessionOut:
+        from planledger.api import reads
+
         return reads.session(self.service.runtime, session_id)
 
     def plans(self) -> list[PlanSummaryOut]:
+        from planledger.api import reads
+
         return reads.plans(self.service.runtime)
 
     def plan(self, slug: str) -> PlanOut:
+        from planledger.api import reads
+
         return reads.plan(self.service.runtime, slug)
 
     def ready(self, slug: str) -> ReadyOut:
         return self.service.ready(slug, self.actor)
 
     def step(self, step_id: str) -> StepDetailOut:
+        from planledger.api import reads
+
         return reads.step_detail(self.service.runtime, step_id)
 
     def log(self, after: int = 0, limit: int = 100) -> LogPageOut:
+        from planledger.api import reads
+
         return reads.log_page(self.service.runtime, after, limit)
 
     def timeline(self, plan: str | None = None, sessions: Sequence[str] = ()) -> TimelineOut:
+        from planledger.api import reads
+
         return reads.timeline(self.service.timelines, plan, sessions)
 
     def close(self) -> None:
@@ -224,11 +240,9 @@ class RemoteClient(Client):
     travels as the request of the route that builds the same command (`api.http.paths`)."""
 
     def __init__(self, url: str, token: str | None, timeout: float = 30.0) -> None:
-        import httpx  # here: an embedded store's commands never need it (a fifth of start-up)
-
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self.http: httpx.Client = httpx.Client(base_url=url.rstrip("/"), headers=headers,
-                                               timeout=timeout)
+        self.http = Connection(url, timeout)
+        if token:
+            self.http.headers["Authorization"] = f"Bearer {token}"
         self.timeout = timeout
         # A session token names its session (<id>.<signature>); the admin token none.
         self.actor = token.rpartition(".")[0] or None if token else None
@@ -250,19 +264,17 @@ class RemoteClient(Client):
 
     def _call(self, out: type[T], method: str, path: str, body: dict[str, Any] | None = None,
               params: dict[str, Any] | None = None, waits: float = 0) -> T:
-        import httpx  # loaded by __init__ already: this only names it
-
         try:
-            response = self.http.request(method, path, params=params, json=body,
+            response = self.http.request(method, path, params=params, body=body,
                                          timeout=self.timeout + waits)
-        except httpx.HTTPError as cut:
+        except NoAnswer as cut:
             raise Unreachable(str(cut)) from cut
-        if response.status_code >= 400:
+        if response.status >= 400:
             try:
                 error = response.json()
             except ValueError:
                 error = {"reason": "http", "message": response.text[:500]}
-            raise RemoteError(response.status_code, error)
+            raise RemoteError(response.status, error)
         return TypeAdapter(out).validate_python(response.json())
 
     def start_session(self, name: str | None = None) -> SessionStartOut:

@@ -4,10 +4,7 @@ HTTP sends the pair as the response, MCP turns the body's message into a tool er
 the CLI prints the message and picks its exit code from the status.
 """
 
-import sqlite3
 from typing import Any
-
-from eventsourcing.persistence import PersistenceError
 
 from planledger.api.schemas import BlockerOut, ErrorOut
 from planledger.ledger.domain import errors as le
@@ -131,6 +128,11 @@ def problem(error: BaseException) -> tuple[int, ErrorOut]:
     if isinstance(error, le.LedgerError):
         status, reason = _LEDGER.get(type(error), (409, "refused"))
         return status, ErrorOut(reason=reason, message=str(error), **_fields(error))
+    # Here, not at the top: a command line talking to a server never loads the store's.
+    import sqlite3
+
+    from eventsourcing.persistence import PersistenceError
+
     if isinstance(error, PersistenceError | sqlite3.Error):
         return 503, ErrorOut(reason="store_unavailable", message=store_trouble(error))
     return 500, ErrorOut(reason="internal", message="internal error; the server log has the "

@@ -15,7 +15,6 @@ from planledger.api.cli.common import (
     emit,
     open_client,
 )
-from planledger.api.cli.planfile import load_plan
 
 plan_app = typer.Typer(help="Create and inspect plans.", no_args_is_help=True)
 
@@ -27,6 +26,8 @@ def plan_create(
     token: TokenOption = None, json_out: JsonOption = False,
 ) -> None:
     """Create a plan, its constraints and its steps (with dependencies) from FILE."""
+    from planledger.api.cli.planfile import load_plan  # YAML: only this command reads it
+
     with open_client(db, url, session, token) as client:
         emit(client.create_plan(load_plan(file)), json_out, render.created)
 

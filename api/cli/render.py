@@ -5,7 +5,6 @@ from datetime import datetime
 import typer
 from rich.table import Table
 
-from planledger.api import timeline_render
 from planledger.api.cli.common import console
 from planledger.api.schemas import (
     ClaimNextOut,
@@ -22,7 +21,6 @@ from planledger.api.schemas import (
     StepOut,
     TimelineOut,
 )
-from planledger.projections.timeline import Timeline
 
 
 def _when(moment: datetime | None) -> str:
@@ -151,7 +149,11 @@ def log(page: LogPageOut) -> None:
 
 def timeline(shown: TimelineOut) -> None:
     """The merged timeline's terminal rendering (api.timeline_render, the replays' too), fed
-    from the API's schema."""
+    from the API's schema. Loaded here: the read side's timeline is a heavy import that
+    every other command would pay."""
+    from planledger.api import timeline_render
+    from planledger.projections.timeline import Timeline
+
     timeline_render.terminal(Timeline(tuple(shown.lanes), tuple(shown.entries),
                                       tuple(shown.progress)),
                              console)
