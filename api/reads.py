@@ -30,7 +30,7 @@ from planledger.ledger.domain import errors
 from planledger.ledger.domain import events as ev
 from planledger.ledger.domain.claims import Verdict
 from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId
-from planledger.ledger.domain.state import PlanState, StepDef, StepState
+from planledger.ledger.domain.state import SATISFYING, PlanState, StepDef, StepState
 from planledger.projections import queries
 from planledger.projections.timeline import TimelineModel
 from planledger.projections.view import LedgerView
@@ -57,10 +57,15 @@ def _plan(view: LedgerView, slug: str) -> PlanState:
 def _plan_view(view: LedgerView, plan: PlanState, moment: datetime,
                ) -> tuple[list[StepOut], ProgressOut]:
     verdicts = dict(queries.verdicts(view, plan.slug, moment))
-    ordered = sorted(plan.steps.values(), key=lambda d: (d.added_at, d.id))
     steps = [step_out(d, view.steps[d.id], verdicts.get(d.id), plan.steps)
-             for d in ordered if d.id in view.steps]
+             for d in _in_order(view, plan)]
     return steps, (queries.progress(view, plan.slug, moment))
+
+
+def _in_order(view: LedgerView, plan: PlanState) -> list[StepDef]:
+    """The plan's steps the view holds, oldest first (their `position` grows with it)."""
+    return [d for d in sorted(plan.steps.values(), key=lambda d: (d.added_at, d.id))
+            if d.id in view.steps]
 
 
 def step_out(
@@ -98,13 +103,38 @@ def plans(runtime: Runtime) -> list[PlanSummaryOut]:
                 for created, slug, title in sorted(held + retired)]
 
 
-def plan(runtime: Runtime, slug: str) -> PlanOut:
+def plan(runtime: Runtime, slug: str, limit: int | None = None, after: int = -1) -> PlanOut:
+    """The plan with its steps, oldest first; with `limit`, a page of at most that many
+    steps whose `position` is past `after`, and how many more follow."""
     with runtime.reads.reading() as (live, moment):
         view = runtime.reads.detail(live, PlanSlug(slug))  # read back if it retired
         state = _plan(view, slug)
-        steps, progress = _plan_view(view, state, moment)
+        if limit is None:
+            steps, progress = _plan_view(view, state, moment)
+            more = 0
+        else:
+            check_page(limit)
+            rest = [d for d in _in_order(view, state) if d.position > after]
+            steps = _steps_out(view, state, rest[:limit], moment)
+            progress, more = queries.progress(view, state.slug, moment), len(rest[limit:])
     return PlanOut(slug=state.slug, title=state.title, created_at=state.created_at,
-                   progress=progress, constraints=dict(state.constraints), steps=steps)
+                   progress=progress, constraints=dict(state.constraints), steps=steps,
+                   more=more, next_after=steps[-1].position if steps else after)
+
+
+def check_page(limit: int) -> None:
+    if not 1 <= limit <= MAX_PAGE:
+        raise errors.InvalidInput("limit", f"{limit} is outside 1..{MAX_PAGE}")
+
+
+def _steps_out(view: LedgerView, plan: PlanState, shown: Sequence[StepDef],
+               moment: datetime) -> list[StepOut]:
+    """Just these steps as the plan view shows them (each judged at `moment`)."""
+    def judged(step_id: StepId) -> Verdict | None:
+        closed = view.steps[step_id].status in SATISFYING
+        return None if closed else view.verdict(step_id, moment)
+
+    return [step_out(d, view.steps[d.id], judged(d.id), plan.steps) for d in shown]
 
 
 def constraints(runtime: Runtime, slug: str) -> dict[str, str]:
@@ -112,15 +142,36 @@ def constraints(runtime: Runtime, slug: str) -> dict[str, str]:
     return dict(runtime.store.plan(PlanSlug(slug)).constraints)
 
 
-def ready(runtime: Runtime, slug: str, listed: Sequence[StepId] | None = None) -> ReadyOut:
-    """The plan's ready steps (or the `listed` ones a session was shown), held and blocked."""
-    shown = plan(runtime, slug)
-    steps = shown.steps
-    by_id = {s.step_id: s for s in steps}
-    ready_steps = ([by_id[s] for s in listed if s in by_id] if listed is not None
-                   else [s for s in steps if s.claimable])
-    return ReadyOut(plan=slug, ready=ready_steps, held=[s for s in steps if s.holder],
-                    blocked=[s for s in steps if s.blockers], progress=shown.progress.line)
+def ready(runtime: Runtime, slug: str, listed: Sequence[StepId] | None = None,
+          limit: int | None = None) -> ReadyOut:
+    """The plan's ready steps (or the `listed` ones a session was shown), held and blocked,
+    oldest first; with `limit`, at most that many of each, and how many there are."""
+    if limit is not None:
+        check_page(limit)
+    with runtime.reads.reading() as (live, moment):
+        view = runtime.reads.detail(live, PlanSlug(slug))
+        state = _plan(view, slug)
+        judged = dict(queries.verdicts(view, state.slug, moment))
+        order = _in_order(view, state)
+        kinds: dict[str, list[StepDef]] = {"claimable": [], "held": [], "blocked": []}
+        for d in order:
+            verdict = judged.get(d.id)
+            if verdict is not None and verdict.kind in kinds:
+                kinds[verdict.kind].append(d)
+        totals = {k: len(v) for k, v in kinds.items()}
+        if listed is not None:
+            known = {d.id: d for d in order}
+            kinds["claimable"] = [known[s] for s in listed if s in known]
+        cut = {k: v[:limit] if limit is not None else v for k, v in kinds.items()}
+
+        def out(ds: list[StepDef]) -> list[StepOut]:
+            return [step_out(d, view.steps[d.id], judged.get(d.id), state.steps) for d in ds]
+
+        line = queries.progress(view, state.slug, moment).line
+    return ReadyOut(plan=slug, ready=out(cut["claimable"]), held=out(cut["held"]),
+                    blocked=out(cut["blocked"]), progress=line,
+                    ready_total=totals["claimable"], held_total=totals["held"],
+                    blocked_total=totals["blocked"])
 
 
 def plan_progress(runtime: Runtime, slug: str) -> ProgressOut:

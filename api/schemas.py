@@ -230,6 +230,9 @@ class StepOut(StepAnswer):
 class PlanOut(PlanSummaryOut):
     constraints: dict[str, str]
     steps: list[StepOut]
+    more: int = Field(default=0, description="Steps after this page (0: the last page).")
+    next_after: int = Field(default=-1, description="Pass as `after` for the next page: "
+                            "the position of the last step shown.")
 
 
 class EventOut(Schema):
@@ -256,6 +259,10 @@ class ReadyOut(Schema):
     blocked: list[StepOut] = Field(description="Waiting on the steps named in blockers.")
     progress: str = Field(description="The plan's progress line.",
                           examples=["4/6 done, 1 claimable, 1 in flight"])
+    ready_total: int = Field(default=0, description="Claimable steps in all (the list may "
+                             "show only the first few).")
+    held_total: int = Field(default=0, description="Held steps in all.")
+    blocked_total: int = Field(default=0, description="Blocked steps in all.")
 
 
 class ClaimOut(StepAnswer):

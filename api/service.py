@@ -89,12 +89,16 @@ class Service:
         return SessionStartOut(**dict(started),
                                token=self.identity.token_for(started.session_id))
 
-    def ready(self, slug: str, actor: str | None = None) -> ReadyOut:
-        """The plan's ready, held and blocked steps; with an actor, the listing is recorded
-        in its session stream (what the agent chose from)."""
+    def ready(self, slug: str, actor: str | None = None, limit: int | None = None,
+              ) -> ReadyOut:
+        """The plan's ready, held and blocked steps (with `limit`, the first so many of
+        each, and their counts); with an actor, the listing is recorded in its session
+        stream (what the agent was shown and chose from)."""
+        if limit is not None:
+            reads.check_page(limit)
         if actor:
-            return self.answer(c.ListReady(slug, actor), ReadyOut)
-        return reads.ready(self.runtime, slug)
+            return self.answer(c.ListReady(slug, actor, limit), ReadyOut)
+        return reads.ready(self.runtime, slug, limit=limit)
 
     # --- the middleware -------------------------------------------------------------------
 

@@ -97,6 +97,7 @@ class ReadyListed:
 
     plan: PlanSlug
     step_ids: tuple[StepId, ...]
+    limit: int | None = None  # what the listing was cut to
 
 
 # --- commands --------------------------------------------------------------------------
@@ -180,6 +181,7 @@ class ListReady(Command[ReadyListed]):
     name: ClassVar[str] = "ready"
     plan: str
     actor: str
+    limit: int | None = None  # shown (and recorded): at most this many, oldest first
 
 
 @dataclass(frozen=True)

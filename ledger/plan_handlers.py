@@ -68,14 +68,15 @@ def list_ready(run: Execution, command: c.ListReady) -> c.ReadyListed:
     slug = run.store.plan(PlanSlug(command.plan)).slug
     # Read before the write transaction: a read model's first read can fold the whole
     # log, and on SQLite every other writer would wait for it.
-    shown = tuple(run.view.ready(slug))
+    ready = run.view.ready(slug)
+    shown = tuple(ready if command.limit is None else ready[:max(0, command.limit)])
 
     def attempt(now: datetime) -> Outcome[c.ReadyListed]:
         session = run.live_session(command.actor)
         listed = ev.ReadyListed(session.id, session.version + 1, timestamp=now,
                                 session_id=session.id, actor=session.id, plan=slug,
                                 step_ids=list(shown))
-        return Outcome(Decision([listed]), c.ReadyListed(slug, shown))
+        return Outcome(Decision([listed]), c.ReadyListed(slug, shown, command.limit))
 
     return run.decide(attempt, command.actor)
 

@@ -41,7 +41,8 @@ REQUESTS: Mapping[type[c.Command[Any]], Callable[[Any], Request]] = {
     c.DeclareDependencies: lambda cmd: (
         "POST", f"/api/steps/{_part(cmd.step_id)}/dependencies",
         {"depends_on": list(cmd.depends_on)}),
-    c.ListReady: lambda cmd: ("POST", f"/api/plans/{_part(cmd.plan)}/ready", None),
+    c.ListReady: lambda cmd: ("POST", f"/api/plans/{_part(cmd.plan)}/ready"
+                                      + (f"?limit={cmd.limit}" if cmd.limit else ""), None),
     c.Claim: lambda cmd: ("POST", f"/api/steps/{_part(cmd.step_id)}/claim",
                           {"lease_seconds": cmd.lease_seconds}),
     c.Heartbeat: lambda cmd: ("POST", f"/api/steps/{_part(cmd.step_id)}/heartbeat",

@@ -1,7 +1,9 @@
 """Plans: create one with its steps and constraints, list, show progress, ready steps,
 add steps, and claim the next ready step."""
 
-from fastapi import APIRouter
+from typing import Annotated
+
+from fastapi import APIRouter, Query
 from starlette.concurrency import run_in_threadpool
 
 from planledger.api import reads
@@ -13,6 +15,7 @@ from planledger.api.http.deps import (
     SlugPath,
 )
 from planledger.api.http.docs import errors
+from planledger.api.reads import MAX_PAGE
 from planledger.api.schemas import (
     ClaimNextIn,
     ClaimNextOut,
@@ -28,6 +31,8 @@ from planledger.api.schemas import (
 from planledger.ledger import commands as c
 
 router = APIRouter(prefix="/api/plans", tags=["plans"])
+LimitQuery = Annotated[int | None, Query(ge=1, le=MAX_PAGE, description="At most this many "
+                                         "steps of each kind.")]
 
 
 @router.post("", status_code=201, response_model=PlanCreatedOut,
@@ -72,19 +77,21 @@ async def step_add(service: ServiceDep, slug: SlugPath, step: StepIn, actor: Aut
 
 
 @router.get("/{slug}/ready", response_model=ReadyOut, responses=errors(404))
-async def ready(service: ServiceDep, slug: SlugPath) -> ReadyOut:
+async def ready(service: ServiceDep, slug: SlugPath, limit: LimitQuery = None) -> ReadyOut:
     """What a claim would accept now, oldest first (a lapsed claim shows its lapsed holder),
     plus the held steps and the blocked ones with their blockers. A plain read: it records
-    nothing (POST records the listing for the session)."""
-    return await run_in_threadpool(lambda: service.ready(slug))
+    nothing (POST records the listing for the session). `limit`: at most so many of each
+    (the `*_total` fields count them all)."""
+    return await run_in_threadpool(lambda: service.ready(slug, limit=limit))
 
 
 @router.post("/{slug}/ready", response_model=ReadyOut, responses=errors(401, 404))
-async def ready_recorded(service: ServiceDep, slug: SlugPath, actor: ActorDep) -> ReadyOut:
+async def ready_recorded(service: ServiceDep, slug: SlugPath, actor: ActorDep,
+                         limit: LimitQuery = None) -> ReadyOut:
     """The same answer as GET, and the listing recorded in the session's stream
     (`ReadyListed`), so a timeline shows what the agent chose from (as `tasks_ready` over
     MCP does)."""
-    return await run_in_threadpool(lambda: service.ready(slug, actor))
+    return await run_in_threadpool(lambda: service.ready(slug, actor, limit))
 
 
 @router.post("/{slug}/claim-next", response_model=ClaimNextOut,

@@ -55,6 +55,13 @@ Status = Annotated[Literal["open", "in_progress", "done", "dropped"], Field(
     description="A step's status: open (claimable once its dependencies are closed), "
     "in_progress (held by a session), done or dropped. tasks_update moves the step to it "
     "(in_progress claims, done completes, open releases or reopens, dropped drops).")]
+ReadyLimit = Annotated[int, Field(
+    ge=1, le=1000, description="At most this many steps of each kind (ready, held, "
+    "blocked); the `*_total` fields count them all.")]
+PageLimit = Annotated[int, Field(ge=1, le=1000, description="At most this many steps.")]
+After = Annotated[int, Field(
+    ge=-1, description="Continue after this: the `next_after` of the page before "
+    "(-1, the default: from the start).")]
 Wait = Annotated[int, Field(
     ge=0, le=MAX_WAIT_SECONDS,
     description=f"When nothing is claimable, wait up to this many seconds (0..{MAX_WAIT_SECONDS}) "

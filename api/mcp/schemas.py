@@ -36,6 +36,8 @@ class TasksOut(Schema):
     steps: list[StepOut]
     history: list[EventOut] | None = Field(None, description="With id: every event about the "
                                            "step (claims, bounces, heartbeats), oldest first.")
+    more: int = Field(default=0, description="Steps after this page (0: the last page).")
+    next_after: int = Field(default=-1, description="Pass as `after` for the next page.")
 
 
 PROGRESS = Field(description="The plan's progress line after the call.",

@@ -7,7 +7,7 @@ from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from planledger.api import reads
-from planledger.api.mcp.args import Plan, SessionArg, TokenArg
+from planledger.api.mcp.args import After, PageLimit, Plan, SessionArg, TokenArg
 from planledger.api.mcp.toolbase import Tools
 from planledger.api.schemas import PlanCreatedOut, PlanIn, PlanOut, PlanStepIn, PlanSummaryOut
 
@@ -41,7 +41,9 @@ class PlanTools(Tools):
         oldest first. plans_show gives one plan's steps and constraints."""
         return reads.plans(self.runtime)
 
-    def plans_show(self, plan: Plan) -> PlanOut:
+    def plans_show(self, plan: Plan, limit: PageLimit = 50, after: After = -1) -> PlanOut:
         """One plan: its constraints, its progress line ("4/6 done, 1 claimable, 0 in
-        flight") and every step with status, holder and blockers, oldest first."""
-        return reads.plan(self.runtime, plan)
+        flight") and its steps with status, holder and blockers, oldest first, a page of
+        `limit` at a time: pass the answer's `next_after` as `after` for the next page
+        (`more` says how many steps follow)."""
+        return reads.plan(self.runtime, plan, limit, after)

@@ -8,9 +8,12 @@ from pydantic import Field
 
 from planledger.api import reads
 from planledger.api.mcp.args import (
+    After,
     Fence,
     Lease,
     MaybePlan,
+    PageLimit,
+    ReadyLimit,
     SessionArg,
     Status,
     StepId,
@@ -42,31 +45,42 @@ class StepTools(Tools):
         return [self.tasks_ready, self.tasks_list, self.tasks_add, self.tasks_update]
 
     def tasks_ready(self, ctx: Context[Any, Any], plan: MaybePlan = None,
-                    session_id: SessionArg = None, token: TokenArg = None) -> ReadyOut:
+                    limit: ReadyLimit = 10, session_id: SessionArg = None,
+                    token: TokenArg = None) -> ReadyOut:
         """What you may claim in a plan right now. `ready`: claimable steps, oldest first
         (take the first unless you have a reason not to); a step whose holder's lease
         lapsed is claimable too and names that `lapsed_holder`. `held`: steps other agents
         hold, with `holder` and `expires_at`. `blocked`: steps waiting on the `blockers`
-        listed with each. Call it before you claim and again after a bounce. With your
-        session, the listing is recorded so the plan's timeline shows what you chose from."""
+        listed with each. Each list shows its first `limit` steps; `ready_total`,
+        `held_total` and `blocked_total` count them all. Call it before you claim and again
+        after a bounce. With your session, the listing is recorded so the plan's timeline
+        shows what you chose from."""
         actor = self.maybe_actor(ctx, session_id, token)
-        return self.service.ready(self.plan_or_only(plan), actor)
+        return self.service.ready(self.plan_or_only(plan), actor, limit)
 
     def tasks_list(self, step_id: Annotated[StepId | None, Field(description="One step, with "
                    "its history; also accepted as `id`.")] = None, plan: MaybePlan = None,
-                   status: Status | None = None) -> TasksOut:
+                   status: Annotated[Status | None, Field(description="Only steps in this "
+                   "status.")] = None, limit: PageLimit = 50, after: After = -1) -> TasksOut:
         """Steps with their status, holder, fence and blockers. With `step_id`: that step and
         its history (every claim, bounce, heartbeat and release, oldest first). Else the
         steps of `plan` (or of every plan), oldest first, optionally only those in
-        `status`. To choose what to work on, use tasks_ready instead."""
+        `status`, a page of `limit` at a time: pass the answer's `next_after` as `after` for
+        the next (`more` says how many follow). To choose what to work on, use tasks_ready."""
         if step_id is not None:
             detail = reads.step_detail(self.runtime, step_id)
             step = StepOut.model_validate(detail.model_dump(exclude={"history"}))
             return TasksOut(steps=[step], history=detail.history)
+        if plan and status is None:  # one plan's page, judged alone
+            shown = reads.plan(self.runtime, plan, limit, after)
+            return TasksOut(steps=shown.steps, history=None, more=shown.more,
+                            next_after=shown.next_after)
         slugs = [plan] if plan else [p.slug for p in reads.plans(self.runtime)]
-        steps = [s for slug in slugs for s in reads.plan(self.runtime, slug).steps]
-        return TasksOut(steps=[s for s in steps if status is None or s.status == status],
-                        history=None)
+        steps = [s for slug in slugs for s in reads.plan(self.runtime, slug).steps
+                 if status is None or s.status == status]
+        page = steps[after + 1:after + 1 + limit]  # `after`: the index of the last one shown
+        return TasksOut(steps=page, history=None, more=max(0, len(steps) - after - 1 - limit),
+                        next_after=after + len(page))
 
     def tasks_add(self, ctx: Context[Any, Any], title: Title, body: Body = None,
                   plan: MaybePlan = None, depends_on: StepIds | None = None,
