@@ -17,6 +17,8 @@ from planledger.ledger import commands as c
 from planledger.ledger.application import Ledger
 from planledger.ledger.domain import events as ev
 from planledger.ledger.domain.ids import local_operator
+from planledger.ledger.domain.paths import PathSpec
+from planledger.ledger.domain.reservations import specs
 from planledger.replays.format import COMMAND_NAMES, CommandRecord, RecordingError
 
 Args = dict[str, Any]
@@ -51,8 +53,15 @@ def _continues(last: CommandRecord, prev: ev.LedgerEvent, event: ev.LedgerEvent)
     if isinstance(event, ev.StepOpened):
         return isinstance(prev, ev.StepAdded) and prev.step_id == event.originator_id
     if isinstance(event, ev.StepAdded):
-        return (last.name == "create_plan" and isinstance(prev, ev.StepOpened | ev.PlanCreated)
+        return (last.name == "create_plan"
+                and isinstance(prev, ev.StepOpened | ev.PlanCreated | ev.PathsDeclared)
                 and event.originator_id == f"plan:{last.args['slug']}")
+    if isinstance(event, ev.PathsDeclared):  # a step's paths, with its addition or revision
+        return (isinstance(prev, ev.StepOpened | ev.StepRevised)
+                and getattr(prev, "step_id", prev.originator_id) == event.step_id)
+    if isinstance(event, ev.PathsReserved):  # a claim's paths, in the claim's append
+        return (isinstance(prev, ev.StepClaimed | ev.LeaseRenewed)
+                and prev.originator_id == event.step_id)
     ending = (last.name == "end_session" and isinstance(prev, ev.StepReleased)
               and prev.reason == "session_ended")
     if isinstance(event, ev.StepReleased) and event.reason == "session_ended":
@@ -61,6 +70,8 @@ def _continues(last: CommandRecord, prev: ev.LedgerEvent, event: ev.LedgerEvent)
 
 
 def _extend(command: CommandRecord, event: ev.LedgerEvent) -> CommandRecord:
+    if isinstance(event, ev.PathsDeclared | ev.PathsReserved):
+        return _with_paths(command, event.paths)
     if isinstance(event, ev.SessionEnded) and event.findings:
         return replace(command, args={**command.args, "findings": event.findings})
     if isinstance(event, ev.StepAdded):
@@ -70,8 +81,32 @@ def _extend(command: CommandRecord, event: ev.LedgerEvent) -> CommandRecord:
     return command
 
 
+def _with_paths(command: CommandRecord, paths: list[dict[str, str]]) -> CommandRecord:
+    """The command with the paths it declared or reserved (a plan's: its last step's)."""
+    if command.name != "create_plan":
+        return replace(command, args={**command.args, "paths": list(paths)})
+    *earlier, last = command.args["steps"]
+    return replace(command, args={**command.args,
+                                  "steps": [*earlier, {**last, "paths": list(paths)}]})
+
+
+def _reserving(event: ev.LedgerEvent) -> Start | None:
+    """Paths declared alone are a revision of only them; a path bounce is a claim."""
+    who = event.session_id
+    if isinstance(event, ev.PathsDeclared):
+        return "revise_step", who, {"step_id": event.step_id, "title": None, "body": None,
+                                    "paths": list(event.paths), "actor": _author(event)}, []
+    if isinstance(event, ev.PathsBounced):
+        return "claim", who, {"step_id": event.step_id, "session_id": who,
+                              "lease_seconds": event.lease_seconds,
+                              "paths": list(event.paths)}, []
+    if isinstance(event, ev.PathsReserved):
+        raise RecordingError(f"PathsReserved of step {event.step_id} without its claim")
+    return None
+
+
 def _start(event: ev.LedgerEvent) -> Start:
-    for starter in (_structure, _claiming, _closing, _session):
+    for starter in (_structure, _claiming, _closing, _session, _reserving):
         start = starter(event)
         if start is not None:
             return start
@@ -160,8 +195,13 @@ def _actor(a: Args) -> str:
     return str(a.get("actor") or a.get("session_id") or UNRECORDED)
 
 
+def _paths(a: Args) -> tuple[PathSpec, ...]:
+    return specs(a.get("paths") or [])
+
+
 def _create_plan(a: Args) -> c.CreatePlan:
-    steps = tuple(c.NewStep(s["title"], s["body"], tuple(s["depends_on"])) for s in a["steps"])
+    steps = tuple(c.NewStep(s["title"], s["body"], tuple(s["depends_on"]), paths=_paths(s))
+                  for s in a["steps"])
     return c.CreatePlan(a["slug"], a["title"], _actor(a), tuple(a["constraints"].items()),
                         steps)
 
@@ -175,14 +215,15 @@ BUILDERS: dict[str, tuple[tuple[str, ...], Build]] = {
                                                             a.get("findings"))),
     "create_plan": (("slug", "title", "constraints", "steps"), _create_plan),
     "add_step": (("plan", "title", "body", "depends_on"), lambda a: c.AddStep(
-        a["plan"], a["title"], _actor(a), a["body"], tuple(a["depends_on"]))),
+        a["plan"], a["title"], _actor(a), a["body"], tuple(a["depends_on"]), _paths(a))),
     "revise_step": (("step_id", "title", "body"), lambda a: c.ReviseStep(
-        a["step_id"], _actor(a), a["title"], a["body"])),
+        a["step_id"], _actor(a), a["title"], a["body"],
+        _paths(a) if a.get("paths") is not None else None)),
     "declare_dependencies": (("step_id", "depends_on"), lambda a: c.DeclareDependencies(
         a["step_id"], tuple(a["depends_on"]), _actor(a))),
     "list_ready": (("plan", "session_id"), lambda a: c.ListReady(a["plan"], a["session_id"])),
     "claim": (("step_id", "session_id", "lease_seconds"), lambda a: c.Claim(
-        a["step_id"], a["session_id"], a["lease_seconds"])),
+        a["step_id"], a["session_id"], a["lease_seconds"], _paths(a))),
     "complete": (("step_id", "session_id", "fence"), lambda a: c.Complete(
         a["step_id"], a["session_id"], a["fence"])),
     "release": (("step_id", "session_id", "fence"), lambda a: c.Release(

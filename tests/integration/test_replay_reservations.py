@@ -1,0 +1,64 @@
+"""Path reservations are recorded and re-executed byte for byte: steps declaring paths
+(with a plan, added, revised), claims reserving them and adding their own, a heartbeat
+adding more, a path bounce, a lapse freeing a reservation, claim-next passing a step by."""
+
+from pathlib import Path
+
+from planledger.api.runtime import Runtime
+from planledger.ledger import commands as c
+from planledger.ledger.application import Ledger, NewStep
+from planledger.ledger.domain import errors
+from planledger.ledger.domain import events as ev
+from planledger.ledger.domain.paths import PathSpec
+from planledger.replays.format import write_file
+from planledger.replays.reading import read_file
+from planledger.replays.recording import export
+from planledger.replays.rerun import rerun
+from tests.support import OPERATOR
+from tests.support.fakes import FakeClock
+
+AUTH = PathSpec("internal/auth/**")
+
+
+def _reserving_log(ledger: Ledger, clock: FakeClock) -> None:
+    a, b = (ledger.start_session(n).id for n in ("agent A", "agent B"))
+    _, (first, second, docs) = ledger.create_plan("p", "P", steps=[
+        NewStep("auth", paths=(AUTH,)), NewStep("token", paths=(PathSpec("internal/auth/t.go"),)),
+        NewStep("docs")], actor=OPERATOR)
+    extra = ledger.execute(c.AddStep("p", "shared read", OPERATOR,
+                                     paths=(PathSpec("internal/", "shared"),))).step.id
+    ledger.revise_step(docs, title="docs, revised", actor=OPERATOR)
+    ledger.execute(c.ReviseStep(docs, OPERATOR, paths=(PathSpec("docs/"),)))
+    ledger.execute(c.ReviseStep(extra, OPERATOR, body="why", paths=()))
+    clock.advance(1)
+    ledger.claim(first, b, lease_seconds=60, paths=[PathSpec("go.mod")])
+    try:
+        ledger.claim(second, a)
+        raise AssertionError("the claim should bounce")
+    except errors.PathsHeld:
+        pass
+    ledger.claim(first, b, lease_seconds=60, paths=[PathSpec("go.sum", "shared")])
+    clock.advance(1)
+    grant = ledger.claim_next("p", a)  # passes `token` by: its paths are reserved
+    assert grant is not None and grant.step_id == docs
+    clock.advance(61)  # B's lease lapses, and its reservation with it
+    ledger.claim(second, a, paths=[PathSpec("README.md")])
+    ledger.complete(second, a)
+
+
+def test_a_log_with_path_reservations_reexecutes_identically(
+    runtime: Runtime, clock: FakeClock, tmp_path: Path,
+) -> None:
+    _reserving_log(runtime.ledger, clock)
+    path = tmp_path / "reservations.jsonl"
+    write_file(export(runtime.store), path)
+    recording = read_file(path)
+    kinds = {type(e).__name__ for _, e in runtime.store.log_after(0, 10_000)
+             if isinstance(e, ev.LedgerEvent)}
+    assert {"PathsDeclared", "PathsReserved", "PathsBounced"} <= kinds
+
+    report = rerun(recording)
+
+    assert report.identical, report.describe()
+    assert report.refused == 1  # the path bounce
+    assert report.events == len(recording.events)
