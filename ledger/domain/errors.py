@@ -197,4 +197,3 @@ class PathsHeld(LedgerError):
             return f'{quoted} held by "{holder}" ({named}step {step} "{title}")'
 
         super().__init__("paths reserved: " + "; ".join(one(*c) for c in self.conflicts))
-

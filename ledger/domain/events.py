@@ -223,4 +223,3 @@ class PathsBounced(LedgerEvent):
     paths: list[dict[str, str]]
     conflicts: list[dict[str, object]]
     lease_seconds: int
-
