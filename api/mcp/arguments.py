@@ -34,8 +34,27 @@ def normalized(schema: dict[str, Any], arguments: dict[str, Any]) -> dict[str, A
             continue
         listed = (isinstance(value, str) and name in ID_LISTS
                   and _wants_list(properties.get(name)))
-        read[name] = [p.strip() for p in value.split(",") if p.strip()] if listed else value
+        read[name] = _split(value) if listed else value
+    if isinstance(read.get("steps"), list):  # plans_create: each step object read alike
+        read["steps"] = [_step(s) if isinstance(s, dict) else s for s in read["steps"]]
     return read
+
+
+def _step(step: dict[str, Any]) -> dict[str, Any]:
+    """A plan step object under its own names: `content`/`text` as `body`, `""` left out,
+    `depends_on` as one string split on commas."""
+    read: dict[str, Any] = {}
+    for sent, value in step.items():
+        own = _CANONICAL.get(sent)
+        name = own if own == "body" and own not in step else sent
+        if value == "" and name != "title":
+            continue
+        read[name] = _split(value) if name == "depends_on" and isinstance(value, str) else value
+    return read
+
+
+def _split(ids: str) -> list[str]:
+    return [p.strip() for p in ids.split(",") if p.strip()]
 
 
 def _wants_list(schema: dict[str, Any] | None) -> bool:

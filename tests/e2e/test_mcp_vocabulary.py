@@ -91,6 +91,16 @@ def test_id_slug_content_text_empty_strings_and_comma_separated_ids_are_read_as_
         assert (await a.ok("tasks_list", id=first))["steps"][0]["holder"] == a.session_id
         assert (await a.ok("tasks_ready", plan=""))["ready"][0]["step_id"] == second
 
+        # a plan's step objects are read alike: content/text for body, ids as one string
+        steps = await a.ok("plans_create", plan="nested", title="Nested", steps=[
+            {"key": "a", "title": "a", "content": "said as content"},
+            {"key": "b", "title": "b", "text": "said as text", "depends_on": ""},
+            {"key": "c", "title": "c", "depends_on": "a, b"}])
+        a_id, b_id, c_id = (s["step_id"] for s in steps["steps"])
+        shown = {s["step_id"]: s for s in (await a.ok("plans_show", plan="nested"))["steps"]}
+        assert (shown[a_id]["body"], shown[b_id]["body"]) == ("said as content", "said as text")
+        assert shown[c_id]["depends_on"] == [a_id, b_id]
+
     run(server, 1, story)
 
 
