@@ -19,12 +19,6 @@ from planledger.ledger.answers import AnswerRecorded
 from planledger.ledger.domain import errors
 from planledger.ledger.domain import events as ev
 from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId, plan_stream
-from planledger.ledger.domain.reservations import (
-    NO_RESERVATIONS,
-    RESERVATIONS_STREAM,
-    Reservations,
-    fold_reservations,
-)
 from planledger.ledger.domain.state import (
     PlanState,
     SessionState,
@@ -81,11 +75,9 @@ def _is_step_event(event: Fact) -> bool:
 # fast-forward: folding a plan event copies its step table), by their state's type, and by
 # the event that starts them (a stream this process started is cached from its start, so
 # the first claim of a step it opened reads no snapshot and no history).
-_FOLDS: dict[type, Callable[..., Any]] = {StepState: fold_step, SessionState: fold_session,
-                                          Reservations: fold_reservations}
+_FOLDS: dict[type, Callable[..., Any]] = {StepState: fold_step, SessionState: fold_session}
 _STARTS: dict[type, Callable[..., Any]] = {ev.StepOpened: fold_step,
-                                           ev.SessionStarted: fold_session,
-                                           ev.PathsReserved: fold_reservations}
+                                           ev.SessionStarted: fold_session}
 
 
 def _fold_for(known: Any, event: Appended) -> Callable[..., Any] | None:
@@ -149,7 +141,7 @@ class EventStore(Application[str]):
         if getattr(self._appended, "pending", None) is not None:
             yield
             return
-        pending: list[tuple[Sequence[Fact], list[Recording[str]]]] = []
+        pending: list[tuple[Sequence[Fact], Sequence[int]]] = []  # events, positions
         self._appended.pending = pending
         self._appended.caught_up = False
         try:
@@ -193,39 +185,40 @@ class EventStore(Application[str]):
         encoded = self.events.encode(list(events))
         if getattr(self._appended, "pending", None) is None:
             with self.transaction():
-                return self._put(encoded)
-        return self._put(encoded)
+                positions = self._insert(encoded)
+        else:
+            positions = self._insert(encoded)
+        return self.events.recordings(encoded, positions)
 
-    def _put(self, encoded: Encoded) -> list[Recording[str]]:
+    def _insert(self, encoded: Encoded) -> Sequence[int]:
         """Insert inside the current transaction, and note the append as pending."""
         assert isinstance(self.events, SealingEventStore)
         if self._followed is not None:
             self._catch_up(self._followed)
-        recordings = self.events.put_encoded(encoded)
-        self._appended.pending.append((encoded.events, recordings))
-        return recordings
+        positions = self.events.insert(encoded)
+        self._appended.pending.append((encoded.events, positions))
+        return positions
 
-    def _learn(self, pending: Sequence[tuple[Sequence[Fact], list[Recording[str]]]], *,
+    def _learn(self, pending: Sequence[tuple[Sequence[Fact], Sequence[int]]], *,
                caught_up: bool) -> None:
         """Fold what the block appended into the followed states (if it caught up with the
         log first) and the cache, in turns (ledger.turns): a new plan's 2,001 events are
         milliseconds of folding, with the followed states' lock let go between turns."""
-        for events, recordings in pending:
+        for events, positions in pending:
             for part in turns(len(events)):
-                done, landed = events[part], recordings[part]
+                done, landed = events[part], positions[part]
                 folded: dict[str, Any] = {}
                 if caught_up and landed:
                     assert self._followed is not None
-                    folded = self._followed.committed(done, landed[-1].notification.id,
-                                                      _fold_for)
+                    folded = self._followed.committed(done, landed[-1], _fold_for)
                 self._committed(done, landed, folded)
 
     def _committed(
-        self, events: Sequence[Fact], recordings: list[Recording[str]], folded: dict[str, Any]
+        self, events: Sequence[Fact], positions: Sequence[int], folded: dict[str, Any]
     ) -> None:
         """What this process learns once its append has committed, and not before."""
-        if recordings:
-            self._appended.position = recordings[-1].notification.id
+        if positions:
+            self._appended.position = positions[-1]
         self._advance_cached(events, folded)
         for event in events:
             if event.originator_version % SNAPSHOT_INTERVAL == 0 and _is_step_event(event):
@@ -248,7 +241,7 @@ class EventStore(Application[str]):
             self.events.heads.forget(streams)
 
     def _forget_heads(
-        self, pending: Sequence[tuple[Sequence[Fact], list[Recording[str]]]]
+        self, pending: Sequence[tuple[Sequence[Fact], Sequence[int]]]
     ) -> None:
         """Rolled back: the chain hashes noted for the block's events were never stored."""
         if isinstance(self.events, SealingEventStore):
@@ -391,16 +384,6 @@ class EventStore(Application[str]):
         if not isinstance(state, SessionState):
             raise errors.UnknownSession(session_id)
         return state
-
-    def reservations(self) -> Reservations:
-        """The reservations stream's state (ledger.domain.reservations): version 0 before
-        any claim reserved paths. Read inside a transaction, a claim that appends to it at
-        the next version serializes with every other reserving claim."""
-        try:
-            state = self._load(RESERVATIONS_STREAM, fold_reservations)
-        except AggregateNotFoundError:
-            return NO_RESERVATIONS
-        return state if isinstance(state, Reservations) else NO_RESERVATIONS
 
     def stream(self, originator_id: str) -> Iterable[Any]:
         return self.events.get(originator_id)

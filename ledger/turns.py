@@ -14,7 +14,7 @@ from typing import TypeVar
 
 T = TypeVar("T")
 
-TURN = 64  # items between turns: about a millisecond of encoding a plan's events
+TURN = 16  # items between turns: about a third of a millisecond of encoding a plan's events
 
 
 def turns(count: int, size: int = TURN) -> Iterator[slice]:
