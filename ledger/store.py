@@ -19,6 +19,12 @@ from planledger.ledger.answers import AnswerRecorded
 from planledger.ledger.domain import errors
 from planledger.ledger.domain import events as ev
 from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId, plan_stream
+from planledger.ledger.domain.reservations import (
+    NO_RESERVATIONS,
+    RESERVATIONS_STREAM,
+    Reservations,
+    fold_reservations,
+)
 from planledger.ledger.domain.state import (
     PlanState,
     SessionState,
@@ -75,9 +81,11 @@ def _is_step_event(event: Fact) -> bool:
 # fast-forward: folding a plan event copies its step table), by their state's type, and by
 # the event that starts them (a stream this process started is cached from its start, so
 # the first claim of a step it opened reads no snapshot and no history).
-_FOLDS: dict[type, Callable[..., Any]] = {StepState: fold_step, SessionState: fold_session}
+_FOLDS: dict[type, Callable[..., Any]] = {StepState: fold_step, SessionState: fold_session,
+                                          Reservations: fold_reservations}
 _STARTS: dict[type, Callable[..., Any]] = {ev.StepOpened: fold_step,
-                                           ev.SessionStarted: fold_session}
+                                           ev.SessionStarted: fold_session,
+                                           ev.PathsReserved: fold_reservations}
 
 
 def _fold_for(known: Any, event: Appended) -> Callable[..., Any] | None:
@@ -384,6 +392,16 @@ class EventStore(Application[str]):
         if not isinstance(state, SessionState):
             raise errors.UnknownSession(session_id)
         return state
+
+    def reservations(self) -> Reservations:
+        """The reservations stream's state (ledger.domain.reservations): version 0 before
+        any claim reserved paths. Read inside a transaction, a claim that appends to it at
+        the next version serializes with every other reserving claim."""
+        try:
+            state = self._load(RESERVATIONS_STREAM, fold_reservations)
+        except AggregateNotFoundError:
+            return NO_RESERVATIONS
+        return state if isinstance(state, Reservations) else NO_RESERVATIONS
 
     def stream(self, originator_id: str) -> Iterable[Any]:
         return self.events.get(originator_id)
