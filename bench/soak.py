@@ -26,6 +26,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
 import httpx
 
@@ -49,15 +50,29 @@ class Sample:
     rss: int
 
 
-class Cycles:
-    """One agent thread's work: plan, claim and complete every step, show, end."""
+class Answer(Protocol):
+    def raise_for_status(self) -> object: ...
+    def json(self) -> Any: ...
 
-    def __init__(self, url: str, name: str) -> None:
-        self.http = httpx.Client(base_url=url, timeout=60)
-        self.name = name
+
+class Http(Protocol):
+    """What the agents need of an HTTP client: httpx's, or a test's client of an app."""
+
+    def post(self, url: str, *, json: Any = None,
+             headers: dict[str, str] | None = None) -> Answer: ...
+    def get(self, url: str) -> Answer: ...
+    def close(self) -> None: ...
+
+
+class Cycles:
+    """One agent thread's work, through `http` (a client of the server): plan, claim and
+    complete every step, show, end."""
+
+    def __init__(self, http: Http, name: str, steps: int = STEPS) -> None:
+        self.http, self.name, self.steps = http, name, steps
         self.done = 0
 
-    def write(self, path: str, token: str | None, body: object = None) -> httpx.Response:
+    def write(self, path: str, token: str | None, body: object = None) -> Answer:
         headers = {"Idempotency-Key": str(uuid.uuid4())}
         if token is not None:
             headers["Authorization"] = f"Bearer {token}"
@@ -74,7 +89,8 @@ class Cycles:
         planner = self.session("planner")
         workers = [self.session("worker a"), self.session("worker b")]
         steps = [{"key": f"s{i}", "title": f"step {i} of {slug}",
-                  "depends_on": [f"s{i - LANES}"] if i >= LANES else []} for i in range(STEPS)]
+                  "depends_on": [f"s{i - LANES}"] if i >= LANES else []}
+                 for i in range(self.steps)]
         self.write("/api/plans", planner[1], {"slug": slug, "title": slug, "steps": steps})
         turn = 0
         while True:
@@ -106,7 +122,8 @@ def sample(server: Replica, started: float) -> Sample:
 def soak(server: Replica, seconds: float, every: float) -> list[Sample]:
     """Run the agents against `server` for `seconds`, sampling every `every` seconds."""
     stop = threading.Event()
-    agents = [Cycles(server.url, f"agent-{i}") for i in range(AGENTS)]
+    agents = [Cycles(httpx.Client(base_url=server.url, timeout=60), f"agent-{i}")
+              for i in range(AGENTS)]
     failures: list[BaseException] = []
     threads = [threading.Thread(target=_noting(failures, a.run_until), args=(stop,))
                for a in agents]
