@@ -8,37 +8,49 @@ holder); 4 nothing ready (claim-next found no step to claim).
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any, TypeVar
+from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
 
+from planledger.api.cli.options import (
+    DbOption,
+    FenceOption,
+    JsonOption,
+    LeaseOption,
+    SessionOption,
+    TokenOption,
+    UrlOption,
+)
 from planledger.api.client import Client, Unreachable, connect
 from planledger.api.errors import BOUNCE_REASONS, ConfigError, problem
 from planledger.ledger.domain.errors import InvalidInput
+
+# The commands' options (api.cli.options) are theirs from here too.
+__all__ = [
+    "EXIT_BOUNCED",
+    "EXIT_ERROR",
+    "EXIT_NOTHING_READY",
+    "DbOption",
+    "FenceOption",
+    "JsonOption",
+    "LeaseOption",
+    "SessionOption",
+    "TokenOption",
+    "UrlOption",
+    "answering_errors",
+    "console",
+    "emit",
+    "errors",
+    "open_client",
+    "require",
+]
 
 EXIT_ERROR = 1
 EXIT_BOUNCED = 3
 EXIT_NOTHING_READY = 4
 
 T = TypeVar("T")
-
-DbOption = Annotated[str | None, typer.Option(
-    "--db", envvar="PLANLEDGER_DB", help="The embedded store: an SQLite path (default "
-    "./.planledger/ledger.sqlite), 'memory', or a postgresql:// URL.")]
-UrlOption = Annotated[str | None, typer.Option(
-    "--url", envvar="PLANLEDGER_URL", help="A running server (e.g. http://127.0.0.1:8765); "
-    "without it the command works on the embedded store directly.")]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
-SessionOption = Annotated[str | None, typer.Option(
-    "--session", envvar="PLANLEDGER_SESSION", help="The session to act for (embedded store).")]
-TokenOption = Annotated[str | None, typer.Option(
-    "--token", envvar="PLANLEDGER_TOKEN", help="The session's token (from `session start`); "
-    "needed with --url.", show_default=False)]
-LeaseOption = Annotated[int | None, typer.Option(
-    "--lease", help="Lease in seconds (the server's default when omitted).")]
-FenceOption = Annotated[int | None, typer.Option(
-    "--fence", help="The fence your claim was granted: refused if it is stale.")]
 
 console = Console()
 errors = Console(stderr=True)

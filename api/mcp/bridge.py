@@ -22,8 +22,8 @@ from mcp.types import (
 
 from planledger import __version__
 from planledger.api.errors import ConfigError
+from planledger.api.mcp.handshake import INSTRUCTIONS
 from planledger.api.mcp.http import PATH
-from planledger.api.mcp.server import INSTRUCTIONS
 
 
 def mcp_url(url: str) -> str:

@@ -21,6 +21,7 @@ from planledger import __version__
 from planledger.api.errors import problem
 from planledger.api.mcp.acting import Connections, mcp_connection
 from planledger.api.mcp.arguments import normalized
+from planledger.api.mcp.handshake import INSTRUCTIONS
 from planledger.api.mcp.portable import portable
 from planledger.api.mcp.tools_claims import ClaimTools
 from planledger.api.mcp.tools_plans import PlanTools
@@ -29,13 +30,6 @@ from planledger.api.mcp.tools_steps import StepTools
 from planledger.api.service import Service
 
 log = logging.getLogger("planledger.mcp")
-
-INSTRUCTIONS = """planledger: one dependency-aware queue of plan steps shared by several
-agents; a claimed step is never worked twice. Call session_start first and read the
-constraints in its briefing. To pick up work: tasks_ready(plan), tasks_claim(step_id) the first
-ready step (or tasks_claim_next(plan)), re-claim it as a heartbeat while you work, then
-tasks_complete(step_id). If a claim bounces (`task already claimed: held by ...`), leave that
-step alone: call tasks_ready again and claim from the fresh list. session_end when you stop."""
 
 
 class LedgerMCP(MCPServer[Any]):

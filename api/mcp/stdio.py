@@ -3,13 +3,25 @@
 For clients that start their tools as processes (Claude Code's and Codex CLI's stdio
 servers). The process is the agent's one connection, so the session it starts acts for
 every later call. Nothing but the protocol goes to stdout; messages go to stderr.
+
+On the embedded store it answers the client's `initialize` first (api.mcp.handshake) and
+only then loads the MCP SDK and opens the store: a client waits for that answer, often
+for several servers started at once, and the rest takes seconds (issue 19). The SDK is
+then handed the same `initialize` and its answer dropped, so it serves the session whole.
 """
 
-from typing import Annotated
+import json
+import os
+import sys
+from io import TextIOWrapper
+from typing import IO, TYPE_CHECKING, Annotated, Any, BinaryIO, cast
 
 import typer
 
-from planledger.api.cli.common import DbOption, UrlOption, answering_errors
+from planledger.api.cli.options import DbOption, UrlOption
+
+if TYPE_CHECKING:
+    from planledger.api.mcp.server import LedgerMCP
 
 
 def mcp(
@@ -22,18 +34,54 @@ def mcp(
 ) -> None:
     """Serve the MCP tools to one agent over stdio: on the embedded store, or relayed to
     the running server at --url (its /mcp endpoint)."""
-    import anyio  # the MCP stack loads only here: other commands start faster without it
+    if url:
+        import anyio  # the MCP stack loads only here: other commands start faster without it
+
+        from planledger.api.cli.common import answering_errors
+        from planledger.api.mcp.bridge import serve_bridge
+
+        with answering_errors():
+            anyio.run(serve_bridge, url)
+        return
+    reader, writer = _claim_wire()
+    first = reader.readline()
+    if not first:
+        return  # the client went away before saying anything
+    answered = _answer_initialize(first, writer)
+    from planledger.api.cli.common import answering_errors
 
     with answering_errors():
-        if url:
-            from planledger.api.mcp.bridge import serve_bridge
-
-            anyio.run(serve_bridge, url)
-        else:
-            _serve_embedded(db, lease_default)
+        _serve_embedded(db, lease_default, reader, writer, first, answered)
 
 
-def _serve_embedded(db: str | None, lease_default: int | None) -> None:
+def _claim_wire() -> tuple[BinaryIO, BinaryIO]:
+    """The protocol's own copies of stdin and stdout. Then fd 0 reads nothing and fd 1
+    writes to stderr, so nothing a library or a child prints can reach the wire (what the
+    SDK's stdio transport does when it owns the streams)."""
+    sys.stdout.flush()
+    reader = os.fdopen(os.dup(0), "rb")
+    writer = os.fdopen(os.dup(1), "wb")
+    nothing = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(nothing, 0)
+    os.close(nothing)
+    os.dup2(2, 1)
+    return reader, writer
+
+
+def _answer_initialize(first: bytes, writer: BinaryIO) -> Any:
+    """Answer `first` at once if it is `initialize`; the id answered, else None."""
+    from planledger.api.mcp.handshake import initialize_answer
+
+    early = initialize_answer(first)
+    if early is None:
+        return None
+    writer.write(early[1])
+    writer.flush()
+    return early[0]
+
+
+def _serve_embedded(db: str | None, lease_default: int | None, reader: BinaryIO,
+                    writer: BinaryIO, first: bytes, answered: Any) -> None:
     import anyio
 
     from planledger.api.identity import Identity
@@ -47,6 +95,61 @@ def _serve_embedded(db: str | None, lease_default: int | None) -> None:
     try:
         identity = Identity(runtime.secret, settings.admin_token)
         server = build_server(Service(runtime, settings, identity), single_connection=True)
-        anyio.run(server.run_stdio_async)
+        stdin = _Replaying(first.decode("utf-8", errors="replace"),
+                           TextIOWrapper(reader, encoding="utf-8", errors="replace"))
+        stdout = _Dropping(answered, TextIOWrapper(writer, encoding="utf-8"))
+        anyio.run(_serve, server, stdin, stdout)
     finally:
         runtime.close()
+
+
+async def _serve(server: "LedgerMCP", stdin: "_Replaying", stdout: "_Dropping") -> None:
+    """What the SDK's `run_stdio_async` does, on our streams."""
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    # The SDK's server behind LedgerMCP: the SDK names no public way to it.
+    lowlevel = server._lowlevel_server
+    async with stdio_server(anyio.wrap_file(cast(IO[str], stdin)),
+                            anyio.wrap_file(cast(IO[str], stdout))) as (read, write):
+        await lowlevel.run(read, write, lowlevel.create_initialization_options())
+
+
+class _Replaying:
+    """stdin for the SDK: the line already read (and answered, if `initialize`) first."""
+
+    def __init__(self, first: str, rest: TextIOWrapper) -> None:
+        self._first: str | None = first
+        self._rest = rest
+
+    def readline(self) -> str:
+        if self._first is not None:
+            line, self._first = self._first, None
+            return line
+        return self._rest.readline()
+
+
+class _Dropping:
+    """stdout for the SDK: every message but its own answer to the `initialize` answered
+    already (the SDK writes one message per write)."""
+
+    def __init__(self, answered: Any, out: TextIOWrapper) -> None:
+        self._answered = answered
+        self._out = out
+
+    def write(self, text: str) -> int:
+        if self._answered is not None and self._answers(text):
+            self._answered = None
+            return len(text)
+        return self._out.write(text)
+
+    def _answers(self, text: str) -> bool:
+        try:
+            message = json.loads(text)
+        except ValueError:
+            return False
+        return (isinstance(message, dict) and message.get("id") == self._answered
+                and ("result" in message or "error" in message))
+
+    def flush(self) -> None:
+        self._out.flush()

@@ -1,0 +1,75 @@
+"""`planledger mcp` answers `initialize` before loading the MCP SDK (api.mcp.handshake):
+that early answer is the one the SDK's server gives, and the SDK then serves the rest of
+the session as if it had answered it."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+from planledger.api.mcp import handshake
+from planledger.bench.servers import PLANLEDGER
+
+
+def _request(version: str, request_id: Any = 1) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "initialize", "params": {
+        "protocolVersion": version, "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"}}}).encode() + b"\n"
+
+
+# The SDK's own stdio server over the same tools, as `planledger mcp` ran before it answered
+# early: whatever it answers `initialize` is what the early answer must be.
+SDK_SERVER = """
+import anyio
+from planledger.api.identity import Identity
+from planledger.api.mcp.server import build_server
+from planledger.api.runtime import open_runtime
+from planledger.api.service import Service
+from planledger.api.settings import load_settings
+settings = load_settings(db="memory")
+runtime = open_runtime(settings.db, checkpoints=False)
+service = Service(runtime, settings, Identity(runtime.secret, settings.admin_token))
+anyio.run(build_server(service, single_connection=True).run_stdio_async)
+"""
+
+
+def test_the_early_answer_is_the_sdk_servers_own() -> None:
+    assert handshake.HANDSHAKE_VERSIONS == HANDSHAKE_PROTOCOL_VERSIONS
+    for version in ("2025-06-18", "1999-01-01"):
+        request = _request(version, 7)
+        sdk = subprocess.run([sys.executable, "-c", SDK_SERVER], input=request,
+                             capture_output=True, timeout=120, check=True)
+        early = handshake.initialize_answer(request)
+        assert early is not None
+        assert json.loads(early[1]) == json.loads(sdk.stdout.splitlines()[0]), sdk.stderr
+
+
+def test_a_known_version_is_echoed_and_an_unknown_one_gets_the_newest() -> None:
+    for asked, agreed in (("2025-03-26", "2025-03-26"), ("1999-01-01", "2025-11-25")):
+        early = handshake.initialize_answer(_request(asked, "a"))
+        assert early is not None and early[0] == "a"
+        assert json.loads(early[1])["result"]["protocolVersion"] == agreed
+
+
+def test_anything_but_initialize_is_left_to_the_sdk() -> None:
+    for line in (b"not json\n", b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}\n',
+                 b'{"jsonrpc":"2.0","method":"initialize","params":{}}\n', b"[1]\n"):
+        assert handshake.initialize_answer(line) is None
+
+
+def test_after_the_early_answer_the_sdk_serves_the_session_and_answers_initialize_once(
+    tmp_path: Path,
+) -> None:
+    messages = [_request("2025-06-18"),
+                b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n',
+                b'{"jsonrpc":"2.0","id":2,"method":"tools/list"}\n']
+    done = subprocess.run([PLANLEDGER, "mcp", "--db", str(tmp_path / "l.sqlite")],
+                          input=b"".join(messages), capture_output=True, timeout=120,
+                          check=False)
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [a["id"] for a in answers] == [1, 2], done.stdout + done.stderr
+    assert answers[0]["result"]["serverInfo"]["name"] == "planledger"
+    assert any(t["name"] == "tasks_claim" for t in answers[1]["result"]["tools"])
