@@ -77,9 +77,11 @@ _LEDGER: dict[type[le.LedgerError], tuple[int, str]] = {
     le.UnknownDependency: (422, "unknown_dependency"),
     le.DependencyCycle: (422, "dependency_cycle"),
     le.Contention: (503, "contention"),
+    le.PathsHeld: (409, "paths_reserved"),
 }
 
-BOUNCE_REASONS = frozenset({"already_claimed", "blocked", "closed", "stale_fence", "not_holder"})
+BOUNCE_REASONS = frozenset({"already_claimed", "blocked", "closed", "stale_fence", "not_holder",
+                            "paths_reserved"})
 
 
 def _fields(error: le.LedgerError) -> dict[str, Any]:
@@ -94,6 +96,9 @@ def _fields(error: le.LedgerError) -> dict[str, Any]:
                               for b, t, s in error.blockers]
     if isinstance(error, le.UnknownPlan):
         fields["field"] = "plan"
+    if isinstance(error, le.PathsHeld):
+        fields["holder_step"] = error.holder_step
+        fields["patterns"] = error.patterns
     return fields
 
 

@@ -10,6 +10,7 @@ from dataclasses import fields
 from datetime import datetime
 from typing import Any
 
+from planledger.api.path_reads import annotated, free_first
 from planledger.api.runtime import Runtime
 from planledger.api.schemas import (
     BlockerOut,
@@ -25,6 +26,7 @@ from planledger.api.schemas import (
     StepDetailOut,
     StepOut,
     TimelineOut,
+    paths_out,
 )
 from planledger.ledger.domain import errors
 from planledger.ledger.domain import events as ev
@@ -59,7 +61,7 @@ def _plan_view(view: LedgerView, plan: PlanState, moment: datetime,
     verdicts = dict(queries.verdicts(view, plan.slug, moment))
     steps = [step_out(d, view.steps[d.id], verdicts.get(d.id), plan.steps)
              for d in _in_order(view, plan)]
-    return steps, (queries.progress(view, plan.slug, moment))
+    return annotated(view, moment, steps), (queries.progress(view, plan.slug, moment))
 
 
 def _in_order(view: LedgerView, plan: PlanState) -> list[StepDef]:
@@ -84,6 +86,7 @@ def step_out(
         fence=state.fence, expires_at=state.expires_at if holder else None,
         blockers=[BlockerOut(step_id=b, title=_title(definitions, b), status=s)
                   for b, s in (verdict.blockers if verdict else ())],
+        paths=paths_out(definition.paths),
     )
 
 
@@ -134,7 +137,8 @@ def _steps_out(view: LedgerView, plan: PlanState, shown: Sequence[StepDef],
         closed = view.steps[step_id].status in SATISFYING
         return None if closed else view.verdict(step_id, moment)
 
-    return [step_out(d, view.steps[d.id], judged(d.id), plan.steps) for d in shown]
+    return annotated(view, moment, [step_out(d, view.steps[d.id], judged(d.id), plan.steps)
+                                    for d in shown])
 
 
 def constraints(runtime: Runtime, slug: str) -> dict[str, str]:
@@ -162,10 +166,12 @@ def ready(runtime: Runtime, slug: str, listed: Sequence[StepId] | None = None,
         if listed is not None:
             known = {d.id: d for d in order}
             kinds["claimable"] = [known[s] for s in listed if s in known]
+        kinds["claimable"] = free_first(view, moment, kinds["claimable"])
         cut = {k: v[:limit] if limit is not None else v for k, v in kinds.items()}
 
         def out(ds: list[StepDef]) -> list[StepOut]:
-            return [step_out(d, view.steps[d.id], judged.get(d.id), state.steps) for d in ds]
+            return annotated(view, moment, [step_out(d, view.steps[d.id], judged.get(d.id),
+                                                     state.steps) for d in ds])
 
         line = queries.progress(view, state.slug, moment).line
     return ReadyOut(plan=slug, ready=out(cut["claimable"]), held=out(cut["held"]),

@@ -21,13 +21,15 @@ from planledger.api.schemas import (
     SessionStartedOut,
     StepChangeOut,
     StepRefOut,
+    paths_out,
 )
 from planledger.ledger import commands as c
 from planledger.ledger.domain.state import SessionState
 
 
 def claim_out(grant: c.Grant) -> ClaimOut:
-    return ClaimOut(step_id=grant.step_id, plan=grant.plan, title=grant.title,
+    return ClaimOut(paths=paths_out(grant.paths),
+                    step_id=grant.step_id, plan=grant.plan, title=grant.title,
                     holder=grant.session_id, fence=grant.fence, expires_at=grant.expires_at,
                     renewed=grant.renewed, took_over_from=grant.took_over_from)
 
@@ -49,7 +51,8 @@ def session_started_out(session: SessionState) -> SessionStartedOut:
 def plan_created_out(made: c.PlanCreated) -> PlanCreatedOut:
     plan = made.plan
     refs = [StepRefOut(step_id=i, key=k, plan=plan.slug, title=plan.steps[i].title,
-                       depends_on=list(plan.steps[i].depends_on))
+                       depends_on=list(plan.steps[i].depends_on),
+                       paths=paths_out(plan.steps[i].paths))
             for i, k in zip(made.step_ids, made.keys, strict=True)]
     return PlanCreatedOut(slug=plan.slug, title=plan.title,
                           constraints=dict(plan.constraints), steps=refs)
@@ -58,7 +61,7 @@ def plan_created_out(made: c.PlanCreated) -> PlanCreatedOut:
 def step_ref_out(defined: c.StepDefined) -> StepRefOut:
     step = defined.step
     return StepRefOut(step_id=step.id, plan=defined.plan, title=step.title,
-                      depends_on=list(step.depends_on))
+                      depends_on=list(step.depends_on), paths=paths_out(step.paths))
 
 
 # Each result type's answer: `(runtime, result) -> schema`.

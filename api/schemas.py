@@ -3,6 +3,7 @@
 Field names are the contract with clients: change them only additively.
 """
 
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, Literal
 
@@ -10,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from planledger.api.text import check_text
 from planledger.ledger import commands as c
+from planledger.ledger.domain.paths import PathSpec
 from planledger.projections.results import Progress
 from planledger.projections.timeline_entries import Entry, Lane
 
@@ -52,6 +54,26 @@ class SessionEndIn(RequestSchema):
                                  "kept on its timeline.")
 
 
+class PathIn(RequestSchema):
+    """A path a step touches: a glob from the repository root, reserved while the step is
+    claimed (exclusively unless `mode` is shared). See the README on path reservations."""
+
+    pattern: str = Field(examples=["internal/auth/**"])
+    mode: Literal["exclusive", "shared"] = "exclusive"
+
+
+PATHS_HELP = ("Globs from the repository root the step touches (`*`, `?`, `**`; a plain name "
+              "covers what lies beneath it), reserved while it is claimed: a string is "
+              'exclusive, or give {"pattern": ..., "mode": "shared"}.')
+PathsIn = list[str | PathIn]
+
+
+def path_specs(paths: PathsIn | None) -> tuple[PathSpec, ...]:
+    """Paths as the ledger takes them (checked there, naming the field)."""
+    return tuple(PathSpec(p) if isinstance(p, str) else PathSpec(p.pattern, p.mode)
+                 for p in paths or ())
+
+
 class PlanStepIn(RequestSchema):
     key: str | None = Field(None, description="A name later steps of this request use in "
                             "depends_on.", examples=["s5"])
@@ -60,6 +82,8 @@ class PlanStepIn(RequestSchema):
     body: str = Field(default="", description="Details: acceptance criteria, files, notes.")
     depends_on: list[str] = Field(default_factory=list, description="Keys of earlier steps "
                                   "in this request, or ids of existing steps.", examples=[["s4"]])
+    paths: PathsIn = Field(default_factory=list, description=PATHS_HELP,
+                           examples=[["internal/auth/**"]])
 
 
 class PlanIn(RequestSchema):
@@ -71,7 +95,8 @@ class PlanIn(RequestSchema):
 
     def command(self, actor: str) -> c.CreatePlan:
         return c.CreatePlan(self.slug, self.title, actor, tuple(self.constraints.items()),
-                            tuple(c.NewStep(s.title, s.body, tuple(s.depends_on), s.key)
+                            tuple(c.NewStep(s.title, s.body, tuple(s.depends_on), s.key,
+                                            path_specs(s.paths))
                                   for s in self.steps))
 
 
@@ -79,17 +104,23 @@ class StepIn(RequestSchema):
     title: str = Field(examples=["Emit metrics and an alert for refresh-reuse revocations"])
     body: str = ""
     depends_on: list[str] = Field(default_factory=list, examples=[[STEP]])
+    paths: PathsIn = Field(default_factory=list, description=PATHS_HELP)
 
     def command(self, plan: str, actor: str) -> c.AddStep:
-        return c.AddStep(plan, self.title, actor, self.body, tuple(self.depends_on))
+        return c.AddStep(plan, self.title, actor, self.body, tuple(self.depends_on),
+                         path_specs(self.paths))
 
 
 class StepRevisionIn(RequestSchema):
     title: str | None = None
     body: str | None = None
+    paths: PathsIn | None = Field(default=None, description=PATHS_HELP + " All of them, replacing "
+                                  "the step's (`[]` declares none); a claim holding the step "
+                                  "keeps what it reserved until it ends.")
 
     def command(self, step_id: str, actor: str) -> c.ReviseStep:
-        return c.ReviseStep(step_id, actor, self.title, self.body)
+        return c.ReviseStep(step_id, actor, self.title, self.body,
+                            None if self.paths is None else path_specs(self.paths))
 
 
 class DependenciesIn(RequestSchema):
@@ -102,6 +133,12 @@ class DependenciesIn(RequestSchema):
 class ClaimIn(RequestSchema):
     lease_seconds: int | None = Field(None, description="Lease length; the server default "
                                       "(900 s unless configured) when omitted.", examples=[900])
+
+
+class ClaimStepIn(ClaimIn):
+    paths: PathsIn = Field(default_factory=list, description="More paths to reserve with "
+                           "this claim, beside the step's own (a holder's re-claim adds them "
+                           "to what it holds). " + PATHS_HELP)
 
 
 class ClaimNextIn(ClaimIn):
@@ -181,11 +218,21 @@ class SessionEndOut(Schema):
     released: list[str] = Field(description="Steps the session held, each released.")
 
 
+class PathOut(Schema):
+    pattern: str
+    mode: Literal["exclusive", "shared"]
+
+
+def paths_out(paths: Iterable[PathSpec]) -> list[PathOut]:
+    return [PathOut(pattern=p.pattern, mode=p.mode) for p in paths]
+
+
 class StepRefOut(StepAnswer):
     key: str | None = None
     plan: str
     title: str
     depends_on: list[str] = Field(default_factory=list)
+    paths: list[PathOut] = Field(default_factory=list)
 
 
 class PlanCreatedOut(Schema):
@@ -211,6 +258,50 @@ class BlockerOut(Schema):
     status: str
 
 
+class CollisionOut(Schema):
+    """Another session's live reservation that paths meet."""
+
+    holder: str = Field(examples=[SID])
+    holder_name: str | None = None
+    step_id: str = Field(description="The holder's step.")
+    title: str
+    patterns: list[str] = Field(description="The holder's patterns that are met.",
+                                examples=[["internal/auth/**"]])
+
+
+class ReservationOut(Schema):
+    """A live reservation: a claim's paths, held with its lease and fence."""
+
+    step_id: str
+    plan: str
+    title: str
+    holder: str
+    holder_name: str | None = None
+    fence: int
+    expires_at: datetime
+    paths: list[PathOut]
+    patterns: list[str] = Field(default_factory=list, description="In a check: the "
+                                "reserved patterns the asked paths meet.")
+
+
+class PathsCheckIn(RequestSchema):
+    paths: list[str] = Field(default_factory=list, max_length=100, description="Globs: which "
+                             "live reservations do they overlap?", examples=[["internal/**"]])
+    files: list[str] = Field(default_factory=list, max_length=10_000, description="File "
+                             "paths from the repository root, taken literally: which live "
+                             "reservations cover them? (the commit guard's question)")
+    exclusive_only: bool = Field(default=False, description="Leave shared reservations out.")
+    but: str | None = Field(default=None, description="Leave this session's reservations out.")
+
+
+class PathsCheckOut(Schema):
+    reserved: list[ReservationOut] = Field(description="Live reservations the asked paths "
+                                           "meet (every live one when none are asked), "
+                                           "soonest expiry first.")
+    message: str = Field(examples=['"internal/auth/**" is held by "01K…" (agent B, step '
+                                   '01K… "Rate-limit POST /auth/refresh")'])
+
+
 class StepOut(StepAnswer):
     plan: str
     position: int
@@ -225,6 +316,13 @@ class StepOut(StepAnswer):
     fence: int
     expires_at: datetime | None = None
     blockers: list[BlockerOut] = Field(default_factory=list)
+    paths: list[PathOut] = Field(default_factory=list, description="The paths the step "
+                                 "declares it will touch.")
+    reserved: list[PathOut] = Field(default_factory=list, description="The paths its live "
+                                    "claim holds reserved (the step's and the claim's own).")
+    collides_with: list[CollisionOut] = Field(default_factory=list, description="Other "
+                                              "sessions' live reservations its paths meet: a "
+                                              "claim now would bounce.")
 
 
 class PlanOut(PlanSummaryOut):
@@ -276,6 +374,9 @@ class ClaimOut(StepAnswer):
     renewed: bool = Field(description="True for a heartbeat of the holder's own claim.")
     took_over_from: str | None = Field(None, description="The lapsed holder this grant "
                                        "replaced, if any.")
+    paths: list[PathOut] = Field(default_factory=list, description="The paths this claim "
+                                 "reserved (the step's and its own; a heartbeat that adds "
+                                 "none answers none, and they stay reserved).")
 
 
 NothingReady = Literal["all_held", "all_blocked", "all_done", "empty", "none_ready"]
@@ -337,5 +438,9 @@ class ErrorOut(Schema):
                                     "lease runs out, when nothing renews it.")
     status: str | None = None
     blockers: list[BlockerOut] | None = None
+    holder_step: str | None = Field(default=None, description="paths_reserved: the step whose "
+                                    "claim holds the paths.")
+    patterns: list[str] | None = Field(default=None, description="paths_reserved: the holder's "
+                                       "reserved patterns the claim's paths meet.")
     session_id: str | None = None
     field: str | None = None

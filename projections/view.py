@@ -30,6 +30,7 @@ from planledger.ledger.domain import errors
 from planledger.ledger.domain import events as ev
 from planledger.ledger.domain.claims import Verdict, assess
 from planledger.ledger.domain.ids import PLAN_STREAM_PREFIX, PlanSlug, SessionId, StepId
+from planledger.ledger.domain.reservations import Reservation, note_reserved
 from planledger.ledger.domain.state import (
     SATISFYING,
     PlanState,
@@ -56,11 +57,12 @@ else:
 # watched a plan finish (a console, its agents) reads it once more without a fold back.
 FINISHED_KEPT = 16
 
-_PLAN_EVENTS = (ev.PlanCreated, ev.StepAdded, ev.StepRevised, ev.DependenciesDeclared)
+_PLAN_EVENTS = (ev.PlanCreated, ev.StepAdded, ev.StepRevised, ev.DependenciesDeclared,
+                ev.PathsDeclared)
 _STEP_EVENTS = (ev.StepOpened, ev.StepClaimed, ev.LeaseRenewed, ev.StepReleased,
                 ev.StepCompleted, ev.StepDropped, ev.StepReopened)
 _SESSION_EVENTS = (ev.SessionStarted, ev.SessionEnded, ev.ClaimBounced, ev.ClaimRefused,
-                   ev.StaleFenceRejected, ev.ReadyListed)
+                   ev.StaleFenceRejected, ev.ReadyListed, ev.PathsBounced)
 
 
 @dataclass(frozen=True)
@@ -113,6 +115,9 @@ class LedgerView:
     session_marks: Positions
     finished: dict[PlanSlug, FinishedPlan]  # retired: their detail is in the log only
     finishing: list[PlanSlug]  # finished and still held, the first to finish first
+    # Each step's latest path reservation (ledger.domain.reservations), live or not: one
+    # is live while its claim is (same fence, lease, holder), judged at query time.
+    reservations: dict[StepId, Reservation]
 
     def __init__(self, archive: Archive | None = None, kept: int = FINISHED_KEPT) -> None:
         """A view that retires finished plans given an `archive` to read them back from
@@ -133,6 +138,7 @@ class LedgerView:
         self.session_marks = array("q")
         self.finished = {}
         self.finishing = []
+        self.reservations = {}
         self._archive = archive
         self._kept = kept
         self._dirty: set[StepId] = set()
@@ -156,6 +162,7 @@ class LedgerView:
         handlers.update(dict.fromkeys(_PLAN_EVENTS, self._on_plan))
         handlers.update(dict.fromkeys(_STEP_EVENTS, self._on_step))
         handlers.update(dict.fromkeys(_SESSION_EVENTS, self._on_session))
+        handlers[ev.PathsReserved] = self._on_reserved
         return handlers
 
     def facts(self) -> dict[str, object]:
@@ -169,6 +176,7 @@ class LedgerView:
             "held": {session: steps for session, steps in self.held.items() if steps},
             "ended_holders": self.ended_holders, "finished": self.finished,
             "finishing": self.finishing,
+            "reservations": self.reservations,
         }
 
     # --- folding ------------------------------------------------------------------
@@ -290,6 +298,13 @@ class LedgerView:
                 self._revived(StepId(step_id))
             self._remember(StepId(step_id), position)
 
+    def _on_reserved(self, event: ev.PathsReserved, position: int) -> None:
+        step_id = StepId(event.step_id)
+        if self.finished and step_id not in self.steps:
+            self._revived(step_id)
+        note_reserved(self.reservations, event)
+        self._remember(step_id, position)
+
     def _remember(self, step_id: StepId, position: int) -> None:
         positions = self.history.get(step_id)
         if positions is None:
@@ -328,6 +343,7 @@ class LedgerView:
             statuses.append(step.status if step is not None else None)
             runs.append(self.history.pop(step_id, ()))
             self.dependents.pop(step_id, None)
+            self.reservations.pop(step_id, None)  # its claims are over: none is live
             self._dirty.discard(step_id)
         self.finished[plan] = FinishedPlan(
             plan, state.title, state.created_at, len(state.steps), statuses.count("done"),

@@ -21,7 +21,13 @@ from starlette.exceptions import HTTPException
 from planledger import __version__
 from planledger.api.console.routes import install_console
 from planledger.api.errors import ApiError, Replayed, problem
-from planledger.api.http import routes_log, routes_plans, routes_sessions, routes_steps
+from planledger.api.http import (
+    routes_log,
+    routes_plans,
+    routes_reservations,
+    routes_sessions,
+    routes_steps,
+)
 from planledger.api.http.deadline import AnswerDeadline
 from planledger.api.http.full_store import RefuseWhileFull
 from planledger.api.http.latency import LatencyObserver
@@ -55,7 +61,7 @@ def create_app(runtime: Runtime, settings: Settings, identity: Identity | None =
     # `include_router` wraps each router in a layer that re-derives its routes' context on
     # every request (~40 us of a claim's server CPU). The OpenAPI document is the same.
     for router in (routes_sessions.router, routes_plans.router, routes_steps.router,
-                   routes_log.router, routes_log.ops):
+                   routes_reservations.router, routes_log.router, routes_log.ops):
         app.router.routes.extend(router.routes)
     install_console(app)
     install_mcp(app, app.state.service, settings.host)  # /mcp: the MCP tools (api/mcp)

@@ -2,11 +2,12 @@
 `RemoteClient` sends. The routes (`routes_*.py`) are the other half; the contract tests
 check that every command here reaches its route and answers as on the embedded store."""
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
 from planledger.ledger import commands as c
+from planledger.ledger.domain.paths import PathSpec
 
 Request = tuple[str, str, dict[str, Any] | None]  # method, path, JSON body
 
@@ -16,10 +17,15 @@ def _part(text: str) -> str:
 
 
 def _plan(command: c.CreatePlan) -> dict[str, Any]:
-    steps = [{"key": s.key, "title": s.title, "body": s.body, "depends_on": list(s.depends_on)}
+    steps = [{"key": s.key, "title": s.title, "body": s.body, "depends_on": list(s.depends_on),
+              **({"paths": _paths(s.paths)} if s.paths else {})}
              for s in command.steps]
     return {"slug": command.slug, "title": command.title,
             "constraints": dict(command.constraints), "steps": steps}
+
+
+def _paths(paths: Sequence[PathSpec] | None) -> list[dict[str, str]] | None:
+    return None if paths is None else [p.as_record() for p in paths]
 
 
 def _step(action: str) -> Callable[[Any], Request]:
@@ -35,16 +41,19 @@ REQUESTS: Mapping[type[c.Command[Any]], Callable[[Any], Request]] = {
                                {"findings": cmd.findings}),
     c.CreatePlan: lambda cmd: ("POST", "/api/plans", _plan(cmd)),
     c.AddStep: lambda cmd: ("POST", f"/api/plans/{_part(cmd.plan)}/steps", {
-        "title": cmd.title, "body": cmd.body, "depends_on": list(cmd.depends_on)}),
+        "title": cmd.title, "body": cmd.body, "depends_on": list(cmd.depends_on),
+        "paths": _paths(cmd.paths)}),
     c.ReviseStep: lambda cmd: ("PATCH", f"/api/steps/{_part(cmd.step_id)}",
-                               {"title": cmd.title, "body": cmd.body}),
+                               {"title": cmd.title, "body": cmd.body,
+                                "paths": _paths(cmd.paths)}),
     c.DeclareDependencies: lambda cmd: (
         "POST", f"/api/steps/{_part(cmd.step_id)}/dependencies",
         {"depends_on": list(cmd.depends_on)}),
     c.ListReady: lambda cmd: ("POST", f"/api/plans/{_part(cmd.plan)}/ready"
                                       + (f"?limit={cmd.limit}" if cmd.limit else ""), None),
     c.Claim: lambda cmd: ("POST", f"/api/steps/{_part(cmd.step_id)}/claim",
-                          {"lease_seconds": cmd.lease_seconds}),
+                          {"lease_seconds": cmd.lease_seconds,
+                           "paths": _paths(cmd.paths) or None}),
     c.Heartbeat: lambda cmd: ("POST", f"/api/steps/{_part(cmd.step_id)}/heartbeat",
                               {"lease_seconds": cmd.lease_seconds}),
     c.ClaimNext: lambda cmd: ("POST", f"/api/plans/{_part(cmd.plan)}/claim-next",

@@ -18,6 +18,7 @@ from planledger.api.http.running import run_command
 from planledger.api.schemas import (
     ClaimIn,
     ClaimOut,
+    ClaimStepIn,
     DependenciesIn,
     FenceIn,
     ForceReleaseOut,
@@ -25,6 +26,7 @@ from planledger.api.schemas import (
     StepDetailOut,
     StepRefOut,
     StepRevisionIn,
+    path_specs,
 )
 from planledger.ledger import commands as c
 
@@ -33,7 +35,8 @@ router = APIRouter(prefix="/api/steps", tags=["steps"])
 _CLAIM_409 = ("already_claimed: another session holds a live lease; the body names the "
               'holder and the message reads `task already claimed: held by "<session>"`. '
               "blocked: the body lists the blockers. closed: the step is done or dropped. "
-              "session_ended: the session cannot claim.")
+              "session_ended: the session cannot claim. paths_reserved: the claim's paths "
+              "overlap another session's live reservation (holder, holder_step, patterns).")
 _HOLDER_409 = ("not_holder: the session holds no live claim on the step (the body names who "
                "does). stale_fence: the call's fence is old (the body has fence and "
                "current_fence). closed: the step is done or dropped already.")
@@ -70,13 +73,17 @@ async def step_depend(service: ServiceDep, step_id: StepPath, deps: Dependencies
 @router.post("/{step_id}/claim", response_model=ClaimOut,
              responses=errors(401, 404, e409=_CLAIM_409))
 async def claim(service: ServiceDep, step_id: StepPath, actor: ActorDep,
-                key: IdempotencyKeyDep = None, body: ClaimIn | None = None) -> ClaimOut:
+                key: IdempotencyKeyDep = None, body: ClaimStepIn | None = None) -> ClaimOut:
     """Claim a ready (or lapsed) step for the token's session: it moves to in_progress with
-    a lease and a fence. Exactly one of any set of concurrent claims wins; the others get
-    409 naming the holder. The holder's own re-claim is a heartbeat."""
+    a lease and a fence, and its paths (the step's, and `paths` given here) are reserved
+    with it. Exactly one of any set of concurrent claims wins; the others get 409 naming
+    the holder; a claim whose paths overlap another session's live reservation gets 409
+    paths_reserved naming the holder, its step and the patterns. The holder's own re-claim
+    is a heartbeat (its `paths` are added to what it holds)."""
     return await run_command(service,
         lambda: service.answer(
-            c.Claim(step_id, actor, body.lease_seconds if body else None), ClaimOut, key))
+            c.Claim(step_id, actor, body.lease_seconds if body else None,
+                    path_specs(body.paths if body else None)), ClaimOut, key))
 
 
 @router.post("/{step_id}/heartbeat", response_model=ClaimOut,

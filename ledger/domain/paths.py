@@ -89,6 +89,22 @@ def check_pattern(pattern: str, field: str = "paths") -> str:
     return normal
 
 
+def check_file(path: str, field: str = "files") -> str:
+    """A file's path from the repository root, normalized as patterns are (its characters
+    are its own: `*` in a file name is no wildcard)."""
+    if not isinstance(path, str) or not path.strip():
+        raise errors.InvalidInput(field, "a file path must not be empty")
+    if any(ord(c) < 32 or ord(c) == 127 for c in path) or len(path) > 4 * MAX_PATTERN:
+        raise errors.InvalidInput(field, f"{path[:80]!r} is not a file path")
+    text = path.replace("\\", "/")
+    if text.startswith("/") or re.match(r"[A-Za-z]:(/|$)", text):
+        raise errors.InvalidInput(field, f"{path[:80]!r} is absolute")
+    segments = [s for s in text.split("/") if s not in ("", ".")]
+    if ".." in segments or not segments:
+        raise errors.InvalidInput(field, f"{path[:80]!r} is not a path in the repository")
+    return "/".join(segments)
+
+
 def _normal_segment(segment: str) -> str:
     if segment == "**" or "**" not in segment:
         return segment

@@ -23,6 +23,7 @@ from planledger.ledger.domain import errors
 from planledger.ledger.domain.paths import (
     MAX_PATHS,
     PathSpec,
+    check_file,
     check_paths,
     check_pattern,
     conflict,
@@ -199,3 +200,15 @@ def test_overlap_agrees_with_brute_force(a: str, b: str) -> None:
 @given(patterns, st.sampled_from(UNIVERSE))
 def test_covers_agrees_with_brute_force(pattern: str, path: tuple[str, ...]) -> None:
     assert covers(pattern, "/".join(path)) == (path in _covered(pattern))
+
+
+@pytest.mark.parametrize(("given_", "normal"), [
+    ("./a//b\\c.go", "a/b/c.go"), ("a*b/[x]", "a*b/[x]"), ("dir/", "dir")])
+def test_file_paths_are_normalized_and_keep_their_characters(given_: str, normal: str) -> None:
+    assert check_file(given_) == normal
+
+
+@pytest.mark.parametrize("given_", ["", "/etc/passwd", "C:/x", "a/../b", "..", ".", "a\tb"])
+def test_bad_file_paths_are_refused(given_: str) -> None:
+    with pytest.raises(errors.InvalidInput):
+        check_file(given_)

@@ -1,0 +1,111 @@
+"""Path reservations in the read answers: what a step's live claim holds reserved, what a
+claimable step would collide with (ready lists those that would not first), and who holds
+what some paths or files meet (`check`: the `paths_check` tool, `GET /api/reservations`,
+`planledger paths check` and the commit guard)."""
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from planledger.api.runtime import Runtime
+from planledger.api.schemas import (
+    CollisionOut,
+    PathOut,
+    PathsCheckOut,
+    ReservationOut,
+    StepOut,
+    paths_out,
+)
+from planledger.ledger.domain.errors import InvalidInput
+from planledger.ledger.domain.ids import SessionId
+from planledger.ledger.domain.paths import MAX_PATHS, PathSpec, check_file, check_pattern
+from planledger.ledger.domain.state import StepDef
+from planledger.projections import reservations
+from planledger.projections.reservations import HeldPaths, Meeting
+from planledger.projections.view import LedgerView
+
+MAX_FILES = 10_000  # staged files one guard check may ask about
+
+
+def _specs(paths: Sequence[PathOut]) -> tuple[PathSpec, ...]:
+    return tuple(PathSpec(p.pattern, p.mode) for p in paths)
+
+
+def _collision(found: Meeting) -> CollisionOut:
+    held = found.held
+    return CollisionOut(holder=held.session_id, holder_name=held.session_name,
+                        step_id=held.step_id, title=held.title, patterns=list(found.patterns))
+
+
+def annotated(view: LedgerView, moment: datetime, steps: list[StepOut]) -> list[StepOut]:
+    """The steps with what their live claims reserved and, for claimable ones, the other
+    sessions' live reservations they would bounce off (none held: the steps as they are)."""
+    held = reservations.live(view, moment)
+    if not held:
+        return steps
+    by_step: dict[str, HeldPaths] = {h.step_id: h for h in held}
+    shown = []
+    for step in steps:
+        update: dict[str, object] = {}
+        mine = by_step.get(step.step_id)
+        if mine is not None:
+            update["reserved"] = paths_out(mine.paths)
+        if step.claimable and step.paths:
+            found = reservations.collisions(view, _specs(step.paths), moment, among=held)
+            update["collides_with"] = [_collision(m) for m in found]
+        shown.append(step.model_copy(update=update) if update else step)
+    return shown
+
+
+def free_first(view: LedgerView, moment: datetime, steps: list[StepDef]) -> list[StepDef]:
+    """Claimable steps, those a claim would not bounce off a reservation first (each
+    group in its own order)."""
+    held = reservations.live(view, moment)
+    if not held:
+        return steps
+    free: list[StepDef] = []
+    colliding: list[StepDef] = []
+    for definition in steps:
+        bounced = reservations.collisions(view, definition.paths, moment, among=held)
+        (colliding if bounced else free).append(definition)
+    return free + colliding
+
+
+def reservation_out(held: HeldPaths, patterns: Sequence[str] = ()) -> ReservationOut:
+    return ReservationOut(step_id=held.step_id, plan=held.plan, title=held.title,
+                          holder=held.session_id, holder_name=held.session_name,
+                          fence=held.fence, expires_at=held.expires_at,
+                          paths=paths_out(held.paths), patterns=list(patterns))
+
+
+def describe(found: Sequence[Meeting]) -> str:
+    """Who holds what, for people: one line per reservation met."""
+    if not found:
+        return "no live reservation meets these paths"
+    return "; ".join(
+        ", ".join(f'"{p}"' for p in m.patterns) + f' held by "{m.held.session_id}" ('
+        + (f"{m.held.session_name}, " if m.held.session_name else "")
+        + f'step {m.held.step_id} "{m.held.title}")' for m in found)
+
+
+def check(runtime: Runtime, patterns: Sequence[str] = (), files: Sequence[str] = (),
+          exclusive_only: bool = False, but: str | None = None) -> PathsCheckOut:
+    """The live reservations the patterns overlap or the files fall under (every live one
+    when neither is given); `exclusive_only` leaves shared ones out, `but` a session's."""
+    if len(patterns) > MAX_PATHS:
+        raise InvalidInput("paths", f"{len(patterns)} given; the limit is {MAX_PATHS}")
+    if len(files) > MAX_FILES:
+        raise InvalidInput("files", f"{len(files)} given; the limit is {MAX_FILES}")
+    normal = [check_pattern(p, "paths") for p in patterns]
+    named = [check_file(f, "files") for f in files]
+    with runtime.reads.reading() as (view, moment):
+        if normal or named:
+            found = reservations.meeting(view, moment, normal, named, exclusive_only,
+                                         SessionId(but) if but else None)
+        else:
+            found = [Meeting(h, tuple(p.pattern for p in h.paths))
+                     for h in reservations.live(view, moment)
+                     if (h.session_id != but) and (not exclusive_only or
+                                                   any(p.exclusive for p in h.paths))]
+    return PathsCheckOut(reserved=[reservation_out(m.held, m.patterns) for m in found],
+                         message=describe(found))
+

@@ -1,0 +1,130 @@
+"""Path reservations over HTTP: steps declare paths, claims reserve them (and more), a
+colliding claim is 409 paths_reserved naming holder, step and patterns, ready puts the
+steps that would not collide first, and /api/reservations answers who holds what."""
+
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from planledger.api.http.app import create_app
+from planledger.api.runtime import open_runtime
+from planledger.api.settings import Settings
+from tests.support.fakes import FakeClock, SequentialIds
+
+PLAN = {"slug": "auth", "title": "Auth", "steps": [
+    {"key": "rotate", "title": "Rotate refresh tokens", "paths": ["internal/auth/**"]},
+    {"key": "limit", "title": "Rate-limit refresh", "paths": [
+        "internal/auth/limit.go", {"pattern": "docs/", "mode": "shared"}]},
+    {"key": "docs", "title": "Document it", "paths": [{"pattern": "docs/", "mode": "shared"}]},
+]}
+
+
+def session(client: TestClient, name: str) -> tuple[str, dict[str, str]]:
+    started = client.post("/api/sessions", json={"name": name}).json()
+    return started["session_id"], {"Authorization": f"Bearer {started['token']}"}
+
+
+@pytest.fixture
+def client(clock: FakeClock) -> TestClient:
+    runtime = open_runtime("memory", clock=clock, ids=SequentialIds())
+    return TestClient(create_app(runtime, Settings(db="memory")))
+
+
+def _plan(client: TestClient, headers: dict[str, str]) -> dict[str, str]:
+    made = client.post("/api/plans", json=PLAN, headers=headers)
+    assert made.status_code == 201, made.text
+    steps = made.json()["steps"]
+    assert steps[1]["paths"] == [{"pattern": "internal/auth/limit.go", "mode": "exclusive"},
+                                 {"pattern": "docs/**", "mode": "shared"}]
+    return {s["key"]: s["step_id"] for s in steps}
+
+
+def test_a_claim_on_reserved_paths_is_409_naming_holder_step_and_patterns(
+    client: TestClient,
+) -> None:
+    a, as_a = session(client, "agent A")
+    b, as_b = session(client, "agent B")
+    steps = _plan(client, as_a)
+    held = client.post(f"/api/steps/{steps['rotate']}/claim", headers=as_b,
+                       json={"paths": ["go.mod"]})
+    assert held.status_code == 200, held.text
+    assert [p["pattern"] for p in held.json()["paths"]] == ["internal/auth/**", "go.mod"]
+
+    refused = client.post(f"/api/steps/{steps['limit']}/claim", headers=as_a)
+
+    assert refused.status_code == 409
+    body = refused.json()
+    assert (body["reason"], body["holder"], body["holder_name"], body["holder_step"],
+            body["patterns"]) == ("paths_reserved", b, "agent B", steps["rotate"],
+                                  ["internal/auth/**"])
+    assert body["message"] == (f'paths reserved: "internal/auth/**" held by "{b}" (agent B, '
+                               f'step {steps["rotate"]} "Rotate refresh tokens")')
+    history = client.get(f"/api/steps/{steps['limit']}").json()["history"]
+    assert history[-1]["type"] == "PathsBounced"
+    assert a
+
+
+def test_ready_puts_colliding_steps_last_and_names_what_they_would_meet(
+    client: TestClient,
+) -> None:
+    _, as_a = session(client, "agent A")
+    b, as_b = session(client, "agent B")
+    steps = _plan(client, as_a)
+    client.post(f"/api/steps/{steps['rotate']}/claim", headers=as_b)
+
+    ready = client.get("/api/plans/auth/ready").json()
+
+    assert [s["step_id"] for s in ready["ready"]] == [steps["docs"], steps["limit"]]
+    docs, limit = ready["ready"]
+    assert docs["collides_with"] == []
+    assert limit["collides_with"] == [{"holder": b, "holder_name": "agent B",
+                                       "step_id": steps["rotate"],
+                                       "title": "Rotate refresh tokens",
+                                       "patterns": ["internal/auth/**"]}]
+    (rotate,) = ready["held"]
+    assert rotate["reserved"] == [{"pattern": "internal/auth/**", "mode": "exclusive"}]
+    next_one = client.post("/api/plans/auth/claim-next", headers=as_a).json()
+    assert next_one["claimed"]["step_id"] == steps["docs"]  # limit is passed by
+
+
+def _check(client: TestClient, **asked: Any) -> list[dict[str, Any]]:
+    answer = client.post("/api/reservations/check", json=asked)
+    assert answer.status_code == 200, answer.text
+    found: list[dict[str, Any]] = answer.json()["reserved"]
+    return found
+
+
+def test_reservations_answer_who_holds_what_until_the_claim_ends(client: TestClient) -> None:
+    _, as_a = session(client, "agent A")
+    b, as_b = session(client, "agent B")
+    steps = _plan(client, as_a)
+    client.post(f"/api/steps/{steps['rotate']}/claim", headers=as_b)
+    client.post(f"/api/steps/{steps['docs']}/claim", headers=as_a)
+
+    everything = client.get("/api/reservations").json()["reserved"]
+    assert [r["step_id"] for r in everything] == [steps["rotate"], steps["docs"]]
+    asked = client.get("/api/reservations", params={"paths": ["internal/*/x.go"]}).json()
+    assert [(r["holder"], r["patterns"]) for r in asked["reserved"]] == [
+        (b, ["internal/auth/**"])]
+    assert "held by" in asked["message"]
+    assert [r["step_id"] for r in _check(client, files=["docs/a.md", "README.md"])] == [
+        steps["docs"]]
+    assert _check(client, files=["docs/a.md"], exclusive_only=True) == []
+    assert _check(client, files=["internal/auth/x.go"], but=b) == []
+
+    client.post(f"/api/steps/{steps['rotate']}/complete", headers=as_b)
+    assert _check(client, files=["internal/auth/x.go"]) == []
+
+
+def test_paths_are_revised_and_bad_ones_refused_naming_the_field(client: TestClient) -> None:
+    _, as_a = session(client, "agent A")
+    steps = _plan(client, as_a)
+    revised = client.patch(f"/api/steps/{steps['docs']}", headers=as_a,
+                           json={"paths": ["README.md"]})
+    assert revised.json()["paths"] == [{"pattern": "README.md", "mode": "exclusive"}]
+    bad = client.post("/api/plans/auth/steps", headers=as_a,
+                      json={"title": "t", "paths": ["../outside"]})
+    assert (bad.status_code, bad.json()["reason"], bad.json()["field"]) == (
+        422, "invalid_input", "paths")
+    assert client.get("/api/reservations", params={"paths": ["/abs"]}).status_code == 422
