@@ -16,6 +16,7 @@ from planledger.api.schemas import (
     ClaimNextOut,
     ClaimOut,
     LogPageOut,
+    NoteAddedOut,
     PlanCreatedOut,
     PlanIn,
     PlanOut,
@@ -120,14 +121,20 @@ class Client:
     def heartbeat(self, step_id: str, lease: int | None = None) -> ClaimOut:
         return self.execute(c.Heartbeat(step_id, self._session(), lease), ClaimOut)
 
-    def complete(self, step_id: str, fence: int | None = None) -> StepChangeOut:
-        return self.execute(c.Complete(step_id, self._session(), fence), StepChangeOut)
+    def complete(self, step_id: str, fence: int | None = None,
+                 note: str | None = None) -> StepChangeOut:
+        return self.execute(c.Complete(step_id, self._session(), fence, note), StepChangeOut)
 
-    def release(self, step_id: str, fence: int | None = None) -> StepChangeOut:
-        return self.execute(c.Release(step_id, self._session(), fence), StepChangeOut)
+    def release(self, step_id: str, fence: int | None = None,
+                note: str | None = None) -> StepChangeOut:
+        return self.execute(c.Release(step_id, self._session(), fence, note), StepChangeOut)
 
-    def drop(self, step_id: str, fence: int | None = None) -> StepChangeOut:
-        return self.execute(c.Drop(step_id, self.author, fence), StepChangeOut)
+    def drop(self, step_id: str, fence: int | None = None,
+             note: str | None = None) -> StepChangeOut:
+        return self.execute(c.Drop(step_id, self.author, fence, note), StepChangeOut)
+
+    def add_note(self, step_id: str, text: str) -> NoteAddedOut:
+        return self.execute(c.AddNote(step_id, self.author, text), NoteAddedOut)
 
     def reopen(self, step_id: str) -> StepChangeOut:
         return self.execute(c.Reopen(step_id, self.author), StepChangeOut)

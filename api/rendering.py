@@ -15,6 +15,8 @@ from planledger.api.schemas import (
     ClaimNextOut,
     ClaimOut,
     ForceReleaseOut,
+    NoteAddedOut,
+    NoteOut,
     PlanCreatedOut,
     ReadyOut,
     SessionEndOut,
@@ -24,14 +26,19 @@ from planledger.api.schemas import (
     paths_out,
 )
 from planledger.ledger import commands as c
-from planledger.ledger.domain.state import SessionState
+from planledger.ledger.domain.state import Note, SessionState
 
 
 def claim_out(grant: c.Grant) -> ClaimOut:
     return ClaimOut(paths=paths_out(grant.paths),
                     step_id=grant.step_id, plan=grant.plan, title=grant.title,
                     holder=grant.session_id, fence=grant.fence, expires_at=grant.expires_at,
-                    renewed=grant.renewed, took_over_from=grant.took_over_from)
+                    renewed=grant.renewed, took_over_from=grant.took_over_from,
+                    notes=[note_out(n) for n in grant.notes])
+
+
+def note_out(note: Note) -> NoteOut:
+    return NoteOut(by=note.by, at=note.at, text=note.text, after=note.after)
 
 
 def next_claim_out(runtime: Runtime, found: c.NextClaim) -> ClaimNextOut:
@@ -77,6 +84,8 @@ RENDERERS: Mapping[type, Callable[[Runtime, Any], BaseModel]] = {
     c.StepChanged: lambda _, r: StepChangeOut(step_id=r.step_id, status=r.status,
                                                   plan=r.plan),
     c.ForceReleased: lambda _, r: ForceReleaseOut(step_id=r.step_id, released=r.released),
+    c.NoteAdded: lambda _, r: NoteAddedOut(step_id=r.step_id, plan=r.plan,
+                                           note=note_out(r.note)),
 }
 
 # Each command's answer schema (what a replayed answer is read back as).
@@ -86,7 +95,7 @@ ANSWERS: Mapping[type[c.Command[Any]], type[BaseModel]] = {
     c.DeclareDependencies: StepRefOut, c.ListReady: ReadyOut, c.Claim: ClaimOut,
     c.Heartbeat: ClaimOut, c.ClaimNext: ClaimNextOut, c.Complete: StepChangeOut,
     c.Release: StepChangeOut, c.Drop: StepChangeOut, c.Reopen: StepChangeOut,
-    c.ForceRelease: ForceReleaseOut,
+    c.ForceRelease: ForceReleaseOut, c.AddNote: NoteAddedOut,
 }
 assert set(ANSWERS) == set(c.COMMANDS), "every command has an answer schema"
 

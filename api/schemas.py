@@ -154,6 +154,13 @@ class FenceIn(RequestSchema):
     fence: int | None = Field(None, description="The fence your claim was granted; a stale "
                               "one is refused, so a paused agent cannot close work it lost.",
                               examples=[1])
+    note: str | None = Field(default=None, description="A handoff note left with it: the "
+                             "next claimer of the step reads it in its claim's answer.",
+                             examples=["blocked on the schema migration; tried X"])
+
+
+class NoteIn(RequestSchema):
+    text: str = Field(description="The note, for whoever picks the step up next.")
 
 
 # --- responses -----------------------------------------------------------------------
@@ -363,6 +370,20 @@ class ReadyOut(Schema):
     blocked_total: int = Field(default=0, description="Blocked steps in all.")
 
 
+class NoteOut(Schema):
+    by: str | None = Field(description="Who left it: a session, the admin or the local "
+                           "operator.")
+    at: datetime
+    text: str
+    after: str | None = Field(default=None, description="The close it came with: release, "
+                              "drop or complete.")
+
+
+class NoteAddedOut(StepAnswer):
+    plan: str
+    note: NoteOut
+
+
 class ClaimOut(StepAnswer):
     plan: str
     title: str
@@ -377,6 +398,9 @@ class ClaimOut(StepAnswer):
     paths: list[PathOut] = Field(default_factory=list, description="The paths this claim "
                                  "reserved (the step's and its own; a heartbeat that adds "
                                  "none answers none, and they stay reserved).")
+    notes: list[NoteOut] = Field(default_factory=list, description="A new claim: the notes "
+                                 "left on the step since it was last claimed (why the last "
+                                 "holder let go, what it tried).")
 
 
 NothingReady = Literal["all_held", "all_blocked", "all_done", "empty", "none_ready"]

@@ -42,6 +42,7 @@ HANDLERS: Mapping[type[Command[Any]], Callable[[Execution, Any], Any]] = {
     c.Drop: claim_handlers.drop,
     c.Reopen: claim_handlers.reopen,
     c.ForceRelease: claim_handlers.force_release,
+    c.AddNote: claim_handlers.add_note,
 }
 assert set(HANDLERS) == set(c.COMMANDS), "every command has one handler"
 

@@ -16,9 +16,9 @@ from planledger.ledger.domain.claims import (
     decide_claim,
 )
 from planledger.ledger.domain.events import LeaseRenewed, StepClaimed
-from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId, acting_session
+from planledger.ledger.domain.ids import Actor, PlanSlug, SessionId, StepId, acting_session
 from planledger.ledger.domain.paths import PathSpec
-from planledger.ledger.domain.state import SATISFYING, Status
+from planledger.ledger.domain.state import SATISFYING, Note, Status
 from planledger.ledger.execution import Execution, Outcome
 from planledger.ledger.reserving import collides, reserve, with_reserved
 
@@ -28,9 +28,10 @@ def _lease(run: Execution, lease_seconds: int | None) -> int:
 
 
 def _grant(decision: Decision, verdict: Verdict, session: SessionId, plan: PlanSlug,
-           title: str) -> c.Grant | None:
+           title: str, notes: tuple[Note, ...] = ()) -> c.Grant | None:
     """The grant a claim's decision stands for (None for a refusal). A new grant on a step
-    whose lease lapsed took over from its holder."""
+    whose lease lapsed took over from its holder; it carries the notes left since the
+    step's last claim (a heartbeat, none: its holder has read them)."""
     if decision.refusal is not None:
         return None
     event = decision.events[0]
@@ -38,7 +39,8 @@ def _grant(decision: Decision, verdict: Verdict, session: SessionId, plan: PlanS
     renewed = isinstance(event, LeaseRenewed)
     lapsed = None if renewed or verdict.holder == session else verdict.holder
     return c.Grant(StepId(event.originator_id), session, event.fence, event.expires_at,
-                   renewed=renewed, took_over_from=lapsed, plan=plan, title=title)
+                   renewed=renewed, took_over_from=lapsed, plan=plan, title=title,
+                   notes=() if renewed else notes)
 
 
 def claim(run: Execution, command: c.Claim) -> c.Grant:
@@ -72,8 +74,9 @@ def _claim(run: Execution, step_id: str, session_id: str, lease_seconds: int | N
                                 lease, lambda s: plan.steps[s].title, now,
                                 names=lambda s: run.store.session(s).name)
         decision = reserve(run, decision, step, definition, session, paths, lease, now)
-        return Outcome(decision, with_reserved(_grant(decision, verdict, session.id, step.plan,
-                                                      definition.title), decision))
+        granted = _grant(decision, verdict, session.id, step.plan, definition.title,
+                         step.notes)
+        return Outcome(decision, with_reserved(granted, decision))
 
     return run.decide_on_cached_step(attempt, step_id)
 
@@ -119,25 +122,25 @@ def _still_free(run: Execution, step_id: StepId) -> bool:
 
 
 def complete(run: Execution, command: c.Complete) -> c.StepChanged:
-    return _close(run, closing.decide_complete, command.step_id, command.actor,
-                  command.fence, "done")
+    return _close(run, closing.decide_complete, command, "done", "complete")
 
 
 def release(run: Execution, command: c.Release) -> c.StepChanged:
-    return _close(run, closing.decide_release, command.step_id, command.actor,
-                  command.fence, "open")
+    return _close(run, closing.decide_release, command, "open", "release")
 
 
-def _close(run: Execution, decide: Callable[..., Decision], step_id: str, session_id: str,
-           fence: int | None, status: Status) -> c.StepChanged:
+def _close(run: Execution, decide: Callable[..., Decision], command: c.Complete | c.Release,
+           status: Status, action: str) -> c.StepChanged:
     def attempt(now: datetime, fresh: bool) -> Outcome[c.StepChanged]:
-        session = run.live_session(session_id)
-        step, definition, _ = run.step(step_id, fresh=fresh)
+        session = run.live_session(command.actor)
+        step, definition, _ = run.step(command.step_id, fresh=fresh)
         holder = run.current_holder(step, now, session)
-        return Outcome(decide(step, definition, session, fence, holder, now),
-                       c.StepChanged(step.id, step.plan, status))
+        decision = decide(step, definition, session, command.fence, holder, now)
+        decision = closing.with_note(decision, step, Actor(session.id), command.note, action,
+                                     now)
+        return Outcome(decision, c.StepChanged(step.id, step.plan, status))
 
-    return run.decide_on_cached_step(attempt, step_id)
+    return run.decide_on_cached_step(attempt, command.step_id)
 
 
 def drop(run: Execution, command: c.Drop) -> c.StepChanged:
@@ -149,7 +152,20 @@ def drop(run: Execution, command: c.Drop) -> c.StepChanged:
         holder = run.current_holder(step, now, session)
         decision = closing.decide_drop(step, definition, who, session, command.fence,
                                        holder, now)
+        decision = closing.with_note(decision, step, who, command.note, "drop", now)
         return Outcome(decision, c.StepChanged(step.id, step.plan, "dropped"))
+
+    return run.decide(attempt, command.step_id)
+
+
+def add_note(run: Execution, command: c.AddNote) -> c.NoteAdded:
+    who = run.author(command.actor)
+
+    def attempt(now: datetime) -> Outcome[c.NoteAdded]:
+        step = run.store.step(StepId(command.step_id))
+        noted = closing.decide_note(step, who, command.text, now)
+        note = Note(who, now, noted.text)
+        return Outcome(Decision([noted]), c.NoteAdded(step.id, step.plan, note))
 
     return run.decide(attempt, command.step_id)
 

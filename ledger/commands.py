@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId
 from planledger.ledger.domain.paths import PathSpec
-from planledger.ledger.domain.state import PlanState, SessionState, Status, StepDef
+from planledger.ledger.domain.state import Note, PlanState, SessionState, Status, StepDef
 
 R = TypeVar("R")
 
@@ -44,6 +44,7 @@ class Grant:
     plan: PlanSlug  # the step's plan and title, as the decision read them
     title: str
     took_over_from: SessionId | None = None  # the lapsed holder a new grant replaced
+    notes: tuple[Note, ...] = ()  # a new grant: the notes left since the step's last claim
     paths: tuple[PathSpec, ...] = ()  # what the claim holds reserved (ledger.domain.paths)
 
 
@@ -62,6 +63,13 @@ class StepChanged:
     step_id: StepId
     plan: PlanSlug
     status: Status
+
+
+@dataclass(frozen=True)
+class NoteAdded:
+    step_id: StepId
+    plan: PlanSlug
+    note: Note
 
 
 @dataclass(frozen=True)
@@ -229,6 +237,7 @@ class Complete(Command[StepChanged]):
     step_id: str
     actor: str
     fence: int | None = None
+    note: str | None = None  # a handoff note left with it
 
 
 @dataclass(frozen=True)
@@ -237,6 +246,7 @@ class Release(Command[StepChanged]):
     step_id: str
     actor: str
     fence: int | None = None
+    note: str | None = None  # a handoff note left with it, for the next claimer
 
 
 @dataclass(frozen=True)
@@ -247,6 +257,17 @@ class Drop(Command[StepChanged]):
     step_id: str
     actor: str
     fence: int | None = None
+    note: str | None = None  # why, for whoever reads the step
+
+
+@dataclass(frozen=True)
+class AddNote(Command[NoteAdded]):
+    """A handoff note on a step, by any author, for whoever picks it up next."""
+
+    name: ClassVar[str] = "note"
+    step_id: str
+    actor: str
+    text: str
 
 
 @dataclass(frozen=True)
@@ -267,4 +288,5 @@ class ForceRelease(Command[ForceReleased]):
 
 COMMANDS: tuple[type[Command[Any]], ...] = (
     StartSession, EndSession, CreatePlan, AddStep, ReviseStep, DeclareDependencies,
-    ListReady, Claim, Heartbeat, ClaimNext, Complete, Release, Drop, Reopen, ForceRelease)
+    ListReady, Claim, Heartbeat, ClaimNext, Complete, Release, Drop, Reopen, ForceRelease,
+    AddNote)

@@ -20,7 +20,7 @@ from planledger.projections.results import Progress
 EntryKind = Literal[
     "plan_created", "step_added", "step_revised", "dependencies_declared",
     "session_started", "ready_listed", "claimed", "renewed", "bounced", "refused",
-    "stale_fence", "released", "completed", "dropped", "reopened", "session_ended",
+    "stale_fence", "released", "completed", "dropped", "reopened", "session_ended", "noted",
 ]
 
 
@@ -128,10 +128,14 @@ def _session_entry(
 ) -> Entry | None:
     if isinstance(event, ev.SessionStarted):
         named = f' as "{event.name}"' if event.name else ""
-        return entry("session_started", f"session {event.originator_id} started{named}")
+        where = f" in {event.cwd}" if event.cwd else ""
+        said = ", ".join(x for x in (event.source, event.model) if x)
+        return entry("session_started", f"session {event.originator_id} started{named}"
+                     f"{where}{f' ({said})' if said else ''}")
     if isinstance(event, ev.SessionEnded):
         released = f", releasing {len(event.released)} claim(s)" if event.released else ""
-        return entry("session_ended", f"session ended{released}")
+        found = f": {_first_line(event.findings)}" if event.findings else ""
+        return entry("session_ended", f"session ended{released}{found}")
     if isinstance(event, ev.ReadyListed):
         listed = ", ".join(ref(s) for s in event.step_ids) or "none"
         count = len(event.step_ids)
@@ -175,7 +179,14 @@ def _step_entry(
         return entry("dropped", f"dropped {ref(step)}", step, fence=event.fence)
     if isinstance(event, ev.StepReopened):
         return entry("reopened", f"reopened {ref(step)}", step)
+    if isinstance(event, ev.StepNoted):
+        return entry("noted", f"note on {ref(step)}: {_first_line(event.text)}", step)
     return None
+
+
+def _first_line(text: str, limit: int = 200) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[:limit - 1] + "…"
 
 
 def _clock(at: datetime) -> str:

@@ -365,6 +365,11 @@ def _live(folded: _Folded, session_id: str) -> SessionState:
     return session
 
 
+def _step_noted(folded: _Folded, event: ev.StepNoted) -> None:
+    step = _step(folded, event)
+    folded.steps[step.id] = evolve_step(step, event)
+
+
 def _step_reopened(folded: _Folded, event: ev.StepReopened) -> None:
     step = _step(folded, event)
     if step.status not in SATISFYING:
@@ -464,5 +469,5 @@ _RULES: dict[type[ev.LedgerEvent], Callable[[_Folded, Any], None]] = {
     ev.StepReopened: _step_reopened, ev.SessionStarted: _session_started,
     ev.SessionEnded: _session_ended, ev.ClaimBounced: _claim_bounced,
     ev.ClaimRefused: _claim_refused, ev.StaleFenceRejected: _stale_fence_rejected,
-    ev.ReadyListed: _ready_listed,
+    ev.ReadyListed: _ready_listed, ev.StepNoted: _step_noted,
 }

@@ -59,6 +59,9 @@ def _continues(last: CommandRecord, prev: ev.LedgerEvent, event: ev.LedgerEvent)
     if isinstance(event, ev.PathsDeclared):  # a step's paths, with its addition or revision
         return (isinstance(prev, ev.StepOpened | ev.StepRevised)
                 and getattr(prev, "step_id", prev.originator_id) == event.step_id)
+    if isinstance(event, ev.StepNoted) and event.after is not None:  # a close's note
+        return (isinstance(prev, ev.StepCompleted | ev.StepReleased | ev.StepDropped)
+                and prev.originator_id == event.originator_id)
     if isinstance(event, ev.PathsReserved):  # a claim's paths, in the claim's append
         return (isinstance(prev, ev.StepClaimed | ev.LeaseRenewed)
                 and prev.originator_id == event.step_id)
@@ -70,6 +73,8 @@ def _continues(last: CommandRecord, prev: ev.LedgerEvent, event: ev.LedgerEvent)
 
 
 def _extend(command: CommandRecord, event: ev.LedgerEvent) -> CommandRecord:
+    if isinstance(event, ev.StepNoted):
+        return replace(command, args={**command.args, "note": event.text})
     if isinstance(event, ev.PathsDeclared | ev.PathsReserved):
         return _with_paths(command, event.paths)
     if isinstance(event, ev.SessionEnded) and event.findings:
@@ -169,6 +174,8 @@ def _closing(event: ev.LedgerEvent) -> Start | None:
         return "force_release", who, {"step_id": step, "actor": _author(event)}, []
     if isinstance(event, ev.StepReopened):
         return "reopen", who, {"step_id": step, "actor": _author(event)}, []
+    if isinstance(event, ev.StepNoted):
+        return "note", who, {"step_id": step, "actor": _author(event), "text": event.text}, []
     return None
 
 
@@ -225,12 +232,14 @@ BUILDERS: dict[str, tuple[tuple[str, ...], Build]] = {
     "claim": (("step_id", "session_id", "lease_seconds"), lambda a: c.Claim(
         a["step_id"], a["session_id"], a["lease_seconds"], _paths(a))),
     "complete": (("step_id", "session_id", "fence"), lambda a: c.Complete(
-        a["step_id"], a["session_id"], a["fence"])),
+        a["step_id"], a["session_id"], a["fence"], a.get("note"))),
     "release": (("step_id", "session_id", "fence"), lambda a: c.Release(
-        a["step_id"], a["session_id"], a["fence"])),
-    "drop": (("step_id", "fence"), lambda a: c.Drop(a["step_id"], _actor(a), a["fence"])),
+        a["step_id"], a["session_id"], a["fence"], a.get("note"))),
+    "drop": (("step_id", "fence"), lambda a: c.Drop(a["step_id"], _actor(a), a["fence"],
+                                                    a.get("note"))),
     "force_release": (("step_id",), lambda a: c.ForceRelease(a["step_id"], _actor(a))),
     "reopen": (("step_id",), lambda a: c.Reopen(a["step_id"], _actor(a))),
+    "note": (("step_id", "text"), lambda a: c.AddNote(a["step_id"], _actor(a), a["text"])),
 }
 assert frozenset(BUILDERS) == COMMAND_NAMES, "the format's command names and the builders"
 

@@ -26,12 +26,20 @@ class Entry:
     """One command of the command line, named without importing it: `target` is
     'module:attribute', a function (a command) or a Typer (a group, `planledger plan …`);
     `summary` is its help's first paragraph, as `planledger --help` lists it; `settings`
-    names the module's attribute holding the command's click settings, if any."""
+    names the module's attribute holding the command's click settings, if any; `before`
+    is a 'module:function' the program calls with the command's arguments before it
+    loads the command (`planledger mcp` answers its client's handshake there)."""
 
     name: str
     target: str
     summary: str
     settings: str | None = None
+    before: str | None = None
+
+    def prepare(self, args: list[str]) -> None:
+        """Run `before` on the command's arguments, if the command has one."""
+        if self.before is not None:
+            Entry(self.name, self.before, "").load()(args)
 
     def load(self) -> Any:
         from importlib import import_module
@@ -74,13 +82,16 @@ COMMANDS = (
     Entry("release", f"{_CLI}.work:release", "Give STEP back; it is claimable again at once."),
     Entry("drop", f"{_CLI}.work:drop",
           "Drop STEP (by its holder, or by anyone when nobody holds it)."),
+    Entry("note", f"{_CLI}.work:note",
+          "Leave a handoff note on STEP for whoever picks it up next."),
     Entry("log", f"{_CLI}.plans:log", "The event log, in the order events were appended."),
     Entry("timeline", f"{_CLI}.plans:timeline",
           "The merged timeline of the live log: one clock, a lane per session."),
     Entry("db", f"{_CLI}.db:db_app", "Set up, inspect, back up and restore the store."),
     Entry("mcp", "planledger.api.mcp.stdio:mcp",
           "Serve the MCP tools to one agent over stdio: on the embedded store, or relayed "
-          "to the running server at --url (its /mcp endpoint)."),
+          "to the running server at --url (its /mcp endpoint).",
+          before="planledger.api.mcp.handshake:answer_early"),
 )
 
 

@@ -19,6 +19,7 @@ from planledger.api.cli.common import (
     emit,
     open_client,
 )
+from planledger.api.cli.options import NoteOption
 from planledger.ledger.commands import MAX_WAIT_SECONDS
 
 session_app = typer.Typer(help="Start, show and end sessions.", no_args_is_help=True)
@@ -85,25 +86,38 @@ def heartbeat(step_id: StepArg, lease: LeaseOption = None, db: DbOption = None,
         emit(client.heartbeat(step_id, lease), json_out, render.claim)
 
 
-def complete(step_id: StepArg, fence: FenceOption = None, db: DbOption = None,
+def complete(step_id: StepArg, fence: FenceOption = None, note: NoteOption = None,
+             db: DbOption = None,
              url: UrlOption = None, session: SessionOption = None, token: TokenOption = None,
              json_out: JsonOption = False) -> None:
     """Mark STEP done (you must hold it)."""
     with open_client(db, url, session, token) as client:
-        emit(client.complete(step_id, fence), json_out, render.change)
+        emit(client.complete(step_id, fence, note), json_out, render.change)
 
 
-def release(step_id: StepArg, fence: FenceOption = None, db: DbOption = None,
+def release(step_id: StepArg, fence: FenceOption = None, note: NoteOption = None,
+            db: DbOption = None,
             url: UrlOption = None, session: SessionOption = None, token: TokenOption = None,
             json_out: JsonOption = False) -> None:
     """Give STEP back; it is claimable again at once."""
     with open_client(db, url, session, token) as client:
-        emit(client.release(step_id, fence), json_out, render.change)
+        emit(client.release(step_id, fence, note), json_out, render.change)
 
 
-def drop(step_id: StepArg, fence: FenceOption = None, db: DbOption = None,
+def drop(step_id: StepArg, fence: FenceOption = None, note: NoteOption = None,
+         db: DbOption = None,
          url: UrlOption = None, session: SessionOption = None, token: TokenOption = None,
          json_out: JsonOption = False) -> None:
     """Drop STEP (by its holder, or by anyone when nobody holds it)."""
     with open_client(db, url, session, token) as client:
-        emit(client.drop(step_id, fence), json_out, render.change)
+        emit(client.drop(step_id, fence, note), json_out, render.change)
+
+
+def note(step_id: StepArg, text: Annotated[str, typer.Argument(
+             metavar="TEXT", help="The note.")], db: DbOption = None, url: UrlOption = None,
+         session: SessionOption = None, token: TokenOption = None,
+         json_out: JsonOption = False) -> None:
+    """Leave a handoff note on STEP for whoever picks it up next."""
+    with open_client(db, url, session, token) as client:
+        emit(client.add_note(step_id, text), json_out,
+             lambda added: console.print(f"noted on step {added.step_id}"))

@@ -31,7 +31,7 @@ def _paths(paths: Sequence[PathSpec] | None) -> list[dict[str, str]] | None:
 def _step(action: str) -> Callable[[Any], Request]:
     """A closing call on a step: its fence (if any) in the body."""
     return lambda cmd: ("POST", f"/api/steps/{_part(cmd.step_id)}/{action}",
-                        {"fence": cmd.fence})
+                        {"fence": cmd.fence, "note": cmd.note})
 
 
 REQUESTS: Mapping[type[c.Command[Any]], Callable[[Any], Request]] = {
@@ -63,6 +63,8 @@ REQUESTS: Mapping[type[c.Command[Any]], Callable[[Any], Request]] = {
     c.Release: _step("release"),
     c.Drop: _step("drop"),
     c.Reopen: lambda cmd: ("POST", f"/api/steps/{_part(cmd.step_id)}/reopen", None),
+    c.AddNote: lambda cmd: ("POST", f"/api/steps/{_part(cmd.step_id)}/notes",
+                            {"text": cmd.text}),
     c.ForceRelease: lambda cmd: ("POST", f"/api/steps/{_part(cmd.step_id)}/force-release",
                                  None),
 }

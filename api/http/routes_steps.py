@@ -22,6 +22,8 @@ from planledger.api.schemas import (
     DependenciesIn,
     FenceIn,
     ForceReleaseOut,
+    NoteAddedOut,
+    NoteIn,
     StepChangeOut,
     StepDetailOut,
     StepRefOut,
@@ -103,7 +105,8 @@ async def complete(service: ServiceDep, step_id: StepPath, actor: ActorDep,
     """Mark the step done (holder only); releases the claim."""
     return await run_command(service,
         lambda: service.answer(
-            c.Complete(step_id, actor, body.fence if body else None), StepChangeOut, key))
+            c.Complete(step_id, actor, body.fence if body else None,
+                    body.note if body else None), StepChangeOut, key))
 
 
 @router.post("/{step_id}/release", response_model=StepChangeOut,
@@ -113,7 +116,8 @@ async def release(service: ServiceDep, step_id: StepPath, actor: ActorDep,
     """Give the claim back (holder only); the step is claimable again at once."""
     return await run_command(service,
         lambda: service.answer(
-            c.Release(step_id, actor, body.fence if body else None), StepChangeOut, key))
+            c.Release(step_id, actor, body.fence if body else None,
+                    body.note if body else None), StepChangeOut, key))
 
 
 @router.post("/{step_id}/drop", response_model=StepChangeOut,
@@ -124,7 +128,18 @@ async def drop(service: ServiceDep, step_id: StepPath, actor: AuthorDep,
     session or the admin when nobody holds it."""
     return await run_command(service,
         lambda: service.answer(
-            c.Drop(step_id, actor, body.fence if body else None), StepChangeOut, key))
+            c.Drop(step_id, actor, body.fence if body else None,
+                    body.note if body else None), StepChangeOut, key))
+
+
+@router.post("/{step_id}/notes", status_code=201, response_model=NoteAddedOut,
+             responses=errors(401, 404))
+async def note(service: ServiceDep, step_id: StepPath, body: NoteIn, actor: AuthorDep,
+               key: IdempotencyKeyDep = None) -> NoteAddedOut:
+    """Leave a handoff note on a step (any author): the step's next claimer reads it in
+    its claim's answer, and it shows in the step's history and the timeline."""
+    return await run_command(service, lambda: service.answer(
+        c.AddNote(step_id, actor, body.text), NoteAddedOut, key))
 
 
 @router.post("/{step_id}/reopen", response_model=StepChangeOut,

@@ -51,6 +51,12 @@ Fence = Annotated[int | None, Field(
     description="The fence your claim was granted (tasks_claim returned it). If you lost the "
     "claim meanwhile (your lease lapsed and another session claimed), the call is refused "
     "as stale instead of closing work you no longer hold.")]
+NoteArg = Annotated[str | None, Text, Field(
+    max_length=20000, description="A handoff note left with it, for whoever picks the step "
+    "up next (they read it in their claim's answer).")]
+NoteText = Annotated[str, Text, Field(
+    max_length=20000, description="The note: what you tried, what blocked you, where you "
+    "stopped.")]
 Status = Annotated[Literal["open", "in_progress", "done", "dropped"], Field(
     description="A step's status: open (claimable once its dependencies are closed), "
     "in_progress (held by a session), done or dropped. tasks_update moves the step to it "

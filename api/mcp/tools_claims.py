@@ -8,19 +8,37 @@ from anyio import to_thread
 from mcp.server.mcpserver import Context
 
 from planledger.api import reads
-from planledger.api.mcp.args import Fence, Lease, Plan, SessionArg, StepId, TokenArg, Wait
+from planledger.api.mcp.args import (
+    Fence,
+    Lease,
+    NoteArg,
+    NoteText,
+    Plan,
+    SessionArg,
+    StepId,
+    TokenArg,
+    Wait,
+)
 from planledger.api.mcp.schemas import ClaimedNextOut, ClaimedOut, StepClosedOut
 from planledger.api.mcp.toolbase import Tools
-from planledger.api.schemas import ClaimNextOut, ClaimOut, StepChangeOut
+from planledger.api.mcp.tools_paths import ClaimPaths
+from planledger.api.schemas import (
+    ClaimNextOut,
+    ClaimOut,
+    NoteAddedOut,
+    StepChangeOut,
+    path_specs,
+)
 from planledger.ledger import commands as c
 
 
 class ClaimTools(Tools):
     def tools(self) -> list[Callable[..., Any]]:
         return [self.tasks_claim, self.tasks_claim_next, self.tasks_complete,
-                self.tasks_release, self.tasks_drop]
+                self.tasks_release, self.tasks_drop, self.tasks_note]
 
     def tasks_claim(self, ctx: Context[Any, Any], step_id: StepId, lease_seconds: Lease = None,
+                    paths: ClaimPaths = None,
                     session_id: SessionArg = None, token: TokenArg = None) -> ClaimedOut:
         """Claim a step before working on it: it moves to in_progress, held by your
         session, with a lease (`expires_at`) and a `fence`. Of any claims made at the same
@@ -30,9 +48,13 @@ class ClaimTools(Tools):
         Errors: `task already claimed: held by "<session>"` means another agent got there
         first: do not work on that step; call tasks_ready again and claim from the fresh
         list. `task blocked` names the steps it waits on; `task closed` means it is done or
-        dropped already."""
+        dropped already. The claim reserves the step's paths and your `paths` (answered as
+        `paths`) until it ends; `paths reserved: "<pattern>" held by "<session>" (…, step
+        …)` means another agent's claim holds files yours would touch: pick another step
+        (tasks_ready lists those that would collide last, with `collides_with`)."""
         actor = self.actor(ctx, session_id, token)
-        claimed = self.service.answer(c.Claim(step_id, actor, lease_seconds), ClaimOut)
+        claimed = self.service.answer(c.Claim(step_id, actor, lease_seconds,
+                                              path_specs(paths)), ClaimOut)
         return ClaimedOut(**dict(claimed), progress=self._progress(claimed.plan))
 
     async def tasks_claim_next(self, ctx: Context[Any, Any], plan: Plan,
@@ -54,27 +76,40 @@ class ClaimTools(Tools):
         return ClaimedNextOut(**dict(found), progress=progress)
 
     def tasks_complete(self, ctx: Context[Any, Any], step_id: StepId, fence: Fence = None,
+                       note: NoteArg = None,
                        session_id: SessionArg = None, token: TokenArg = None) -> StepClosedOut:
         """Mark a step you hold done once its work is finished; this releases it and
         unblocks the steps that wait on it. Answers the plan's progress line. Refused with
         `not the holder` if your claim lapsed or you never held it (claim it again first),
         or `stale fence` if someone else claimed it since your grant."""
         actor = self.actor(ctx, session_id, token)
-        return self._closed(c.Complete(step_id, actor, fence))
+        return self._closed(c.Complete(step_id, actor, fence, note))
 
     def tasks_release(self, ctx: Context[Any, Any], step_id: StepId, fence: Fence = None,
+                      note: NoteArg = None,
                       session_id: SessionArg = None, token: TokenArg = None) -> StepClosedOut:
         """Give back a step you hold without finishing it (you are stopping, or it is not
         yours to do); it is claimable by anyone at once. Holder only."""
         actor = self.actor(ctx, session_id, token)
-        return self._closed(c.Release(step_id, actor, fence))
+        return self._closed(c.Release(step_id, actor, fence, note))
 
     def tasks_drop(self, ctx: Context[Any, Any], step_id: StepId, fence: Fence = None,
+                   note: NoteArg = None,
                    session_id: SessionArg = None, token: TokenArg = None) -> StepClosedOut:
         """Drop a step that should not be done at all; it stops blocking the steps that
         wait on it. Allowed to its live holder, or to any session while nobody holds it."""
         actor = self.author(ctx, session_id, token)
-        return self._closed(c.Drop(step_id, actor, fence))
+        return self._closed(c.Drop(step_id, actor, fence, note))
+
+    def tasks_note(self, ctx: Context[Any, Any], step_id: StepId, text: NoteText,
+                   session_id: SessionArg = None, token: TokenArg = None) -> NoteAddedOut:
+        """Leave a handoff note on a step for whoever picks it up next: what you tried,
+        what blocked you, where you stopped. The step's next claimer reads the notes left
+        since its last claim in the claim's answer (`notes`); they also show in the step's
+        history (tasks_list with step_id) and the plan's timeline. Any session may note any
+        step; tasks_release, tasks_drop and tasks_complete take a `note` too."""
+        actor = self.author(ctx, session_id, token)
+        return self.service.answer(c.AddNote(step_id, actor, text), NoteAddedOut)
 
     def _closed(self, command: c.Complete | c.Release | c.Drop) -> StepClosedOut:
         change = self.service.answer(command, StepChangeOut)

@@ -8,6 +8,7 @@ from planledger.ledger.domain import errors
 from planledger.ledger.domain import events as ev
 from planledger.ledger.domain.claims import Decision, live_holder
 from planledger.ledger.domain.ids import Actor, SessionId, acting_session
+from planledger.ledger.domain.plans import MAX_BODY, check_text
 from planledger.ledger.domain.state import SATISFYING, SessionState, StepDef, StepState
 
 Action = Literal["complete", "drop", "release"]
@@ -121,6 +122,25 @@ def decide_end_session(
         findings=findings or None,
     )
     return Decision([*releases, ended])
+
+
+def decide_note(step: StepState, actor: Actor, text: str, now: datetime,
+                after: str | None = None, version: int | None = None) -> ev.StepNoted:
+    """A handoff note on the step, by any author, whatever the step's status. `version`:
+    the stream version it lands at (after a close appended in the same decision)."""
+    check_text("note", text, MAX_BODY, required=True)
+    return ev.StepNoted(step.id, version or step.version + 1, timestamp=now,
+                        session_id=acting_session(actor), actor=actor, text=text,
+                        after=after)
+
+
+def with_note(decision: Decision, step: StepState, actor: Actor, note: str | None,
+              after: str, now: datetime) -> Decision:
+    """The closing decision with its handoff note after it (none on a refusal)."""
+    if not note or decision.refusal is not None or not decision.events:
+        return decision
+    noted = decide_note(step, actor, note, now, after, step.version + 2)
+    return Decision([*decision.events, noted])
 
 
 def decide_reopen(step: StepState, actor: Actor, now: datetime) -> Decision:

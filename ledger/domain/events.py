@@ -127,6 +127,15 @@ class StepReopened(LedgerEvent):
     pass
 
 
+@dataclass(frozen=True)
+class StepNoted(LedgerEvent):
+    """A handoff note on the step: left alone, or with a release, drop or completion
+    (`after`), for whoever picks the step up next."""
+
+    text: str
+    after: str | None = None  # "release", "drop" or "complete": the close it came with
+
+
 # --- the session stream: identity and refused attempts -------------------------
 
 

@@ -42,6 +42,16 @@ class PlanState:
 
 
 @dataclass(frozen=True)
+class Note:
+    """A handoff note as the next claimer reads it."""
+
+    by: str | None  # the author: a session, the admin or the local operator
+    at: datetime
+    text: str
+    after: str | None = None  # the close it came with, if any
+
+
+@dataclass(frozen=True)
 class StepState:
     id: StepId
     version: int
@@ -51,6 +61,7 @@ class StepState:
     fence: int = 0
     expires_at: datetime | None = None
     lease_seconds: int = 0
+    notes: tuple[Note, ...] = ()  # left since the step was last claimed
 
 
 @dataclass(frozen=True)
@@ -146,7 +157,9 @@ def fold_plan(state: PlanState | None, events: Iterable[ev.LedgerEvent]) -> Plan
 
 def evolve_step(state: StepState | None, event: ev.LedgerEvent | StepSnapshot) -> StepState:
     if isinstance(event, StepSnapshot):
-        return StepState(**event.state)  # type: ignore[arg-type]
+        kept = dict(event.state)
+        notes = tuple(Note(**n) for n in kept.pop("notes", ()))  # type: ignore[attr-defined]
+        return StepState(**kept, notes=notes)  # type: ignore[arg-type]
     version = event.originator_version
     if isinstance(event, ev.StepOpened):
         return StepState(id=StepId(event.originator_id), version=version, plan=PlanSlug(event.plan))
@@ -156,10 +169,15 @@ def evolve_step(state: StepState | None, event: ev.LedgerEvent | StepSnapshot) -
     if isinstance(event, ev.StepClaimed):
         return StepState(state.id, version, state.plan, "in_progress",
                          SessionId(event.session_id or ""), event.fence, event.expires_at,
-                         event.lease_seconds)
+                         event.lease_seconds)  # a new claim has read the notes left
     if isinstance(event, ev.LeaseRenewed):
         return StepState(state.id, version, state.plan, state.status, state.holder,
-                         state.fence, event.expires_at, event.lease_seconds)
+                         state.fence, event.expires_at, event.lease_seconds, state.notes)
+    if isinstance(event, ev.StepNoted):
+        note = Note(ev.author_of(event), event.timestamp, event.text, event.after)
+        return StepState(state.id, version, state.plan, state.status, state.holder,
+                         state.fence, state.expires_at, state.lease_seconds,
+                         (*state.notes, note))
     if isinstance(event, ev.StepReleased | ev.StepReopened):
         return _unheld(state, version, "open")
     if isinstance(event, ev.StepCompleted):
@@ -167,12 +185,12 @@ def evolve_step(state: StepState | None, event: ev.LedgerEvent | StepSnapshot) -
     if isinstance(event, ev.StepDropped):
         return _unheld(state, version, "dropped")
     return StepState(state.id, version, state.plan, state.status, state.holder, state.fence,
-                     state.expires_at, state.lease_seconds)
+                     state.expires_at, state.lease_seconds, state.notes)
 
 
 def _unheld(state: StepState, version: int, status: Status) -> StepState:
     return StepState(state.id, version, state.plan, status, None, state.fence, None,
-                     state.lease_seconds)
+                     state.lease_seconds, state.notes)
 
 
 def fold_step(

@@ -2,6 +2,7 @@
 
 from dataclasses import dataclass
 
+from planledger.ledger import commands as cmd
 from planledger.ledger.application import Ledger, NewStep
 from planledger.ledger.domain import errors
 from planledger.ledger.domain.ids import StepId
@@ -48,7 +49,19 @@ def write_busy_log(ledger: Ledger, clock: FakeClock) -> BusyLog:
     ledger.end_session(b)  # releases what B holds, each as its own event
     ledger.claim(steps[4], c)
     ledger.complete(steps[4], c)
+    _hand_over(ledger, lone, a)
     return BusyLog(steps, extra, (a, b, c))
+
+
+def _hand_over(ledger: Ledger, step: StepId, other: str) -> None:
+    """A session that says where it works leaves a step with a note, another notes it, and
+    the first ends with its findings."""
+    d = ledger.execute(cmd.StartSession("agent D", cwd="/home/dev/app", source="codex-cli",
+                                        model="a-model")).id
+    ledger.claim(step, d)
+    ledger.execute(cmd.Release(step, d, note="half done: the parser is in; tests are not"))
+    ledger.execute(cmd.AddNote(step, other, "the fixtures live in tests/data"))
+    ledger.execute(cmd.EndSession(d, findings="parser written; tests left to do"))
 
 
 def _refused(kind: type[errors.LedgerError], call: object) -> None:

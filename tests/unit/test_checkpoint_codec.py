@@ -144,20 +144,23 @@ def test_values_of_every_kind_the_view_keeps_come_back_equal(kind: Any, value: A
     assert through_json(kind, value) == value
 
 
+NO_NOTES = [[0], {"by": [], "at": [], "text": [], "after": []}]  # one step, no notes
+
+
 @pytest.mark.parametrize(("kind", "data", "where"), [
     (StepState, {"id": ["s"], "version": [1], "plan": ["p"], "status": ["sleeping"],
                  "holder": [None], "fence": [0], "expires_at": [None],
-                 "lease_seconds": [0]}, "status"),
+                 "lease_seconds": [0], "notes": NO_NOTES}, "status"),
     (StepState, {"id": ["s"], "version": [True], "plan": ["p"], "status": ["open"],
                  "holder": [None], "fence": [0], "expires_at": [None],
-                 "lease_seconds": [0]}, "version"),
+                 "lease_seconds": [0], "notes": NO_NOTES}, "version"),
     (StepState, {"id": ["s"], "version": [1], "plan": ["p"], "status": ["open"],
                  "holder": [None], "fence": [0], "expires_at": ["yesterday"],
-                 "lease_seconds": [0]}, "expires_at"),
+                 "lease_seconds": [0], "notes": NO_NOTES}, "expires_at"),
     (StepState, {"id": ["s"], "version": [1]}, "expected the attributes"),
     (StepState, {"id": ["s"], "version": [1, 2], "plan": ["p"], "status": ["open"],
                  "holder": [None], "fence": [0], "expires_at": [None],
-                 "lease_seconds": [0]}, "different lengths"),
+                 "lease_seconds": [0], "notes": NO_NOTES}, "different lengths"),
     (set[str], [[2], ["a", "a"]], "repeated"),
     (dict[str, int], [[2], ["k", "k"], [1, 2]], "repeated key"),
     (list[str], [[3], ["a"]], "add up"),
