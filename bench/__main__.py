@@ -35,6 +35,7 @@ from planledger.bench import (
     rebuild,
     soak,
     startup,
+    swarm,
     timeline,
 )
 from planledger.bench.apart import run_apart
@@ -45,7 +46,7 @@ BENCHMARKS: dict[str, ModuleType] = {
     module.__name__.rpartition(".")[2]: module
     for module in (backup, claims, console, contention, disk_full, heartbeat, http, mcp,
                    memory, pg_outage, postgres, ready_latency, rebuild, soak, startup,
-                   timeline)
+                   swarm, timeline)
 }
 
 
