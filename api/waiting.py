@@ -107,17 +107,23 @@ class Lines:
             ticket.told = len(line.tickets) == 1  # first in line: try at once
             self._moved.notify_all()
 
-    def leave(self, plan: PlanSlug, ticket: Ticket) -> None:
-        """The ticket is answered (or gave up); the next in line tries at once: the
-        leaver may have used, or left unused, a wake-up meant for the line."""
+    def leave(self, plan: PlanSlug, ticket: Ticket, served: bool) -> None:
+        """The ticket is answered (`served`: with a claim) or gave up. When it was first,
+        the next in line tries at once if the wake-up the leaver used may have freed
+        more steps than one, or one it leaves unused; else it only times its sleep to the
+        plan's next lapse now that it is first. (A ticket that never joined is ignored.)"""
         with self._lock:
-            line = self._lines[plan]
+            line = self._lines.get(plan)
+            if line is None or ticket not in line.tickets:
+                return
             first = line.tickets[0] is ticket
             line.tickets.remove(ticket)
             if not line.tickets:
                 del self._lines[plan]
-            elif first:
+            elif first and (served or ticket.told):
                 self._tell(line)
+            elif first:
+                line.tickets[0].wake()
             self._moved.notify_all()
 
     def waiting(self, plan: PlanSlug, count: int, timeout: float) -> bool:
@@ -208,13 +214,16 @@ class Waiting:
         plan = PlanSlug(command.plan)
         deadline = self._clock.now() + timedelta(seconds=command.wait_seconds)
         ticket = Ticket(asyncio.get_running_loop())
-        await run(self._wakeups.watch)
-        self._lines.join(plan, ticket)
+        served = False
         try:
+            if not self._wakeups.watch():
+                await run(self._wakeups.start)  # before the first try: no wake-up is missed
+            self._lines.join(plan, ticket)
             while True:
                 if self._lines.turn(plan, ticket, self._clock.now()):
                     answer, lapse = await run(lambda: self._try(plan, attempt))
                     if answer is not None:
+                        served = True
                         return answer
                     self._lines.tried(plan, lapse)
                 now = self._clock.now()
@@ -224,7 +233,7 @@ class Waiting:
                     return final
                 await ticket.sleep(self._lines.seconds_to_sleep(plan, ticket, deadline, now))
         finally:
-            self._lines.leave(plan, ticket)
+            self._lines.leave(plan, ticket, served)
             self._wakeups.unwatch()
 
     def claim_next_blocking(self, command: ClaimNext, attempt: Attempt) -> BaseModel:

@@ -1,7 +1,7 @@
 """Wake-ups for callers waiting on the log: which plan an applied event may have freed a
 step of, told as the read model applies it.
 
-While anyone watches (`watch` ... `unwatch`), the read model applies every append
+While anyone watches (`watch`, `start`, ... `unwatch`), the read model applies every append
 promptly: other processes' and replicas' through a follower (`projections.follower.follow`:
 LISTEN/NOTIFY on PostgreSQL, a short poll on SQLite), and this process's own as soon as
 `poke` says a command appended (no poll interval between an agent's complete here and
@@ -71,11 +71,17 @@ class Wakeups:
         self._pump: threading.Thread | None = None
         self._follower: Follower | None = None
 
-    def watch(self) -> None:
-        """Someone starts waiting: from now on every append reaches `signals`. May block
-        while the follower starts (it catches the model up first)."""
+    def watch(self) -> bool:
+        """Count one more caller waiting; True when every append reaches `signals`
+        already, False when `start` must be called first."""
         with self._lock:
             self._watchers += 1
+            return self._pump is not None
+
+    def start(self) -> None:
+        """From now on every append reaches `signals` (nothing to do once started). Blocks
+        while the follower starts: it catches the model up first."""
+        with self._lock:
             if self._pump is not None:
                 return
             self._reads.listen(self._told)
