@@ -77,6 +77,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.stdout.write(usage())
         raise SystemExit(0 if args else 2)  # no arguments is a usage error, as click says
     named = [entry for entry in COMMANDS if entry.name == args[0]]
+    for entry in named:
+        entry.prepare(args[1:])
     # Anything else (an unknown command, --show-completion) goes to the whole command line.
     build(tuple(named) if named else COMMANDS)(args, prog_name="planledger")
 

@@ -2,13 +2,19 @@
 client's `initialize` as soon as it reads it, and loads the SDK and opens the store after.
 
 An agent's client waits for that answer before anything else, and starts several servers
-at once; loading the SDK and the store first made the answer take seconds (issue 19).
+at once; loading the SDK and the store first made the answer take seconds (issue 19). The
+program calls `answer_early` before it even parses the command's arguments (the command
+line library loads pydantic to do that), and `planledger mcp` takes the wire after.
 The answer is the one the SDK's server gives (tests/integration/test_mcp_handshake.py
 holds the two equal), so the SDK is then handed the same request and its answer dropped.
 """
 
 import json
-from typing import Any
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, BinaryIO
 
 from planledger import __version__
 
@@ -46,3 +52,56 @@ def initialize_answer(line: bytes) -> tuple[Any, bytes] | None:
               "protocolVersion": version, "serverInfo": SERVER_INFO}
     answer = {"jsonrpc": "2.0", "id": request["id"], "result": result}
     return request["id"], json.dumps(answer, separators=(",", ":")).encode() + b"\n"
+
+
+@dataclass
+class Wire:
+    """The protocol's stdin and stdout, the first line read from it, and the id of the
+    `initialize` answered already (None if none was)."""
+
+    reader: BinaryIO
+    writer: BinaryIO
+    first: bytes
+    answered: Any
+
+
+_claimed: list[Wire] = []  # the process's one wire, once claimed
+
+
+def answer_early(args: Sequence[str]) -> None:
+    """Before `planledger mcp ARGS` is parsed: on the embedded store, claim the wire and
+    answer `initialize` now. Relayed to a server (--url), its answer is the server's, and
+    `--help` is for people: those are left to the command."""
+    if os.environ.get("PLANLEDGER_URL") or any(
+            arg in ("--help", "--url") or arg.startswith("--url=") for arg in args):
+        return
+    take_wire()
+
+
+def take_wire() -> Wire:
+    """The wire, claimed (and `initialize` answered) once per process."""
+    if not _claimed:
+        reader, writer = _claim_stdio()
+        first = reader.readline()
+        answered = None
+        early = initialize_answer(first) if first else None
+        if early is not None:
+            writer.write(early[1])
+            writer.flush()
+            answered = early[0]
+        _claimed.append(Wire(reader, writer, first, answered))
+    return _claimed[0]
+
+
+def _claim_stdio() -> tuple[BinaryIO, BinaryIO]:
+    """The protocol's own copies of stdin and stdout. Then fd 0 reads nothing and fd 1
+    writes to stderr, so nothing a library or a child prints can reach the wire (what the
+    SDK's stdio transport does when it owns the streams)."""
+    sys.stdout.flush()
+    reader = os.fdopen(os.dup(0), "rb")
+    writer = os.fdopen(os.dup(1), "wb")
+    nothing = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(nothing, 0)
+    os.close(nothing)
+    os.dup2(2, 1)
+    return reader, writer

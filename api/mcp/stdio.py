@@ -4,23 +4,23 @@ For clients that start their tools as processes (Claude Code's and Codex CLI's s
 servers). The process is the agent's one connection, so the session it starts acts for
 every later call. Nothing but the protocol goes to stdout; messages go to stderr.
 
-On the embedded store it answers the client's `initialize` first (api.mcp.handshake) and
-only then loads the MCP SDK and opens the store: a client waits for that answer, often
+On the embedded store the client's `initialize` is answered first (api.mcp.handshake,
+which the program calls before parsing the arguments) and only then are the MCP SDK
+loaded and the store opened: a client waits for that answer, often
 for several servers started at once, and the rest takes seconds (issue 19). The SDK is
 then handed the same `initialize` and its answer dropped, so it serves the session whole.
 """
 
 import json
-import os
-import sys
 from io import TextIOWrapper
-from typing import IO, TYPE_CHECKING, Annotated, Any, BinaryIO, cast
+from typing import IO, TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 
 from planledger.api.cli.options import DbOption, UrlOption
 
 if TYPE_CHECKING:
+    from planledger.api.mcp.handshake import Wire
     from planledger.api.mcp.server import LedgerMCP
 
 
@@ -43,45 +43,17 @@ def mcp(
         with answering_errors():
             anyio.run(serve_bridge, url)
         return
-    reader, writer = _claim_wire()
-    first = reader.readline()
-    if not first:
-        return  # the client went away before saying anything
-    answered = _answer_initialize(first, writer)
     from planledger.api.cli.common import answering_errors
+    from planledger.api.mcp.handshake import take_wire
 
+    wire = take_wire()  # the program claimed it before parsing the arguments, if it could
+    if not wire.first:
+        return  # the client went away before saying anything
     with answering_errors():
-        _serve_embedded(db, lease_default, reader, writer, first, answered)
+        _serve_embedded(db, lease_default, wire)
 
 
-def _claim_wire() -> tuple[BinaryIO, BinaryIO]:
-    """The protocol's own copies of stdin and stdout. Then fd 0 reads nothing and fd 1
-    writes to stderr, so nothing a library or a child prints can reach the wire (what the
-    SDK's stdio transport does when it owns the streams)."""
-    sys.stdout.flush()
-    reader = os.fdopen(os.dup(0), "rb")
-    writer = os.fdopen(os.dup(1), "wb")
-    nothing = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(nothing, 0)
-    os.close(nothing)
-    os.dup2(2, 1)
-    return reader, writer
-
-
-def _answer_initialize(first: bytes, writer: BinaryIO) -> Any:
-    """Answer `first` at once if it is `initialize`; the id answered, else None."""
-    from planledger.api.mcp.handshake import initialize_answer
-
-    early = initialize_answer(first)
-    if early is None:
-        return None
-    writer.write(early[1])
-    writer.flush()
-    return early[0]
-
-
-def _serve_embedded(db: str | None, lease_default: int | None, reader: BinaryIO,
-                    writer: BinaryIO, first: bytes, answered: Any) -> None:
+def _serve_embedded(db: str | None, lease_default: int | None, wire: "Wire") -> None:
     import anyio
 
     from planledger.api.identity import Identity
@@ -95,9 +67,9 @@ def _serve_embedded(db: str | None, lease_default: int | None, reader: BinaryIO,
     try:
         identity = Identity(runtime.secret, settings.admin_token)
         server = build_server(Service(runtime, settings, identity), single_connection=True)
-        stdin = _Replaying(first.decode("utf-8", errors="replace"),
-                           TextIOWrapper(reader, encoding="utf-8", errors="replace"))
-        stdout = _Dropping(answered, TextIOWrapper(writer, encoding="utf-8"))
+        stdin = _Replaying(wire.first.decode("utf-8", errors="replace"),
+                           TextIOWrapper(wire.reader, encoding="utf-8", errors="replace"))
+        stdout = _Dropping(wire.answered, TextIOWrapper(wire.writer, encoding="utf-8"))
         anyio.run(_serve, server, stdin, stdout)
     finally:
         runtime.close()
