@@ -24,6 +24,7 @@ from planledger.api.mcp.arguments import normalized
 from planledger.api.mcp.handshake import INSTRUCTIONS
 from planledger.api.mcp.portable import portable
 from planledger.api.mcp.tools_claims import ClaimTools
+from planledger.api.mcp.tools_paths import PathTools
 from planledger.api.mcp.tools_plans import PlanTools
 from planledger.api.mcp.tools_sessions import SessionTools
 from planledger.api.mcp.tools_steps import StepTools
@@ -129,7 +130,7 @@ def build_server(service: Service, single_connection: bool) -> LedgerMCP:
     is made portable once, here (api.mcp.portable): what every tools/list answers."""
     connections = Connections(service.identity, single=single_connection)
     tools = []
-    for group in (SessionTools, StepTools, ClaimTools, PlanTools):
+    for group in (SessionTools, StepTools, ClaimTools, PlanTools, PathTools):
         for fn in group(service, connections).tools():
             tool = Tool.from_function(fn, description=inspect.cleandoc(fn.__doc__ or ""))
             tools.append(tool.model_copy(update={"parameters": portable(tool.parameters)}))

@@ -22,6 +22,7 @@ from planledger.api.mcp.args import (
 )
 from planledger.api.mcp.schemas import StepAddedOut, TasksOut
 from planledger.api.mcp.toolbase import Tools
+from planledger.api.mcp.tools_paths import Paths
 from planledger.api.schemas import (
     DependenciesIn,
     ReadyOut,
@@ -84,14 +85,17 @@ class StepTools(Tools):
 
     def tasks_add(self, ctx: Context[Any, Any], title: Title, body: Body = None,
                   plan: MaybePlan = None, depends_on: StepIds | None = None,
+                  paths: Paths = None,
                   session_id: SessionArg = None, token: TokenArg = None) -> StepAddedOut:
         """Add a step to a plan (work you found that the plan lacks). `depends_on` lists
         step ids that must be done (or dropped) before it is ready. A dependency that is
         unknown, on the step itself or that would close a cycle is refused by name. A
         `plan` that does not exist yet is created (titled by its slug), and the answer
-        says so (`plan_created`), so a misspelt plan name shows at once."""
+        says so (`plan_created`), so a misspelt plan name shows at once. `paths`: the files
+        the step will touch, reserved for whoever claims it (see tasks_claim)."""
         actor = self.author(ctx, session_id, token)
-        step = StepIn(title=title, body=body or "", depends_on=depends_on or [])
+        step = StepIn(title=title, body=body or "", depends_on=depends_on or [],
+                      paths=paths or [])
         slug = self.plan_or_only(plan)
         created = plan is not None and self._create_missing(slug, actor)
         added = self.service.answer(step.command(slug, actor), StepRefOut)
@@ -117,6 +121,8 @@ class StepTools(Tools):
                      title: Annotated[str | None, Field(description="A new title.")] = None,
                      body: Body = None, add_depends_on: StepIds | None = None,
                      fence: Fence = None, lease_seconds: Lease = None,
+                     paths: Annotated[Paths, Field(description="All the paths the step "
+                                                   "touches, anew (`[]`: none).")] = None,
                      session_id: SessionArg = None, token: TokenArg = None) -> StepOut:
         """Change a step: revise `title`/`body`, add dependencies (`add_depends_on`), and/or
         move its `status`: in_progress claims it (as tasks_claim), done completes it (as
@@ -124,8 +130,9 @@ class StepTools(Tools):
         your claim or reopens a done or dropped step. Applied in that order: revision,
         dependencies, status; each refusal reads as that tool's would. Answers the step."""
         actor = self.author(ctx, session_id, token)
-        if title is not None or body is not None:
-            self.service.execute(StepRevisionIn(title=title, body=body).command(step_id, actor))
+        if title is not None or body is not None or paths is not None:
+            self.service.execute(StepRevisionIn(title=title, body=body, paths=paths
+                                                ).command(step_id, actor))
         if add_depends_on:
             self.service.execute(DependenciesIn(depends_on=add_depends_on).command(step_id, actor))
         if status is not None:
