@@ -225,7 +225,8 @@ def session(runtime: Runtime, session_id: str) -> SessionOut:
                      lease_seconds=h.lease_seconds)
              for h in runtime.reads.holdings_of(state.id)]
     return SessionOut(session_id=state.id, name=state.name, started_at=state.started_at,
-                      ended=state.ended, holds=holds)
+                      ended=state.ended, holds=holds, cwd=state.cwd, source=state.source,
+                      model=state.model)
 
 
 # --- the log ---------------------------------------------------------------------------

@@ -218,6 +218,9 @@ class SessionOut(Schema):
     started_at: datetime
     ended: bool
     holds: list[HeldOut]
+    cwd: str | None = Field(default=None, description="Where the agent said it works.")
+    source: str | None = Field(default=None, description="Its client, as it said.")
+    model: str | None = Field(default=None, description="Its model, as it said.")
 
 
 class SessionEndOut(Schema):

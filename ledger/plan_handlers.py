@@ -179,9 +179,11 @@ def declare_dependencies(run: Execution, command: c.DeclareDependencies) -> c.St
     step_id = StepId(command.step_id)
 
     def attempt(now: datetime) -> Outcome[c.StepDefined]:
-        _, _, plan = run.step(step_id)
+        step, _, plan = run.step(step_id)
+        holder = run.current_holder(step, now)
+        name = run.store.session(holder).name if holder is not None else None
         declared = plan_rules.decide_declare_dependencies(plan, step_id, command.depends_on,
-                                                          who, now)
+                                                          who, now, holder, name)
         return Outcome(Decision([declared]), _defined(plan, declared, step_id))
 
     return run.decide(attempt, command.step_id)

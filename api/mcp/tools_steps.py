@@ -25,6 +25,7 @@ from planledger.api.mcp.toolbase import Tools
 from planledger.api.mcp.tools_paths import Paths
 from planledger.api.schemas import (
     DependenciesIn,
+    PlanCreatedOut,
     ReadyOut,
     StepIn,
     StepOut,
@@ -97,25 +98,30 @@ class StepTools(Tools):
         step = StepIn(title=title, body=body or "", depends_on=depends_on or [],
                       paths=paths or [])
         slug = self.plan_or_only(plan)
-        created = plan is not None and self._create_missing(slug, actor)
-        added = self.service.answer(step.command(slug, actor), StepRefOut)
-        note = (f'plan "{slug}" did not exist: created it (titled "{slug}"); check the '
-                "name if you meant another plan (plans_list)") if created else None
-        return StepAddedOut(**dict(added), plan_created=created, note=note)
+        add = step.command(slug, actor)
+        if plan is not None and not self._exists(slug):
+            try:
+                return self._with_its_plan(add)
+            except PlanExists:
+                pass  # another agent created it meanwhile: the step goes into theirs
+        return StepAddedOut(**dict(self.service.answer(add, StepRefOut)))
 
-    def _create_missing(self, slug: str, actor: str) -> bool:
-        """Create the plan `slug` (titled by its slug) if it does not exist: whether this
-        call created it. Another agent creating it at the same moment is no failure."""
+    def _exists(self, slug: str) -> bool:
         try:
             reads.plan_progress(self.runtime, slug)
-            return False
         except UnknownPlan:
-            pass
-        try:
-            self.service.execute(c.CreatePlan(slug, slug, actor))
-        except PlanExists:
             return False
         return True
+
+    def _with_its_plan(self, add: c.AddStep) -> StepAddedOut:
+        """The step and the plan it names, created together (titled by the slug): a step
+        that is refused leaves no plan behind."""
+        new = c.NewStep(add.title, add.body, add.depends_on, paths=add.paths)
+        made = self.service.answer(c.CreatePlan(add.plan, add.plan, add.actor, steps=(new,)),
+                                   PlanCreatedOut)
+        note = (f'plan "{add.plan}" did not exist: created it (titled "{add.plan}"); check '
+                "the name if you meant another plan (plans_list)")
+        return StepAddedOut(**dict(made.steps[0]), plan_created=True, note=note)
 
     def tasks_update(self, ctx: Context[Any, Any], step_id: StepId, status: Status | None = None,
                      title: Annotated[str | None, Field(description="A new title.")] = None,

@@ -94,6 +94,15 @@ def decide_add_step(
     return added, opened
 
 
+def _check_not_held_elsewhere(step_id: StepId, actor: Actor, holder: SessionId | None,
+                              holder_name: str | None) -> None:
+    """A step with a live holder is that session's to change, or an operator's (the
+    admin, the local operator): the work it describes is under way."""
+    session = acting_session(actor)
+    if holder is not None and session is not None and session != holder:
+        raise errors.HeldElsewhere(step_id, holder, holder_name)
+
+
 def decide_revise_step(
     plan: PlanState, step_id: StepId, title: str | None, body: str | None,
     actor: Actor, now: datetime, holder: SessionId | None = None,
@@ -103,9 +112,7 @@ def decide_revise_step(
     operator's: the admin, the local operator), as the work it describes is under way."""
     if step_id not in plan.steps:
         raise errors.UnknownStep(step_id)
-    session = acting_session(actor)
-    if holder is not None and session is not None and session != holder:
-        raise errors.HeldElsewhere(step_id, holder, holder_name)
+    _check_not_held_elsewhere(step_id, actor, holder, holder_name)
     if title is not None:
         check_text("title", title, MAX_TITLE, required=True)
     if body is not None:
@@ -119,10 +126,12 @@ def decide_revise_step(
 
 def decide_declare_dependencies(
     plan: PlanState, step_id: StepId, depends_on: Sequence[str], actor: Actor,
-    now: datetime,
+    now: datetime, holder: SessionId | None = None, holder_name: str | None = None,
 ) -> ev.DependenciesDeclared:
+    """New dependencies are a revision: a held step's are its holder's (or an operator's)."""
     if step_id not in plan.steps:
         raise errors.UnknownStep(step_id)
+    _check_not_held_elsewhere(step_id, actor, holder, holder_name)
     existing = plan.steps[step_id].depends_on
     new = [d for d in _checked_dependencies(plan, step_id, depends_on) if d not in existing]
     if len(existing) + len(new) > MAX_DEPENDENCIES:

@@ -293,6 +293,20 @@ def test_tasks_add_naming_a_missing_plan_creates_it_and_says_so(server: LiveServ
     run(server, 1, story)
 
 
+def test_a_refused_tasks_add_leaves_no_plan_behind(server: LiveServer) -> None:
+    async def story(a: Agent) -> None:
+        refused = await a.call("tasks_add", plan="ghost-plan", title="")
+        assert refused.is_error and "title" in text(refused)
+        unknown = await a.call("tasks_add", plan="ghost-plan", title="t",
+                               depends_on=["01KXMRCX4W2M8YB5Q2Y3V9ZP7N"])
+        assert unknown.is_error
+        missing = await a.call("plans_show", plan="ghost-plan")
+        assert missing.is_error and missing.structured_content is not None
+        assert missing.structured_content["reason"] == "unknown_plan"
+
+    run(server, 1, story)
+
+
 def test_a_plan_just_created_without_steps_takes_steps_without_being_named(
     server: LiveServer,
 ) -> None:
@@ -308,10 +322,12 @@ def test_a_plan_just_created_without_steps_takes_steps_without_being_named(
 
 def test_only_the_holder_or_the_admin_revises_a_held_step(server: LiveServer) -> None:
     async def story(a: Agent, b: Agent) -> None:
-        first, *_ = await three_steps(a)
+        first, second, *_ = await three_steps(a)
         await a.ok("tasks_claim", step_id=first)
         refused = await b.call("tasks_update", step_id=first, title="hijacked")
         assert refused.is_error
+        depends = await b.call("tasks_update", step_id=first, add_depends_on=[second])
+        assert depends.is_error and "only its holder" in text(depends)
         assert text(refused) == (f'step {first} is held by "{a.session_id}" (agent A): '
                                  "only its holder (or the admin) revises it")
         assert refused.structured_content is not None
