@@ -17,6 +17,8 @@ from planledger.api.schemas import (
     ClaimOut,
     LogPageOut,
     NoteAddedOut,
+    PathsCheckIn,
+    PathsCheckOut,
     PlanCreatedOut,
     PlanIn,
     PlanOut,
@@ -34,6 +36,7 @@ from planledger.api.schemas import (
 )
 from planledger.ledger import commands as c
 from planledger.ledger.domain.ids import local_operator
+from planledger.ledger.domain.paths import PathSpec
 
 if TYPE_CHECKING:  # a server's client loads neither the service nor the store
     from planledger.api.service import Service
@@ -93,6 +96,13 @@ class Client:
     def timeline(self, plan: str | None = None, sessions: Sequence[str] = ()) -> TimelineOut:
         raise NotImplementedError
 
+    def check_paths(self, patterns: Sequence[str] = (), files: Sequence[str] = (),
+                    exclusive_only: bool = False, but: str | None = None) -> PathsCheckOut:
+        """Who holds what: the live reservations the patterns overlap or the files (taken
+        literally) fall under; every live one when neither is given; `but` a session's
+        left out."""
+        raise NotImplementedError
+
     def close(self) -> None:
         raise NotImplementedError
 
@@ -110,8 +120,10 @@ class Client:
     def revise_step(self, step_id: str, revision: StepRevisionIn) -> StepRefOut:
         return self.execute(revision.command(step_id, self.author), StepRefOut)
 
-    def claim(self, step_id: str, lease: int | None = None) -> ClaimOut:
-        return self.execute(c.Claim(step_id, self._session(), lease), ClaimOut)
+    def claim(self, step_id: str, lease: int | None = None,
+              paths: Sequence[PathSpec] = ()) -> ClaimOut:
+        """Claim the step; `paths`: more to reserve with it, beside the step's own."""
+        return self.execute(c.Claim(step_id, self._session(), lease, tuple(paths)), ClaimOut)
 
     def claim_next(self, slug: str, lease: int | None = None, wait: int = 0) -> ClaimNextOut:
         """Claim the plan's first ready step; with `wait` (seconds), wait for one when
@@ -237,6 +249,12 @@ class LocalClient(Client):
 
         return reads.timeline(self.service.timelines, plan, sessions)
 
+    def check_paths(self, patterns: Sequence[str] = (), files: Sequence[str] = (),
+                    exclusive_only: bool = False, but: str | None = None) -> PathsCheckOut:
+        from planledger.api import path_reads
+
+        return path_reads.check(self.service.runtime, patterns, files, exclusive_only, but)
+
     def close(self) -> None:
         self.service.waiting.close()
         self.service.runtime.close()
@@ -329,6 +347,13 @@ class RemoteClient(Client):
     def timeline(self, plan: str | None = None, sessions: Sequence[str] = ()) -> TimelineOut:
         params = {k: v for k, v in (("plan", plan), ("session", list(sessions))) if v}
         return self._call(TimelineOut, "GET", "/api/timeline", params=params)
+
+    def check_paths(self, patterns: Sequence[str] = (), files: Sequence[str] = (),
+                    exclusive_only: bool = False, but: str | None = None) -> PathsCheckOut:
+        asked = PathsCheckIn(paths=list(patterns), files=list(files),
+                             exclusive_only=exclusive_only, but=but)
+        return self._call(PathsCheckOut, "POST", "/api/reservations/check",
+                          asked.model_dump(exclude_none=True))
 
     def close(self) -> None:
         self.http.close()

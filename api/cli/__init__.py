@@ -72,7 +72,8 @@ COMMANDS = (
           "The steps of PLAN a claim would accept now, then the held and blocked ones."),
     Entry("step", f"{_CLI}.plans:step", "A step with its holder, blockers and history."),
     Entry("claim", f"{_CLI}.work:claim",
-          "Claim STEP; exits 3 if it bounced (held by another session, blocked or closed)."),
+          "Claim STEP; exits 3 if it bounced (held by another session, blocked, closed, or "
+          "its paths reserved by another session)."),
     Entry("claim-next", f"{_CLI}.work:claim_next",
           "Claim the first ready step of PLAN; exits 4 (saying why) when nothing is ready "
           "(with --wait: when nothing became ready in time)."),
@@ -84,6 +85,9 @@ COMMANDS = (
           "Drop STEP (by its holder, or by anyone when nobody holds it)."),
     Entry("note", f"{_CLI}.work:note",
           "Leave a handoff note on STEP for whoever picks it up next."),
+    Entry("paths", f"{_CLI}.paths:paths_app", "Path reservations: who holds which paths."),
+    Entry("guard", f"{_CLI}.guard:guard_app",
+          "A git pre-commit hook that refuses commits touching paths other sessions hold."),
     Entry("log", f"{_CLI}.plans:log", "The event log, in the order events were appended."),
     Entry("timeline", f"{_CLI}.plans:timeline",
           "The merged timeline of the live log: one clock, a lane per session."),

@@ -105,6 +105,10 @@ def claim(granted: ClaimOut) -> None:
     if granted.took_over_from:
         console.print(f"  (took over from lapsed holder {granted.took_over_from})",
                       markup=False)
+    if granted.paths:
+        reserved = ", ".join(p.pattern + (" (shared)" if p.mode == "shared" else "")
+                             for p in granted.paths)
+        console.print(f"  reserved: {reserved}", markup=False)
 
 
 def claim_next(answer: ClaimNextOut) -> None:

@@ -20,6 +20,7 @@ from planledger.api.cli.common import (
     open_client,
 )
 from planledger.api.cli.options import NoteOption
+from planledger.api.cli.paths import PathOption, SharedPathOption, claim_paths
 from planledger.ledger.commands import MAX_WAIT_SECONDS
 
 session_app = typer.Typer(help="Start, show and end sessions.", no_args_is_help=True)
@@ -57,12 +58,15 @@ def session_show(session_id: str, db: DbOption = None, url: UrlOption = None,
         emit(client.session(session_id), json_out, render.session)
 
 
-def claim(step_id: StepArg, lease: LeaseOption = None, db: DbOption = None,
+def claim(step_id: StepArg, lease: LeaseOption = None, path: PathOption = None,
+          shared_path: SharedPathOption = None, db: DbOption = None,
           url: UrlOption = None, session: SessionOption = None, token: TokenOption = None,
           json_out: JsonOption = False) -> None:
-    """Claim STEP; exits 3 if it bounced (held by another session, blocked or closed)."""
+    """Claim STEP; exits 3 if it bounced (held by another session, blocked, closed, or its
+    paths reserved by another session)."""
     with open_client(db, url, session, token) as client:
-        emit(client.claim(step_id, lease), json_out, render.claim)
+        emit(client.claim(step_id, lease, claim_paths(path, shared_path)), json_out,
+             render.claim)
 
 
 def claim_next(plan: Annotated[str, typer.Argument(metavar="PLAN")], lease: LeaseOption = None,

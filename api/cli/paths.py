@@ -1,0 +1,67 @@
+"""Path reservations on the command line: `claim --path`, and `paths check` (who holds
+what)."""
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from planledger.api.cli.options import DbOption, JsonOption, UrlOption
+
+if TYPE_CHECKING:  # loaded when a command runs, not when the command line starts
+    from planledger.api.schemas import PathsCheckOut
+    from planledger.ledger.domain.paths import PathSpec
+
+paths_app = typer.Typer(help="Path reservations: who holds which paths.",
+                        no_args_is_help=True)
+
+PathOption = Annotated[list[str] | None, typer.Option(
+    "--path", metavar="GLOB", help="A path to reserve with the claim, exclusively, beside the "
+    "step's own (a glob from the repository root; repeat for more).")]
+SharedPathOption = Annotated[list[str] | None, typer.Option(
+    "--shared-path", metavar="GLOB", help="A path to reserve with the claim, shared with "
+    "other shared reservations (repeat for more).")]
+
+
+def claim_paths(exclusive: list[str] | None, shared: list[str] | None) -> list["PathSpec"]:
+    """The claim's own paths, as the ledger takes them."""
+    from planledger.ledger.domain.paths import PathSpec
+
+    return ([PathSpec(p) for p in exclusive or ()]
+            + [PathSpec(p, "shared") for p in shared or ()])
+
+
+@paths_app.command("check")
+def check(patterns: Annotated[list[str] | None, typer.Argument(
+              metavar="[GLOB]...", help="Globs: the live reservations they overlap.")] = None,
+          files: Annotated[list[str] | None, typer.Option(
+              "--file", metavar="PATH", help="A file path, taken literally: the live "
+              "reservations that cover it (repeat for more).")] = None,
+          exclusive_only: Annotated[bool, typer.Option(
+              "--exclusive-only", help="Leave shared reservations out.")] = False,
+          but: Annotated[str | None, typer.Option(
+              "--but", metavar="SESSION", help="Leave this session's reservations out.")
+          ] = None,
+          db: DbOption = None, url: UrlOption = None, json_out: JsonOption = False) -> None:
+    """Who holds what: the live reservations GLOBs overlap or --file paths fall under
+    (every live one when none are given), each with its holder, step and the patterns met.
+
+    Exits 3 when one is found with --exclusive-only (something would refuse the paths)."""
+    from planledger.api.cli.common import EXIT_BOUNCED, emit, open_client
+
+    with open_client(db, url) as client:
+        found = client.check_paths(patterns or [], files or [], exclusive_only, but)
+        emit(found, json_out, _show)
+    if exclusive_only and found.reserved:
+        raise typer.Exit(EXIT_BOUNCED)
+
+
+def _show(found: "PathsCheckOut") -> None:
+    from planledger.api.cli.common import console
+
+    if not found.reserved:
+        console.print(found.message, markup=False)
+    for held in found.reserved:
+        who = f"{held.holder}" + (f" ({held.holder_name})" if held.holder_name else "")
+        met = ", ".join(held.patterns)
+        console.print(f'{met}: held by {who}, step {held.step_id} "{held.title}", fence '
+                      f"{held.fence}, until {held.expires_at.isoformat()}", markup=False)

@@ -1,0 +1,127 @@
+"""The commit guard: a git pre-commit hook that refuses a commit touching paths another
+session holds exclusively.
+
+`install` writes the hook into a repository (where git looks for hooks: `core.hooksPath`
+is honoured); at commit time the hook runs `planledger guard check`, which lists the paths
+the commit changes against its first parent (the index against HEAD: for a merge, what the
+merge changes on this branch, not every file the merged branch ever touched) and asks the
+ledger, on the embedded store or a server, which live exclusive reservations of other
+sessions cover them. Any: the commit is refused, naming each file, pattern, holder and
+step. The ledger unreachable (no store file, no server, any failure to ask): the commit
+goes ahead with a warning, unless the hook was installed to fail closed. A commit that
+touches only unreserved paths is never refused.
+"""
+
+import shlex
+import stat
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from planledger.api.schemas import PathsCheckOut, ReservationOut
+from planledger.ledger.domain.paths import covers
+
+HOOK_MARK = "# planledger commit guard"
+HOOKS = ("pre-commit", "pre-merge-commit")
+CHECK_BATCH = 10_000  # files per question to the ledger (POST /api/reservations/check's cap)
+
+
+class GuardError(Exception):
+    """The guard cannot be installed or cannot read the repository; says why."""
+
+
+def _git(repo: Path, *args: str) -> str:
+    try:
+        done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True,
+                              check=True)
+    except FileNotFoundError:
+        raise GuardError("git is not installed (or not on PATH)") from None
+    except subprocess.CalledProcessError as failed:
+        said = failed.stderr.decode("utf-8", "replace").strip()
+        raise GuardError(f"git {' '.join(args)} failed in {repo}: {said}") from None
+    return done.stdout.decode("utf-8", "surrogateescape")
+
+
+# --- installing ------------------------------------------------------------------------
+
+
+def hook_text(store: Sequence[str], fail_closed: bool) -> str:
+    """The hook: this Python running `planledger guard check` against `store` (the
+    `--db PATH` or `--url URL` arguments it was installed with)."""
+    command = [sys.executable, "-m", "planledger", "guard", "check", *store]
+    if fail_closed:
+        command.append("--fail-closed")
+    line = " ".join(shlex.quote(part) for part in command)
+    return (f"#!/bin/sh\n{HOOK_MARK}: refuses a commit whose changes fall under another\n"
+            "# session's live exclusive path reservation (`planledger guard install` wrote "
+            "this;\n# PLANLEDGER_SESSION or PLANLEDGER_TOKEN names the committing session).\n"
+            f'exec {line} --repo "$(git rev-parse --show-toplevel)"\n')
+
+
+def install(repo: Path, store: Sequence[str], fail_closed: bool = False,
+            force: bool = False) -> list[Path]:
+    """Write the hooks into the repository at `repo`: pre-commit, and pre-merge-commit (a
+    merge that needs no hand is committed by `git merge`, which runs only that one); their
+    paths. A hook that is not the guard's is kept unless `force`."""
+    hooks = Path(_git(repo, "rev-parse", "--git-path", "hooks").strip())
+    if not hooks.is_absolute():
+        hooks = (repo / hooks).resolve()
+    written = [hooks / name for name in HOOKS]
+    for hook in written:
+        if hook.exists() and HOOK_MARK not in hook.read_text(errors="replace") and not force:
+            raise GuardError(f"{hook} exists and is not planledger's: pass --force to "
+                             "replace it (or call `planledger guard check` from it)")
+    hooks.mkdir(parents=True, exist_ok=True)
+    for hook in written:
+        hook.write_text(hook_text(store, fail_closed))
+        hook.chmod(hook.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return written
+
+
+# --- checking ----------------------------------------------------------------------------
+
+
+def changed_files(repo: Path) -> list[str]:
+    """The paths the commit being made changes against its first parent (HEAD), deletions
+    included, a rename as both its paths; against nothing for a first commit."""
+    listed = _git(repo, "diff", "--cached", "--name-only", "--no-renames", "-z")
+    return [p for p in listed.split("\0") if p]
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A file the commit changes under another session's live exclusive reservation."""
+
+    file: str
+    pattern: str
+    held: ReservationOut
+
+    def describe(self) -> str:
+        named = f"{self.held.holder_name}, " if self.held.holder_name else ""
+        return (f'{self.file}: "{self.pattern}" is held by "{self.held.holder}" ({named}step '
+                f'{self.held.step_id} "{self.held.title}") until '
+                f"{self.held.expires_at.isoformat()}")
+
+
+Ask = Callable[[Sequence[str]], PathsCheckOut]
+
+
+def refusals(files: Sequence[str], ask: Ask) -> list[Refusal]:
+    """What refuses a commit changing `files`: `ask` answers, for a batch of files, the
+    live exclusive reservations of other sessions that cover any of them."""
+    found = []
+    for start in range(0, len(files), CHECK_BATCH):
+        batch = files[start:start + CHECK_BATCH]
+        for held in ask(batch).reserved:
+            exclusive = [p.pattern for p in held.paths if p.mode == "exclusive"]
+            found += [Refusal(f, p, held) for f in batch for p in exclusive if covers(p, f)]
+    return found
+
+
+def session_of(session: str | None, token: str | None) -> str | None:
+    """The committing session: named, or the one its token names (`<id>.<signature>`)."""
+    if session:
+        return session
+    return token.rpartition(".")[0] or None if token else None
