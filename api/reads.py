@@ -10,7 +10,7 @@ from dataclasses import fields
 from datetime import datetime
 from typing import Any
 
-from planledger.api.path_reads import annotated, free_first
+from planledger.api.path_reads import annotated, free_first, with_reserved_paths
 from planledger.api.runtime import Runtime
 from planledger.api.schemas import (
     BlockerOut,
@@ -78,7 +78,8 @@ def step_out(
     holder = verdict.holder if verdict and kind == "held" else None
     return StepOut(
         step_id=definition.id, plan=state.plan, position=definition.position,
-        title=definition.title, body=definition.body, depends_on=list(definition.depends_on),
+        title=definition.title, priority=definition.priority, body=definition.body,
+        depends_on=list(definition.depends_on),
         # A step claimable after a lapse reads as open: its lease no longer holds it.
         status="open" if kind == "claimable" else state.status,
         claimable=kind == "claimable", holder=holder,
@@ -162,6 +163,7 @@ def ready(runtime: Runtime, slug: str, listed: Sequence[StepId] | None = None,
             verdict = judged.get(d.id)
             if verdict is not None and verdict.kind in kinds:
                 kinds[verdict.kind].append(d)
+        kinds["claimable"].sort(key=lambda d: (d.priority, d.added_at, d.id))  # claim order
         totals = {k: len(v) for k, v in kinds.items()}
         if listed is not None:
             known = {d.id: d for d in order}
@@ -224,6 +226,7 @@ def session(runtime: Runtime, session_id: str) -> SessionOut:
                      expires_at=h.expires_at, seconds_left=h.seconds_left,
                      lease_seconds=h.lease_seconds)
              for h in runtime.reads.holdings_of(state.id)]
+    holds = with_reserved_paths(runtime, holds)
     return SessionOut(session_id=state.id, name=state.name, started_at=state.started_at,
                       ended=state.ended, holds=holds, cwd=state.cwd, source=state.source,
                       model=state.model)

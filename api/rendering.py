@@ -58,6 +58,7 @@ def session_started_out(session: SessionState) -> SessionStartedOut:
 def plan_created_out(made: c.PlanCreated) -> PlanCreatedOut:
     plan = made.plan
     refs = [StepRefOut(step_id=i, key=k, plan=plan.slug, title=plan.steps[i].title,
+                       priority=plan.steps[i].priority,
                        depends_on=list(plan.steps[i].depends_on),
                        paths=paths_out(plan.steps[i].paths))
             for i, k in zip(made.step_ids, made.keys, strict=True)]
@@ -68,7 +69,8 @@ def plan_created_out(made: c.PlanCreated) -> PlanCreatedOut:
 def step_ref_out(defined: c.StepDefined) -> StepRefOut:
     step = defined.step
     return StepRefOut(step_id=step.id, plan=defined.plan, title=step.title,
-                      depends_on=list(step.depends_on), paths=paths_out(step.paths))
+                      priority=step.priority, depends_on=list(step.depends_on),
+                      paths=paths_out(step.paths))
 
 
 # Each result type's answer: `(runtime, result) -> schema`.

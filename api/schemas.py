@@ -74,6 +74,10 @@ def path_specs(paths: PathsIn | None) -> tuple[PathSpec, ...]:
                  for p in paths or ())
 
 
+PRIORITY_HELP = ("0 (highest) .. 4; ready lists and claim-next take higher priorities first, "
+                 "then the oldest. Default 2.")
+
+
 class PlanStepIn(RequestSchema):
     key: str | None = Field(None, description="A name later steps of this request use in "
                             "depends_on.", examples=["s5"])
@@ -84,6 +88,8 @@ class PlanStepIn(RequestSchema):
                                   "in this request, or ids of existing steps.", examples=[["s4"]])
     paths: PathsIn = Field(default_factory=list, description=PATHS_HELP,
                            examples=[["internal/auth/**"]])
+    priority: int | None = Field(default=None, ge=0, le=4, description=PRIORITY_HELP,
+                                 examples=[1])
 
 
 class PlanIn(RequestSchema):
@@ -96,7 +102,7 @@ class PlanIn(RequestSchema):
     def command(self, actor: str) -> c.CreatePlan:
         return c.CreatePlan(self.slug, self.title, actor, tuple(self.constraints.items()),
                             tuple(c.NewStep(s.title, s.body, tuple(s.depends_on), s.key,
-                                            path_specs(s.paths))
+                                            path_specs(s.paths), s.priority)
                                   for s in self.steps))
 
 
@@ -105,10 +111,12 @@ class StepIn(RequestSchema):
     body: str = ""
     depends_on: list[str] = Field(default_factory=list, examples=[[STEP]])
     paths: PathsIn = Field(default_factory=list, description=PATHS_HELP)
+    priority: int | None = Field(default=None, ge=0, le=4, description=PRIORITY_HELP,
+                                 examples=[1])
 
     def command(self, plan: str, actor: str) -> c.AddStep:
         return c.AddStep(plan, self.title, actor, self.body, tuple(self.depends_on),
-                         path_specs(self.paths))
+                         path_specs(self.paths), self.priority)
 
 
 class StepRevisionIn(RequestSchema):
@@ -117,10 +125,13 @@ class StepRevisionIn(RequestSchema):
     paths: PathsIn | None = Field(default=None, description=PATHS_HELP + " All of them, replacing "
                                   "the step's (`[]` declares none); a claim holding the step "
                                   "keeps what it reserved until it ends.")
+    priority: int | None = Field(default=None, ge=0, le=4, description=PRIORITY_HELP,
+                                 examples=[1])
 
     def command(self, step_id: str, actor: str) -> c.ReviseStep:
         return c.ReviseStep(step_id, actor, self.title, self.body,
-                            None if self.paths is None else path_specs(self.paths))
+                            None if self.paths is None else path_specs(self.paths),
+                            self.priority)
 
 
 class DependenciesIn(RequestSchema):
@@ -201,6 +212,15 @@ class SessionStartOut(SessionStartedOut):
     note: str | None = Field(None, examples=[TOKEN_ONLY_FIRST])
 
 
+class PathOut(Schema):
+    pattern: str
+    mode: Literal["exclusive", "shared"]
+
+
+def paths_out(paths: Iterable[PathSpec]) -> list[PathOut]:
+    return [PathOut(pattern=p.pattern, mode=p.mode) for p in paths]
+
+
 class HeldOut(Schema):
     step_id: str
     plan: str
@@ -210,6 +230,8 @@ class HeldOut(Schema):
     seconds_left: float | None
     lease_seconds: int | None = Field(None, description="The lease's full length (a "
                                       "countdown's starting point).")
+    paths: list[PathOut] = Field(default_factory=list, description="The paths the claim "
+                                 "holds reserved.")
 
 
 class SessionOut(Schema):
@@ -228,19 +250,11 @@ class SessionEndOut(Schema):
     released: list[str] = Field(description="Steps the session held, each released.")
 
 
-class PathOut(Schema):
-    pattern: str
-    mode: Literal["exclusive", "shared"]
-
-
-def paths_out(paths: Iterable[PathSpec]) -> list[PathOut]:
-    return [PathOut(pattern=p.pattern, mode=p.mode) for p in paths]
-
-
 class StepRefOut(StepAnswer):
     key: str | None = None
     plan: str
     title: str
+    priority: int = Field(default=2, description="0 (highest) .. 4.")
     depends_on: list[str] = Field(default_factory=list)
     paths: list[PathOut] = Field(default_factory=list)
 
@@ -316,6 +330,7 @@ class StepOut(StepAnswer):
     plan: str
     position: int
     title: str
+    priority: int = Field(default=2, description="0 (highest) .. 4.")
     body: str
     depends_on: list[str]
     status: Literal["open", "in_progress", "done", "dropped"]

@@ -139,6 +139,7 @@ class NewStep:
     depends_on: tuple[str, ...] = ()
     key: str | None = None
     paths: tuple[PathSpec, ...] = ()  # what it will touch, reserved while it is claimed
+    priority: int | None = None  # 0 (highest) .. 4; None: the default (2)
 
 
 @dataclass(frozen=True)
@@ -162,6 +163,7 @@ class AddStep(Command[StepDefined]):
     body: str = ""
     depends_on: tuple[str, ...] = ()
     paths: tuple[PathSpec, ...] = ()  # what it will touch, reserved while it is claimed
+    priority: int | None = None  # 0 (highest) .. 4; None: the default (2)
 
 
 @dataclass(frozen=True)
@@ -172,6 +174,7 @@ class ReviseStep(Command[StepDefined]):
     title: str | None = None
     body: str | None = None
     paths: tuple[PathSpec, ...] | None = None  # all of them, anew (None: as they are)
+    priority: int | None = None  # None: as it is
 
 
 @dataclass(frozen=True)

@@ -98,7 +98,8 @@ def create_plan(run: Execution, command: c.CreatePlan) -> c.PlanCreated:
         step_id = StepId(run.ids.new_id())
         deps = [keys.get(d, StepId(d)) for d in new.depends_on]
         added, opened = plan_rules.decide_add_step(
-            plan, plan.version + 1, step_id, new.title, new.body, deps, who, now)
+            plan, plan.version + 1, step_id, new.title, new.body, deps, who, now,
+            new.priority)
         plan = evolve_plan(plan, added)  # our own fresh table: no copy needed
         events += [added, opened]
         if new.paths:
@@ -144,7 +145,7 @@ def add_step(run: Execution, command: c.AddStep) -> c.StepDefined:
         plan = run.store.plan(PlanSlug(command.plan))
         added, opened = plan_rules.decide_add_step(
             plan, plan.version + 1, step_id, command.title, command.body,
-            command.depends_on, who, now)
+            command.depends_on, who, now, command.priority)
         events: list[ev.LedgerEvent] = [added, opened]
         if command.paths:
             after = fold_plan(plan, [added])
@@ -165,7 +166,7 @@ def revise_step(run: Execution, command: c.ReviseStep) -> c.StepDefined:
         holder = run.current_holder(step, now)
         name = run.store.session(holder).name if holder is not None else None
         revised = plan_rules.decide_revise_step(plan, step_id, command.title, command.body,
-                                                who, now, holder, name)
+                                                who, now, holder, name, command.priority)
         events = with_declared_paths(plan, revised, command.paths, who, now)
         return Outcome(Decision(events), _defined_by(plan, events, step_id))
 

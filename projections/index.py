@@ -21,12 +21,13 @@ from planledger.ledger.domain.ids import PlanSlug, StepId
 
 Bucket = Literal["ready", "blocked", "in_progress", "done", "dropped"]
 BUCKETS: tuple[Bucket, ...] = ("ready", "blocked", "in_progress", "done", "dropped")
-OrderKey = tuple[datetime, StepId]
+OrderKey = tuple[int, datetime, StepId]  # priority (0 first), then age, then id
 
 
 @dataclass
 class PlanIndex:
-    """One plan's steps by bucket; `order` and `ready` are oldest first, ties by id."""
+    """One plan's steps by bucket; `order` and `ready` in claim order: by priority (0
+    first), then oldest first, ties by id."""
 
     slug: PlanSlug
     keys: dict[StepId, OrderKey] = field(default_factory=dict)
@@ -42,11 +43,11 @@ class PlanIndex:
     # later): none left, the plan has finished (see LedgerView on retiring plans).
     unclosed: int = 0
 
-    def add(self, step_id: StepId, added_at: datetime) -> None:
+    def add(self, step_id: StepId, added_at: datetime, priority: int = 2) -> None:
         """Register a new step in claim order; it has no bucket until it is judged."""
         if step_id in self.keys:
             return
-        key = (added_at, step_id)
+        key = (priority, added_at, step_id)
         self.keys[step_id] = key
         if not self.order or self.keys[self.order[-1]] <= key:
             self.order.append(step_id)  # the usual case: steps arrive oldest first
@@ -79,8 +80,22 @@ class PlanIndex:
         elif bucket == "in_progress":
             self.in_progress.discard(step_id)
 
+    def reprioritize(self, step_id: StepId, priority: int) -> None:
+        """Move the step to its new place in claim order (and in the ready list)."""
+        old = self.keys.get(step_id)
+        if old is None or old[0] == priority:
+            return
+        ready = self.bucket.get(step_id) == "ready"
+        del self.order[bisect_left(self.order, old, key=self.keys.__getitem__)]
+        if ready:
+            del self.ready[bisect_left(self.ready, old, key=self.keys.__getitem__)]
+        self.keys[step_id] = (priority, old[1], step_id)
+        insort(self.order, step_id, key=self.keys.__getitem__)
+        if ready:
+            insort(self.ready, step_id, key=self.keys.__getitem__)
+
     def in_order(self, step_ids: set[StepId] | list[StepId]) -> list[StepId]:
-        """The given steps of this plan, oldest first, ties by id."""
+        """The given steps of this plan in claim order."""
         return sorted(step_ids, key=self.keys.__getitem__)
 
     def hold_until(self, step_id: StepId, expires_at: datetime | None) -> None:

@@ -225,8 +225,11 @@ class LedgerView:
         step_id = StepId(event.step_id)  # type: ignore[attr-defined]
         self._remember(step_id, position)
         if isinstance(event, ev.StepAdded):
-            self.indexes[slug].add(step_id, plan.steps[step_id].added_at)
+            defined = plan.steps[step_id]
+            self.indexes[slug].add(step_id, defined.added_at, defined.priority)
             self._count_closing(slug, closed=False)
+        if isinstance(event, ev.StepRevised) and event.priority is not None:
+            self.indexes[slug].reprioritize(step_id, event.priority)
         if isinstance(event, ev.StepAdded | ev.DependenciesDeclared):
             for dep in event.depends_on:
                 self.dependents.setdefault(StepId(dep), set()).add(step_id)

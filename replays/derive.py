@@ -80,7 +80,8 @@ def _extend(command: CommandRecord, event: ev.LedgerEvent) -> CommandRecord:
     if isinstance(event, ev.SessionEnded) and event.findings:
         return replace(command, args={**command.args, "findings": event.findings})
     if isinstance(event, ev.StepAdded):
-        step = {"title": event.title, "body": event.body, "depends_on": list(event.depends_on)}
+        step = {"title": event.title, "body": event.body, "depends_on": list(event.depends_on),
+                **_priority(event)}
         return replace(command, args={**command.args, "steps": [*command.args["steps"], step]},
                        ids=(*command.ids, event.step_id))
     return command
@@ -135,11 +136,11 @@ def _structure(event: ev.LedgerEvent) -> Start | None:
     if isinstance(event, ev.StepAdded):
         return "add_step", who, {"plan": event.originator_id.removeprefix("plan:"),
                                  "title": event.title, "body": event.body,
-                                 "depends_on": list(event.depends_on), "actor": actor}, \
-            [event.step_id]
+                                 "depends_on": list(event.depends_on), "actor": actor,
+                                 **_priority(event)}, [event.step_id]
     if isinstance(event, ev.StepRevised):
         return "revise_step", who, {"step_id": event.step_id, "title": event.title,
-                                    "body": event.body, "actor": actor}, []
+                                    "body": event.body, "actor": actor, **_priority(event)}, []
     if isinstance(event, ev.DependenciesDeclared):
         return "declare_dependencies", who, {"step_id": event.step_id, "depends_on":
                                              list(event.depends_on), "actor": actor}, []
@@ -206,8 +207,14 @@ def _paths(a: Args) -> tuple[PathSpec, ...]:
     return specs(a.get("paths") or [])
 
 
+def _priority(event: ev.StepAdded | ev.StepRevised) -> Args:
+    """A step's priority, when the event set one (recordings before priorities: none)."""
+    return {} if event.priority is None else {"priority": event.priority}
+
+
 def _create_plan(a: Args) -> c.CreatePlan:
-    steps = tuple(c.NewStep(s["title"], s["body"], tuple(s["depends_on"]), paths=_paths(s))
+    steps = tuple(c.NewStep(s["title"], s["body"], tuple(s["depends_on"]), paths=_paths(s),
+                            priority=s.get("priority"))
                   for s in a["steps"])
     return c.CreatePlan(a["slug"], a["title"], _actor(a), tuple(a["constraints"].items()),
                         steps)
@@ -222,10 +229,11 @@ BUILDERS: dict[str, tuple[tuple[str, ...], Build]] = {
                                                             a.get("findings"))),
     "create_plan": (("slug", "title", "constraints", "steps"), _create_plan),
     "add_step": (("plan", "title", "body", "depends_on"), lambda a: c.AddStep(
-        a["plan"], a["title"], _actor(a), a["body"], tuple(a["depends_on"]), _paths(a))),
+        a["plan"], a["title"], _actor(a), a["body"], tuple(a["depends_on"]), _paths(a),
+        a.get("priority"))),
     "revise_step": (("step_id", "title", "body"), lambda a: c.ReviseStep(
         a["step_id"], _actor(a), a["title"], a["body"],
-        _paths(a) if a.get("paths") is not None else None)),
+        _paths(a) if a.get("paths") is not None else None, a.get("priority"))),
     "declare_dependencies": (("step_id", "depends_on"), lambda a: c.DeclareDependencies(
         a["step_id"], tuple(a["depends_on"]), _actor(a))),
     "list_ready": (("plan", "session_id"), lambda a: c.ListReady(a["plan"], a["session_id"])),

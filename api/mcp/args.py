@@ -51,6 +51,9 @@ Fence = Annotated[int | None, Field(
     description="The fence your claim was granted (tasks_claim returned it). If you lost the "
     "claim meanwhile (your lease lapsed and another session claimed), the call is refused "
     "as stale instead of closing work you no longer hold.")]
+Priority = Annotated[int | None, Field(
+    ge=0, le=4, description="0 (highest) .. 4: ready lists and tasks_claim_next take higher "
+    "priorities first, then the oldest. Default 2.")]
 NoteArg = Annotated[str | None, Text, Field(
     max_length=20000, description="A handoff note left with it, for whoever picks the step "
     "up next (they read it in their claim's answer).")]

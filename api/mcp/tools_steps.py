@@ -13,6 +13,7 @@ from planledger.api.mcp.args import (
     Lease,
     MaybePlan,
     PageLimit,
+    Priority,
     ReadyLimit,
     SessionArg,
     Status,
@@ -86,7 +87,7 @@ class StepTools(Tools):
 
     def tasks_add(self, ctx: Context[Any, Any], title: Title, body: Body = None,
                   plan: MaybePlan = None, depends_on: StepIds | None = None,
-                  paths: Paths = None,
+                  paths: Paths = None, priority: Priority = None,
                   session_id: SessionArg = None, token: TokenArg = None) -> StepAddedOut:
         """Add a step to a plan (work you found that the plan lacks). `depends_on` lists
         step ids that must be done (or dropped) before it is ready. A dependency that is
@@ -96,7 +97,7 @@ class StepTools(Tools):
         the step will touch, reserved for whoever claims it (see tasks_claim)."""
         actor = self.author(ctx, session_id, token)
         step = StepIn(title=title, body=body or "", depends_on=depends_on or [],
-                      paths=paths or [])
+                      paths=paths or [], priority=priority)
         slug = self.plan_or_only(plan)
         add = step.command(slug, actor)
         if plan is not None and not self._exists(slug):
@@ -129,16 +130,18 @@ class StepTools(Tools):
                      fence: Fence = None, lease_seconds: Lease = None,
                      paths: Annotated[Paths, Field(description="All the paths the step "
                                                    "touches, anew (`[]`: none).")] = None,
+                     priority: Priority = None,
                      session_id: SessionArg = None, token: TokenArg = None) -> StepOut:
-        """Change a step: revise `title`/`body`, add dependencies (`add_depends_on`), and/or
-        move its `status`: in_progress claims it (as tasks_claim), done completes it (as
-        tasks_complete; you must hold it), dropped drops it (as tasks_drop), open releases
-        your claim or reopens a done or dropped step. Applied in that order: revision,
-        dependencies, status; each refusal reads as that tool's would. Answers the step."""
+        """Change a step: revise `title`/`body`/`priority`, add dependencies
+        (`add_depends_on`), and/or move its `status`: in_progress claims it (as
+        tasks_claim), done completes it (as tasks_complete; you must hold it), dropped drops
+        it (as tasks_drop), open releases your claim or reopens a done or dropped step.
+        Applied in that order: revision, dependencies, status; each refusal reads as that
+        tool's would. Answers the step."""
         actor = self.author(ctx, session_id, token)
-        if title is not None or body is not None or paths is not None:
-            self.service.execute(StepRevisionIn(title=title, body=body, paths=paths
-                                                ).command(step_id, actor))
+        if title is not None or body is not None or paths is not None or priority is not None:
+            revision = StepRevisionIn(title=title, body=body, paths=paths, priority=priority)
+            self.service.execute(revision.command(step_id, actor))
         if add_depends_on:
             self.service.execute(DependenciesIn(depends_on=add_depends_on).command(step_id, actor))
         if status is not None:

@@ -68,6 +68,8 @@ class StepAdded(LedgerEvent):
     title: str
     body: str
     depends_on: list[str]
+    priority: int | None = None  # 0 (highest) .. 4; None: the default
+    LATE_FIELDS = ("priority",)
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,8 @@ class StepRevised(LedgerEvent):
     step_id: str
     title: str | None
     body: str | None
+    priority: int | None = None  # None: unchanged
+    LATE_FIELDS = ("priority",)
 
 
 @dataclass(frozen=True)

@@ -73,9 +73,16 @@ def decide_create_plan(
     )
 
 
+def check_priority(priority: int | None) -> int | None:
+    """0 (highest) .. 4, or None (the default on an addition, unchanged on a revision)."""
+    if priority is not None and (isinstance(priority, bool) or not 0 <= priority <= 4):
+        raise errors.InvalidInput("priority", f"{priority!r} is not 0 (highest) .. 4")
+    return priority
+
+
 def decide_add_step(
     plan: PlanState, version: int, step_id: StepId, title: str, body: str,
-    depends_on: Sequence[str], actor: Actor, now: datetime,
+    depends_on: Sequence[str], actor: Actor, now: datetime, priority: int | None = None,
 ) -> tuple[ev.StepAdded, ev.StepOpened]:
     """Add a step to the plan (at plan version `version`) and open its own stream."""
     if len(plan.steps) >= MAX_STEPS_PER_PLAN:
@@ -87,7 +94,7 @@ def decide_add_step(
         step_id=step_id,
         title=check_text("title", title, MAX_TITLE, required=True),
         body=check_text("body", body, MAX_BODY, required=False),
-        depends_on=list(deps),
+        depends_on=list(deps), priority=check_priority(priority),
     )
     opened = ev.StepOpened(step_id, 1, timestamp=now, session_id=acting_session(actor),
                            actor=actor, plan=plan.slug)
@@ -106,7 +113,7 @@ def _check_not_held_elsewhere(step_id: StepId, actor: Actor, holder: SessionId |
 def decide_revise_step(
     plan: PlanState, step_id: StepId, title: str | None, body: str | None,
     actor: Actor, now: datetime, holder: SessionId | None = None,
-    holder_name: str | None = None,
+    holder_name: str | None = None, priority: int | None = None,
 ) -> ev.StepRevised:
     """Revise a step. A step with a live `holder` is that session's to revise (or an
     operator's: the admin, the local operator), as the work it describes is under way."""
@@ -120,7 +127,7 @@ def decide_revise_step(
     return ev.StepRevised(
         plan.id, plan.version + 1, timestamp=now, session_id=acting_session(actor),
         actor=actor, step_id=step_id,
-        title=title, body=body,
+        title=title, body=body, priority=check_priority(priority),
     )
 
 

@@ -17,6 +17,8 @@ Status = Literal["open", "in_progress", "done", "dropped"]
 SATISFYING: frozenset[str] = frozenset({"done", "dropped"})
 
 
+DEFAULT_PRIORITY = 2  # a step's priority when none is given (0 highest .. 4)
+
 @dataclass(frozen=True)
 class StepDef:
     """What a step is: its place in the plan, its words and what it waits on."""
@@ -28,6 +30,7 @@ class StepDef:
     depends_on: tuple[StepId, ...]
     added_at: datetime
     paths: tuple[PathSpec, ...] = ()  # what it will touch, reserved while it is claimed
+    priority: int = DEFAULT_PRIORITY  # 0 highest .. 4; ready lists order by it, then age
 
 
 @dataclass(frozen=True)
@@ -119,6 +122,7 @@ def evolve_plan(state: PlanState | None, event: ev.LedgerEvent) -> PlanState:
             body=event.body,
             depends_on=tuple(StepId(d) for d in event.depends_on),
             added_at=event.timestamp,
+            priority=DEFAULT_PRIORITY if event.priority is None else event.priority,
         )
     elif isinstance(event, ev.StepRevised):
         old = steps[StepId(event.step_id)]
@@ -126,6 +130,7 @@ def evolve_plan(state: PlanState | None, event: ev.LedgerEvent) -> PlanState:
             old,
             title=old.title if event.title is None else event.title,
             body=old.body if event.body is None else event.body,
+            priority=old.priority if event.priority is None else event.priority,
         )
     elif isinstance(event, ev.DependenciesDeclared):
         old = steps[StepId(event.step_id)]
