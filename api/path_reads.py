@@ -9,6 +9,7 @@ from datetime import datetime
 from planledger.api.runtime import Runtime
 from planledger.api.schemas import (
     CollisionOut,
+    HeldOut,
     PathOut,
     PathsCheckOut,
     ReservationOut,
@@ -109,3 +110,13 @@ def check(runtime: Runtime, patterns: Sequence[str] = (), files: Sequence[str] =
     return PathsCheckOut(reserved=[reservation_out(m.held, m.patterns) for m in found],
                          message=describe(found))
 
+
+
+def with_reserved_paths(runtime: Runtime, holds: list[HeldOut]) -> list[HeldOut]:
+    """A session's live claims, each with the paths it holds reserved (a holder's card)."""
+    if not holds:
+        return holds
+    with runtime.reads.reading() as (view, moment):
+        found: dict[str, HeldPaths] = {h.step_id: h for h in reservations.live(view, moment)}
+    return [h.model_copy(update={"paths": paths_out(found[h.step_id].paths)})
+            if h.step_id in found else h for h in holds]

@@ -21,6 +21,7 @@ EntryKind = Literal[
     "plan_created", "step_added", "step_revised", "dependencies_declared",
     "session_started", "ready_listed", "claimed", "renewed", "bounced", "refused",
     "stale_fence", "released", "completed", "dropped", "reopened", "session_ended", "noted",
+    "paths_declared", "reserved", "paths_bounced",
 ]
 
 
@@ -90,6 +91,8 @@ def describe(
         step = about(step_id)
         return f"step {step.number}" if step else f"step {step_id}"
 
+    if isinstance(event, _PATH_EVENTS):
+        return _paths_entry(event, entry, ref, about)
     if isinstance(event, _PLAN_EVENTS):
         return _plan_entry(event, entry, ref)
     if isinstance(event, _SESSION_EVENTS):
@@ -101,6 +104,43 @@ def describe(
 _PLAN_EVENTS = ev.PlanCreated | ev.StepAdded | ev.StepRevised | ev.DependenciesDeclared
 _SESSION_EVENTS = (ev.SessionStarted | ev.SessionEnded | ev.ReadyListed | ev.ClaimBounced
                    | ev.ClaimRefused | ev.StaleFenceRejected)
+
+
+_PATH_EVENTS = ev.PathsDeclared | ev.PathsReserved | ev.PathsBounced
+
+
+def _paths_entry(
+    event: ev.LedgerEvent, entry: EntryFn, ref: RefFn, info: Callable[[str], StepInfo | None]
+) -> Entry | None:
+    """A step's paths declared, a claim's reserved, a claim bounced off another's."""
+    if isinstance(event, ev.PathsDeclared):
+        return entry("paths_declared", f"{ref(event.step_id)} touches "
+                     f"{_patterns(event.paths)}", event.step_id)
+    if isinstance(event, ev.PathsReserved):
+        return entry("reserved", f"reserved {_patterns(event.paths)} for {ref(event.step_id)} "
+                     f"(fence {event.fence})", event.step_id, fence=event.fence)
+    if isinstance(event, ev.PathsBounced):
+        first = event.conflicts[0]
+        bounce = errors.PathsHeld(event.step_id, [
+            (str(c["holder"]), None, str(c["step_id"]), _title(info, str(c["step_id"])),
+             _strings(c["patterns"])) for c in event.conflicts])
+        return entry("paths_bounced", f"claim of {ref(event.step_id)} bounced: {bounce}",
+                     event.step_id, holder=str(first["holder"]))
+    return None
+
+
+def _patterns(paths: list[dict[str, str]]) -> str:
+    shown = [p["pattern"] + (" (shared)" if p.get("mode") == "shared" else "") for p in paths]
+    return ", ".join(shown) or "no paths"
+
+
+def _strings(value: object) -> list[str]:
+    return [str(v) for v in value] if isinstance(value, list) else []
+
+
+def _title(info: Callable[[str], StepInfo | None], step_id: str) -> str:
+    step = info(step_id)
+    return step.title if step else ""
 
 
 def _plan_entry(event: ev.LedgerEvent, entry: EntryFn, ref: RefFn) -> Entry | None:

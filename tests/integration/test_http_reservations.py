@@ -128,3 +128,24 @@ def test_paths_are_revised_and_bad_ones_refused_naming_the_field(client: TestCli
     assert (bad.status_code, bad.json()["reason"], bad.json()["field"]) == (
         422, "invalid_input", "paths")
     assert client.get("/api/reservations", params={"paths": ["/abs"]}).status_code == 422
+
+
+def test_the_console_shows_reservations_on_steps_and_on_the_holders_card(
+    client: TestClient,
+) -> None:
+    _, as_a = session(client, "agent A")
+    b, as_b = session(client, "agent B")
+    steps = _plan(client, as_a)
+    client.post(f"/api/steps/{steps['rotate']}/claim", headers=as_b,
+                json={"paths": [{"pattern": "go.sum", "mode": "shared"}]})
+
+    console = client.get("/api/console").json()
+    (card,) = [s for s in console["sessions"] if s["session_id"] == b]
+    assert card["holds"][0]["paths"] == [{"pattern": "internal/auth/**", "mode": "exclusive"},
+                                         {"pattern": "go.sum", "mode": "shared"}]
+    shown = {s["step_id"]: s for s in client.get(
+        "/api/console/steps", params={"plan": "auth"}).json()["steps"]}
+    assert shown[steps["rotate"]]["reserved"][0]["pattern"] == "internal/auth/**"
+    assert shown[steps["limit"]]["collides_with"][0]["holder"] == b
+    assert [e["type"] for e in client.get(f"/api/steps/{steps['rotate']}").json()["history"]
+            ][-2:] == ["StepClaimed", "PathsReserved"]

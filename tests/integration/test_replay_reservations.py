@@ -10,6 +10,7 @@ from planledger.ledger.application import Ledger, NewStep
 from planledger.ledger.domain import errors
 from planledger.ledger.domain import events as ev
 from planledger.ledger.domain.paths import PathSpec
+from planledger.projections.timeline import TimelineModel
 from planledger.replays.format import write_file
 from planledger.replays.reading import read_file
 from planledger.replays.recording import export
@@ -20,7 +21,8 @@ from tests.support.fakes import FakeClock
 AUTH = PathSpec("internal/auth/**")
 
 
-def _reserving_log(ledger: Ledger, clock: FakeClock) -> None:
+def _reserving_log(ledger: Ledger, clock: FakeClock) -> tuple[str, str]:
+    """The log; agent B's session and the step it reserves internal/auth/** for."""
     a, b = (ledger.start_session(n).id for n in ("agent A", "agent B"))
     _, (first, second, docs) = ledger.create_plan("p", "P", steps=[
         NewStep("auth", paths=(AUTH,)), NewStep("token", paths=(PathSpec("internal/auth/t.go"),)),
@@ -44,6 +46,7 @@ def _reserving_log(ledger: Ledger, clock: FakeClock) -> None:
     clock.advance(61)  # B's lease lapses, and its reservation with it
     ledger.claim(second, a, paths=[PathSpec("README.md")])
     ledger.complete(second, a)
+    return b, first
 
 
 def test_a_log_with_path_reservations_reexecutes_identically(
@@ -62,3 +65,25 @@ def test_a_log_with_path_reservations_reexecutes_identically(
     assert report.identical, report.describe()
     assert report.refused == 1  # the path bounce
     assert report.events == len(recording.events)
+
+
+def test_reservations_and_path_bounces_are_timeline_entries(
+    runtime: Runtime, clock: FakeClock,
+) -> None:
+    timelines = TimelineModel(runtime.store, reads=runtime.reads)
+
+    b, first = _reserving_log(runtime.ledger, clock)
+
+    entries = timelines.timeline("p").entries
+
+    declared = [e.text for e in entries if e.kind == "paths_declared"]
+    assert (declared[0], declared[-1]) == ("step 1 touches internal/auth/**",
+                                           "step 4 touches no paths")
+    (bounce,) = [e for e in entries if e.kind == "paths_bounced"]
+    assert bounce.text == (f'claim of step 2 bounced: paths reserved: "internal/auth/**" '
+                           f'held by "{b}" (step {first} "auth")')
+    assert bounce.holder == b and bounce.session_id != b
+    reserved = [e.text for e in entries if e.kind == "reserved"]
+    assert reserved[:2] == ["reserved internal/auth/**, go.mod for step 1 (fence 1)",
+                            "reserved internal/auth/**, go.mod, go.sum (shared) for step 1 "
+                            "(fence 1)"]

@@ -10,12 +10,18 @@ const WORDS = {
   StepOpened: "opened", StepClaimed: "claimed", LeaseRenewed: "heartbeat", StepReleased: "released",
   StepCompleted: "completed", StepDropped: "dropped", StepReopened: "reopened",
   ClaimBounced: "claim bounced", ClaimRefused: "claim refused", StaleFenceRejected: "stale fence refused",
+  PathsDeclared: "paths declared", PathsReserved: "paths reserved", PathsBounced: "claim bounced off paths",
 };
 const KINDS = {
   StepClaimed: "claimed", LeaseRenewed: "renewed", StepReleased: "released", StepCompleted: "completed",
   StepDropped: "dropped", StepReopened: "reopened", ClaimBounced: "bounced", ClaimRefused: "refused",
-  StaleFenceRejected: "stale_fence",
+  StaleFenceRejected: "stale_fence", PathsReserved: "claimed", PathsBounced: "bounced",
 };
+
+// A step's paths as one line: `internal/auth/**, docs/** (shared)`.
+function patterns(paths) {
+  return paths.map((p) => p.pattern + (p.mode === "shared" ? " (shared)" : "")).join(", ");
+}
 
 function summary(event, label) {
   const d = event.data;
@@ -28,6 +34,10 @@ function summary(event, label) {
     case "ClaimRefused": return d.detail;
     case "StaleFenceRejected": return `${d.action} with fence ${d.fence}; the step is at fence ${d.current_fence}`;
     case "StepAdded": return d.title;
+    case "PathsDeclared": return patterns(d.paths) || "none";
+    case "PathsReserved": return `${patterns(d.paths)} · fence ${d.fence}`;
+    case "PathsBounced": return d.conflicts.map((c) =>
+      `${c.patterns.map((p) => `"${p}"`).join(", ")} held by ${label(c.holder)}`).join("; ");
     default: return "";
   }
 }
@@ -116,6 +126,7 @@ export class Drawer {
           : step.lapsed_holder ? [who(step.lapsed_holder, label, "gone"), " (lapsed)"] : "nobody"),
         h("dt", {}, "fence"), h("dd", {}, String(step.fence)),
         h("dt", {}, "waits on"), h("dd", {}, this.deps(step)),
+        h("dt", {}, "paths"), h("dd", {}, this.paths(step)),
         h("dt", {}, "id"), h("dd", {}, h("code", {}, step.step_id))),
       this.actions(step),
       h("h4", {}, "History"),
@@ -124,6 +135,20 @@ export class Drawer {
         h("span", { class: "ev-what" }, h("strong", {}, WORDS[e.type] || e.type), " ", author(e, label)),
         h("span", { class: "ev-detail" }, summary(e, label))))),
     ];
+  }
+
+  // What the step declares it touches; what its live claim holds reserved; and, when it
+  // is claimable, whose live reservations a claim would bounce off.
+  paths(step) {
+    const lines = [h("span", { class: "path-list" }, patterns(step.paths) || "none declared")];
+    if (step.reserved.length) {
+      lines.push(h("span", { class: "path-list held" }, "reserved: ", patterns(step.reserved)));
+    }
+    for (const c of step.collides_with) {
+      lines.push(h("span", { class: "path-list clash" }, `${c.patterns.join(", ")} held by `,
+        who(c.holder, this.ctx.label), ` (#${this.ctx.stepNumber(c.step_id) ?? "?"} ${c.title})`));
+    }
+    return lines;
   }
 
   deps(step) {

@@ -38,6 +38,8 @@ function holdRow(held, ctx) {
     },
     h("span", { class: "hold-ref" }, held.plan, number ? ` · #${number}` : ""),
     h("span", { class: "hold-title" }, held.title),
+    held.paths?.length ? h("span", { class: "hold-paths", title: "paths this claim holds reserved" },
+      held.paths.map((p) => p.pattern + (p.mode === "shared" ? " (shared)" : "")).join(", ")) : null,
     h("span", { class: "hold-lease" },
       countdown(held.expires_at, held.lease_seconds ?? ctx.leaseOf(held.step_id), true),
       h("span", { class: "fence", title: "fence: grows with every grant of this step" }, `fence ${held.fence}`))));

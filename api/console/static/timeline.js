@@ -8,7 +8,8 @@ const ICONS = {
   stale_fence: "refused", released: "released", completed: "completed", dropped: "dropped",
   reopened: "reopened", ready_listed: "ready_listed", session_started: "session",
   session_ended: "ended", plan_created: "added", step_added: "added", step_revised: "added",
-  dependencies_declared: "added",
+  dependencies_declared: "added", paths_declared: "added", reserved: "claimed",
+  paths_bounced: "bounced",
 };
 
 const MAX_ROWS = 400;  // the newest; a long-lived plan's whole history would slow the page
@@ -65,6 +66,9 @@ function headline(e, count, label, numbers) {
     case "plan_created": return "created the plan";
     case "step_added": return `added ${ref}`;
     case "step_revised": return `revised ${ref}`;
+    case "paths_declared": return `paths of ${ref}`;
+    case "reserved": return `reserved paths for ${ref}`;
+    case "paths_bounced": return `${ref} bounced off ${label(e.holder)}'s paths`;
     default: return e.text;
   }
 }
@@ -87,7 +91,7 @@ function chip(item, laneLabel, ctx, numbers) {
   h("span", { class: "chip-lane" }, laneLabel),
   h("span", { class: "chip-head" }, icon(ICONS[e.kind] || "session"), headline(e, count, ctx.label, numbers)),
   sub ? h("span", { class: "chip-sub" }, sub) : null,
-  e.kind === "bounced" || e.kind === "stale_fence" ? h("span", { class: "chip-text" }, e.text) : null);
+  ["bounced", "stale_fence", "paths_bounced"].includes(e.kind) ? h("span", { class: "chip-text" }, e.text) : null);
 }
 
 export function renderTimeline(timeline, ctx) {
