@@ -39,7 +39,7 @@ from planledger.ledger.commands import ClaimNext
 from planledger.ledger.domain.ids import PlanSlug
 from planledger.ledger.ports import Clock
 from planledger.projections.readmodel import ReadModel
-from planledger.projections.wakeups import Wakeups
+from planledger.projections.wakeups import Wakeups, next_lapse
 
 T = TypeVar("T")
 
@@ -174,10 +174,12 @@ class Lines:
             elif (found := self._lines.get(plan)) is not None:
                 self._tell(found)
 
-    def leased(self, plan: PlanSlug, until: datetime) -> None:
+    def leased(self, plan: PlanSlug | None, until: datetime) -> None:
+        """A lease of `plan` (None: one whose end may free a step of any plan) ends then."""
         with self._lock:
-            line = self._lines.get(plan)
-            if line is not None:
+            lines = self._lines.values() if plan is None else (
+                [self._lines[plan]] if plan in self._lines else [])
+            for line in lines:
                 self._sooner(line, until)
 
     def wake_all(self) -> None:
@@ -242,8 +244,10 @@ class Waiting:
         return asyncio.run(self.claim_next(command, attempt, inline))
 
     def _try(self, plan: PlanSlug, attempt: Attempt) -> tuple[BaseModel | None, datetime | None]:
+        """A try's answer (None: nothing yet) and, if none, the next lapse after it began."""
+        began = self._clock.now()
         answer = attempt(False)
-        return answer, None if answer is not None else self._reads.next_lapse(plan)
+        return answer, None if answer is not None else next_lapse(self._reads, plan, began)
 
     def waiting(self, plan: str, count: int, timeout: float = 10.0) -> bool:
         """Block until exactly `count` callers wait on the plan (tests and benches watch the

@@ -33,11 +33,6 @@ class Queryable(ABC):
         with self.reading(now) as (view, moment):
             return queries.ready_steps(view, plan, moment)
 
-    def next_lapse(self, plan: PlanSlug, now: datetime | None = None) -> datetime | None:
-        """When the plan's next live lease ends (None: none is live)."""
-        with self.reading(now) as (view, moment):
-            return queries.next_lapse(view, plan, moment)
-
     def blocked(
         self, plan: PlanSlug | None = None, now: datetime | None = None
     ) -> list[BlockedStep]:

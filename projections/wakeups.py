@@ -10,9 +10,11 @@ about a plan's claimable steps, and told to the `Signals`:
 
 - `freed(plan)`: a step of the plan may have become claimable (one opened, released,
   completed, dropped or reopened, or the plan created); `None`: of any plan (an event about
-  a step the view does not hold);
-- `leased(plan, until)`: a lease of the plan now ends at `until` (a claim or a heartbeat):
-  a lapse writes nothing to the log, so a waiter times its wait to the next one.
+  a step the view does not hold, or one that reserved paths, which steps of any plan may
+  collide with);
+- `leased(plan, until)`: a lease of the plan (`None`: one that reserved paths) now ends at
+  `until` (a claim or a heartbeat): a lapse writes nothing to the log, so a waiter times
+  its wait to the next one (`next_lapse`).
 
 Nothing here decides anything or knows who waits; `api.waiting` does. When nobody has
 watched for `linger` seconds the follower stops and the model stops telling (a process
@@ -28,8 +30,10 @@ from typing import Protocol
 from planledger.ledger.domain import events as ev
 from planledger.ledger.domain.ids import PLAN_STREAM_PREFIX, PlanSlug, StepId
 from planledger.ledger.domain.state import StepState
+from planledger.projections import queries, reservations
 from planledger.projections.follower import DEFAULT_INTERVAL, Follower, follow
 from planledger.projections.readmodel import ReadModel
+from planledger.projections.view import LedgerView
 
 log = logging.getLogger(__name__)
 
@@ -44,17 +48,41 @@ class Signals(Protocol):
 
     def freed(self, plan: PlanSlug | None) -> None: ...
 
-    def leased(self, plan: PlanSlug, until: datetime) -> None: ...
+    def leased(self, plan: PlanSlug | None, until: datetime) -> None: ...
 
 
-def tell(signals: Signals, event: object, step: StepState | None) -> None:
-    """Tell `signals` what `event` may change (`step`: its step as the view now holds it)."""
+def tell(signals: Signals, event: object, view: LedgerView) -> None:
+    """Tell `signals` what `event`, just applied to `view`, may change. A step that
+    reserved paths concerns every plan: a step anywhere may be passed by while it
+    collides with that reservation."""
     if isinstance(event, ev.PlanCreated | ev.StepAdded):
         signals.freed(PlanSlug(event.originator_id.removeprefix(PLAN_STREAM_PREFIX)))
-    elif isinstance(event, _LEASING) and step is not None:
-        signals.leased(step.plan, event.expires_at)
-    elif isinstance(event, _FREEING + _LEASING):
-        signals.freed(step.plan if step is not None else None)
+        return
+    if not isinstance(event, _FREEING + _LEASING + (ev.PathsReserved,)):
+        return
+    step_id = StepId(event.step_id if isinstance(event, ev.PathsReserved)
+                     else event.originator_id)
+    step = view.steps.get(step_id)
+    plan = step.plan if step is not None and step_id not in view.reservations else None
+    if isinstance(event, _LEASING):
+        signals.leased(plan, event.expires_at)
+    elif isinstance(event, ev.PathsReserved):
+        if step is not None and step.expires_at is not None:
+            signals.leased(None, step.expires_at)
+    else:
+        signals.freed(plan)
+
+
+def next_lapse(reads: ReadModel, plan: PlanSlug, after: datetime) -> datetime | None:
+    """When, after `after`, the clock alone may make a step of the plan claimable (nothing
+    is appended then): its next lease lapse, or the end of a live path reservation
+    anywhere (a step of the plan may collide with it). None: neither will happen. Ask
+    with the moment a try began: a lease that lapsed while it ran is still to be tried."""
+    with reads.reading(after) as (view, _):
+        lapse = queries.next_lapse(view, plan, after)
+        held = reservations.live(view, after) if view.reservations else []
+    ends = [h.expires_at for h in held if h.expires_at > after]
+    return min([*ends, lapse] if lapse is not None else ends, default=None)
 
 
 class Wakeups:
@@ -112,8 +140,7 @@ class Wakeups:
             pump.join(10)
 
     def _told(self, position: int, event: object, before: StepState | None) -> None:
-        step_id = getattr(event, "originator_id", "")
-        tell(self._signals, event, self._reads.view.steps.get(StepId(step_id)))
+        tell(self._signals, event, self._reads.view)
 
     def _run(self) -> None:
         """Apply this process's appends when poked, until closed or idle for `linger`."""
