@@ -25,6 +25,7 @@ from planledger.ledger.answers import AnswerRecorded
 from planledger.ledger.application import NewStep
 from planledger.ledger.domain.errors import InvalidInput
 from planledger.ledger.domain.ids import SessionId, StepId
+from planledger.ledger.domain.paths import PathSpec
 from tests.support.fakes import FakeClock
 from tests.support.live_server import author, live_server, session
 
@@ -204,6 +205,32 @@ def test_a_waiter_whose_step_is_added_later_claims_it(runtime: Runtime, service:
     added = service.execute(c.AddStep(PLAN, "late", planner))
 
     assert waiter.claimed == getattr(added, "step_id", None)
+
+
+def reserving(runtime: Runtime, planner: str, slug: str, pattern: str) -> StepId:
+    """A plan `slug` of one step that reserves `pattern` while it is claimed."""
+    made = runtime.ledger.execute(c.CreatePlan(slug, slug, planner, (), (
+        NewStep("touches " + pattern, paths=(PathSpec(pattern),)),)))
+    return made.step_ids[0]
+
+
+@pytest.mark.parametrize("ends", ["complete", "lapse"])
+def test_a_step_passed_by_for_a_reservation_in_another_plan_is_claimed_when_it_ends(
+    runtime: Runtime, service: Service, clock: FakeClock, ends: str,
+) -> None:
+    planner, holder, agent = sessions(runtime, 3)
+    elsewhere = reserving(runtime, planner, "other", "src/**")
+    waited_for = reserving(runtime, planner, PLAN, "src/a.py")
+    runtime.ledger.claim(elsewhere, holder, 60)
+    waiter = in_line(service, [Waiter(service, agent)])[0]
+
+    if ends == "complete":
+        service.execute(c.Complete(elsewhere, holder))
+    else:
+        clock.advance(61)
+        service.waiting.clock_moved()
+
+    assert waiter.claimed == waited_for
 
 
 def answers_recorded(runtime: Runtime) -> list[AnswerRecorded]:
