@@ -59,6 +59,7 @@ def _close_on_shutdown(app: "FastAPI", runtime: Runtime) -> None:
     async def lifespan(parent: "FastAPI") -> AsyncIterator[Any]:
         async with serving(parent) as state:
             yield state
+        await run_in_threadpool(app.state.service.waiting.close)  # its follower reads the store
         await run_in_threadpool(runtime.close, checkpoint=True)
 
     app.router.lifespan_context = lifespan
