@@ -80,7 +80,7 @@ class UnsealingMapper(Mapper[str]):
         return event
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Encoded:
     """An append's events as they will be stored, and each one's hash: "" where it is not
     sealed yet (its chain follows a stored event), or not sealed at all (`sealed` False).
@@ -109,12 +109,12 @@ class SealingEventStore(EventStore[str]):
         encoded = self.encode(domain_events)
         return self.recordings(encoded, self.insert(encoded, **kwargs))
 
-    def encode(self, domain_events: Sequence[Any]) -> Encoded:
-        """The events encoded, and sealed where their chain starts in this append: all of
-        it work that may run before the write lock is taken."""
+    def encode(self, domain_events: Sequence[Any], *, ahead: bool = False) -> Encoded:
+        """The events encoded; `ahead` of the write lock, also sealed where their chain
+        starts in this append, all of it in turns with other threads (ledger.turns)."""
         stored = [self.mapper.to_stored_event(e) for e in each_in_turns(domain_events)]
         encoded = Encoded(domain_events, stored, [""] * len(stored), sealed=self.sealing)
-        if encoded.sealed:
+        if encoded.sealed and ahead:
             self._seal(encoded, ahead=True)
         return encoded
 

@@ -190,8 +190,9 @@ class EventStore(Application[str]):
         # its own transaction is encoded (and its new chains sealed) before the transaction
         # takes the write lock: other writers wait for its insert only.
         assert isinstance(self.events, SealingEventStore)
-        encoded = self.events.encode(list(events))
-        if getattr(self._appended, "pending", None) is None:
+        own = getattr(self._appended, "pending", None) is None  # a transaction of its own
+        encoded = self.events.encode(list(events), ahead=own)
+        if own:
             with self.transaction():
                 positions = self._insert(encoded)
         else:

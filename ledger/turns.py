@@ -19,6 +19,12 @@ TURN = 16  # items between turns: about a third of a millisecond of encoding a p
 
 def turns(count: int, size: int = TURN) -> Iterator[slice]:
     """Slices of `size` over `count` items, letting other threads run between them."""
+    if count <= size:  # one slice, no turn: most appends are one or two events
+        return iter((slice(0, count),))
+    return _turns(count, size)
+
+
+def _turns(count: int, size: int) -> Iterator[slice]:
     for start in range(0, count, size):
         if start:
             time.sleep(0)  # lets go of the interpreter lock; a waiting thread takes it
@@ -27,5 +33,6 @@ def turns(count: int, size: int = TURN) -> Iterator[slice]:
 
 def each_in_turns(items: Sequence[T], size: int = TURN) -> Iterator[T]:
     """Each of `items`, letting other threads run after every `size` of them."""
-    for part in turns(len(items), size):
-        yield from items[part]
+    if len(items) <= size:
+        return iter(items)
+    return (item for part in _turns(len(items), size) for item in items[part])

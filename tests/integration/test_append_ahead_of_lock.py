@@ -43,8 +43,8 @@ class PausingEvents(SealingEventStore):
         super().__init__(*args)
         self.encoded, self.go = threading.Event(), threading.Event()
 
-    def encode(self, domain_events: Sequence[Any]) -> Encoded:
-        encoded = super().encode(domain_events)
+    def encode(self, domain_events: Sequence[Any], *, ahead: bool = False) -> Encoded:
+        encoded = super().encode(domain_events, ahead=ahead)
         if len(domain_events) > 1:
             self.encoded.set()
             assert self.go.wait(timeout=30)
