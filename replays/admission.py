@@ -30,6 +30,7 @@ from planledger.ledger.domain import errors
 from planledger.ledger.domain import events as ev
 from planledger.ledger.domain.claims import assess, check_lease, live_holder
 from planledger.ledger.domain.ids import ADMIN, LOCAL_PREFIX, PlanSlug, StepId, plan_stream
+from planledger.ledger.domain.paths import PathSpec, check_paths
 from planledger.ledger.domain.plans import (
     MAX_BODY,
     MAX_DEPENDENCIES,
@@ -39,6 +40,14 @@ from planledger.ledger.domain.plans import (
     check_slug,
     check_text,
     find_cycle,
+)
+from planledger.ledger.domain.reservations import (
+    RESERVATIONS_STREAM,
+    Held,
+    Reservation,
+    conflicts,
+    note_reserved,
+    specs,
 )
 from planledger.ledger.domain.state import (
     SATISFYING,
@@ -78,6 +87,8 @@ class _Folded:
     sessions: dict[str, SessionState] = field(default_factory=dict)
     # False for a recording from before 0.2.0: no event in it names an actor.
     actors_named: bool = True
+    # Each step's latest path reservation, as the reservations stream folds them.
+    reservations: dict[StepId, Reservation] = field(default_factory=dict)
 
 
 def admit(mapper: Mapper[str], records: Sequence[EventRecord],
@@ -459,6 +470,66 @@ def _known_steps(folded: _Folded, steps: Sequence[str]) -> None:
         raise errors.UnknownStep(unknown[0][:80])
 
 
+# --- path reservations ------------------------------------------------------------
+
+
+def _declared_paths(carried: list[dict[str, str]]) -> tuple[PathSpec, ...]:
+    """Paths as an event carries them, once they are as the ledger would have declared
+    them: valid, normalized, once each."""
+    paths = specs(carried)
+    if check_paths(paths) != paths:
+        raise Refused("its paths are not as the ledger declares them (normalized, each "
+                      "pattern once, exclusive or shared)")
+    return paths
+
+
+def _paths_declared(folded: _Folded, event: ev.PathsDeclared) -> None:
+    plan = _plan(folded, event)
+    if event.step_id not in plan.steps:
+        raise errors.UnknownStep(event.step_id)
+    _declared_paths(event.paths)
+    folded.plans[plan.id] = evolve_plan(plan, event)
+
+
+def _paths_reserved(folded: _Folded, event: ev.PathsReserved) -> None:
+    """A reservation: by the step's live holder at its claim's fence, of valid paths that
+    meet no other session's live reservation, forgetting only reservations no longer live."""
+    if event.originator_id != RESERVATIONS_STREAM:
+        raise Refused(f"a reservation belongs in the {RESERVATIONS_STREAM} stream")
+    step = folded.steps.get(event.step_id)
+    if step is None or step.status != "in_progress" or step.fence != event.fence:
+        raise Refused(f"step {event.step_id[:80]} is not held at fence {event.fence}")
+    if live_holder(step, event.timestamp, _holder_ended(folded, step)) != event.session_id:
+        raise Refused(f"the step's live holder at {event.timestamp.isoformat()} is not the "
+                      "session reserving its paths")
+    paths = _declared_paths(event.paths)
+    if not paths:
+        raise Refused("it reserves no paths")
+    live = [r for r in folded.reservations.values() if (held := folded.steps.get(r.step_id))
+            is not None and r.live(held, event.timestamp, _holder_ended(folded, held))]
+    if any(r.step_id in event.freed for r in live if r.step_id != step.id):
+        raise Refused("it forgets a reservation that is still live")
+    others = [Held(r, "", None) for r in live
+              if r.session != event.session_id and r.step_id != step.id]
+    clash = conflicts(paths, others)
+    if clash:
+        held_by, patterns = clash[0]
+        raise Refused(f'its paths meet "{patterns[0]}", reserved by the live claim of '
+                      f'"{held_by.reservation.session}" on step {held_by.reservation.step_id}')
+    note_reserved(folded.reservations, event)
+
+
+def _paths_bounced(folded: _Folded, event: ev.PathsBounced) -> None:
+    _session_event(folded, event)
+    _known_steps(folded, [event.step_id, *(str(c.get("step_id")) for c in event.conflicts)])
+    check_lease(event.lease_seconds)
+    _declared_paths(event.paths)
+    unknown = [c.get("holder") for c in event.conflicts if c.get("holder") not in
+               folded.sessions]
+    if unknown or not event.conflicts:
+        raise Refused("its conflicts name no session started before it")
+
+
 # Each rule takes the event type it is filed under.
 _RULES: dict[type[ev.LedgerEvent], Callable[[_Folded, Any], None]] = {
     ev.PlanCreated: _plan_created, ev.StepAdded: _step_added,
@@ -470,4 +541,6 @@ _RULES: dict[type[ev.LedgerEvent], Callable[[_Folded, Any], None]] = {
     ev.SessionEnded: _session_ended, ev.ClaimBounced: _claim_bounced,
     ev.ClaimRefused: _claim_refused, ev.StaleFenceRejected: _stale_fence_rejected,
     ev.ReadyListed: _ready_listed, ev.StepNoted: _step_noted,
+    ev.PathsDeclared: _paths_declared, ev.PathsReserved: _paths_reserved,
+    ev.PathsBounced: _paths_bounced,
 }

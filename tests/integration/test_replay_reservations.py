@@ -2,21 +2,24 @@
 (with a plan, added, revised), claims reserving them and adding their own, a heartbeat
 adding more, a path bounce, a lapse freeing a reservation, claim-next passing a step by."""
 
+import json
 from pathlib import Path
 
-from planledger.api.runtime import Runtime
+import pytest
+
+from planledger.api.runtime import Runtime, open_runtime
 from planledger.ledger import commands as c
 from planledger.ledger.application import Ledger, NewStep
 from planledger.ledger.domain import errors
 from planledger.ledger.domain import events as ev
 from planledger.ledger.domain.paths import PathSpec
 from planledger.projections.timeline import TimelineModel
-from planledger.replays.format import write_file
+from planledger.replays.format import RecordingError, write_file
 from planledger.replays.reading import read_file
-from planledger.replays.recording import export
+from planledger.replays.recording import export, import_into
 from planledger.replays.rerun import rerun
 from tests.support import OPERATOR
-from tests.support.fakes import FakeClock
+from tests.support.fakes import FakeClock, SequentialIds
 
 AUTH = PathSpec("internal/auth/**")
 
@@ -87,3 +90,29 @@ def test_reservations_and_path_bounces_are_timeline_entries(
     assert reserved[:2] == ["reserved internal/auth/**, go.mod for step 1 (fence 1)",
                             "reserved internal/auth/**, go.mod, go.sum (shared) for step 1 "
                             "(fence 1)"]
+
+
+def test_a_recording_with_reservations_is_admitted_and_a_forged_one_refused(
+    runtime: Runtime, clock: FakeClock, tmp_path: Path,
+) -> None:
+    _reserving_log(runtime.ledger, clock)
+    path = tmp_path / "reservations.jsonl"
+    write_file(export(runtime.store), path)
+    imported = open_runtime("memory", clock=FakeClock(), ids=SequentialIds())
+    try:
+        assert import_into(imported.store, read_file(path)) == len(read_file(path).events)
+    finally:
+        imported.close()
+
+    lines = path.read_text().splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if ":PathsReserved" in line)
+    forged = json.loads(lines[at])
+    forged["state"]["fence"] = 7  # a reservation no claim at that fence made
+    lines[at] = json.dumps(forged, ensure_ascii=False, separators=(",", ":")) + "\n"
+    path.write_text("".join(lines))
+    target = open_runtime("memory", clock=FakeClock(), ids=SequentialIds())
+    try:
+        with pytest.raises(RecordingError, match=r"PathsReserved .* is not held at fence 7"):
+            import_into(target.store, read_file(path))
+    finally:
+        target.close()
