@@ -18,7 +18,6 @@ from planledger.ledger.domain.claims import Decision
 from planledger.ledger.domain.ids import SessionId, StepId
 from planledger.ledger.domain.paths import PathSpec
 from planledger.ledger.domain.reservations import (
-    Held,
     Reservation,
     Reserving,
     conflicts,
@@ -47,24 +46,28 @@ def reading(run: Execution, step: StepState | None, session: SessionId,
             now: datetime) -> Reserving:
     """The reservations as a claim by `session` on `step` meets them at `now`."""
     state = run.store.reservations()
-    others: list[Held] = []
+    others: list[Reservation] = []
     freed: list[StepId] = []
     current: Reservation | None = None
+    held: dict[StepId, StepState] = {}
     for step_id, reservation in state.held.items():
-        held = step if step is not None and step_id == step.id else run.store.step(step_id)
-        if not reservation.live(held, now, run.holder_ended(held)):
+        held[step_id] = step if step is not None and step_id == step.id else (
+            run.store.step(step_id))
+        if not reservation.live(held[step_id], now, run.holder_ended(held[step_id])):
             freed.append(step_id)
         elif step is not None and step_id == step.id:
             current = reservation
         elif reservation.session != session:  # a session's own never exclude each other
-            others.append(_held(run, reservation, held))
-    return Reserving(state.version, others, freed, current)
+            others.append(reservation)
 
+    def describe(reservation: Reservation) -> tuple[str, str | None]:
+        """The holder's step title and the holder's name: read only for a refusal."""
+        of = held[reservation.step_id]
+        definition = run.store.plan(of.plan).steps.get(of.id)
+        name = run.store.session(reservation.session).name
+        return (definition.title if definition else ""), name
 
-def _held(run: Execution, reservation: Reservation, step: StepState) -> Held:
-    definition = run.store.plan(step.plan).steps.get(step.id)
-    name = run.store.session(reservation.session).name
-    return Held(reservation, definition.title if definition else "", name)
+    return Reserving(state.version, others, freed, current, describe)
 
 
 def collides(run: Execution, step_id: StepId, session: str, now: datetime) -> bool:

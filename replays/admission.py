@@ -43,7 +43,6 @@ from planledger.ledger.domain.plans import (
 )
 from planledger.ledger.domain.reservations import (
     RESERVATIONS_STREAM,
-    Held,
     Reservation,
     conflicts,
     note_reserved,
@@ -509,13 +508,12 @@ def _paths_reserved(folded: _Folded, event: ev.PathsReserved) -> None:
             is not None and r.live(held, event.timestamp, _holder_ended(folded, held))]
     if any(r.step_id in event.freed for r in live if r.step_id != step.id):
         raise Refused("it forgets a reservation that is still live")
-    others = [Held(r, "", None) for r in live
-              if r.session != event.session_id and r.step_id != step.id]
+    others = [r for r in live if r.session != event.session_id and r.step_id != step.id]
     clash = conflicts(paths, others)
     if clash:
         held_by, patterns = clash[0]
         raise Refused(f'its paths meet "{patterns[0]}", reserved by the live claim of '
-                      f'"{held_by.reservation.session}" on step {held_by.reservation.step_id}')
+                      f'"{held_by.session}" on step {held_by.step_id}')
     note_reserved(folded.reservations, event)
 
 

@@ -14,7 +14,7 @@ The stream's state keeps each step's latest reservation; a claim that finds some
 live says so (`freed`), and they are forgotten, so the state stays the size of what is held.
 """
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -122,39 +122,35 @@ def with_declared_paths(
 # --- claiming ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Held:
-    """Another session's live reservation, with what a refusal names: its step's title and
-    its holder's name."""
-
-    reservation: Reservation
-    title: str
-    holder_name: str | None
-
-
 def conflicts(
-    wanted: Sequence[PathSpec], others: Iterable[Held]
-) -> list[tuple[Held, tuple[str, ...]]]:
-    """Each live reservation the paths conflict with, and its patterns that do."""
+    wanted: Sequence[PathSpec], others: Iterable[Reservation]
+) -> list[tuple[Reservation, tuple[str, ...]]]:
+    """Each reservation the paths conflict with, and its patterns that do."""
     found = []
     for other in others:
-        theirs = tuple(t.pattern for t in other.reservation.paths
+        theirs = tuple(t.pattern for t in other.paths
                        if any(conflict(mine, t) for mine in wanted))
         if theirs:
             found.append((other, theirs))
     return found
 
 
+def _unnamed(_: Reservation) -> tuple[str, str | None]:
+    return "", None
+
+
 @dataclass(frozen=True)
 class Reserving:
     """What a claim's reservation is decided on: the reservations stream's `version`, the
     other sessions' live reservations (`others`), the steps whose reservations are no longer
-    live (`freed`), and the step's own live reservation (`current`: a heartbeat's)."""
+    live (`freed`), the step's own live reservation (`current`: a heartbeat's), and, for a
+    refusal, each reservation's step title and holder's name (`describe`)."""
 
     version: int
-    others: Sequence[Held]
+    others: Sequence[Reservation]
     freed: Sequence[StepId]
     current: Reservation | None = None
+    describe: Callable[[Reservation], tuple[str, str | None]] = _unnamed
 
 
 def decide_reservation(
@@ -174,7 +170,7 @@ def decide_reservation(
         return granted
     clashes = conflicts(wanted, seen.others)
     if clashes:
-        return _bounce(step, session, wanted, clashes, lease_seconds, now)
+        return _bounce(step, session, wanted, clashes, seen, lease_seconds, now)
     reserved = ev.PathsReserved(
         RESERVATIONS_STREAM, seen.version + 1, timestamp=now, session_id=session.id,
         actor=session.id, step_id=step.id, fence=grant.fence,
@@ -183,16 +179,15 @@ def decide_reservation(
 
 
 def _bounce(step: StepState, session: SessionState, wanted: Sequence[PathSpec],
-            clashes: Sequence[tuple[Held, tuple[str, ...]]], lease_seconds: int,
-            now: datetime) -> Decision:
+            clashes: Sequence[tuple[Reservation, tuple[str, ...]]], seen: Reserving,
+            lease_seconds: int, now: datetime) -> Decision:
     bounced = ev.PathsBounced(
         session.id, session.version + 1, timestamp=now, session_id=session.id,
         actor=session.id, step_id=step.id, paths=records(wanted),
-        conflicts=[{"holder": h.reservation.session, "step_id": h.reservation.step_id,
-                    "fence": h.reservation.fence, "patterns": list(theirs)}
-                   for h, theirs in clashes],
+        conflicts=[{"holder": r.session, "step_id": r.step_id, "fence": r.fence,
+                    "patterns": list(theirs)} for r, theirs in clashes],
         lease_seconds=lease_seconds)
-    refusal = errors.PathsHeld(step.id, [
-        (h.reservation.session, h.holder_name, h.reservation.step_id, h.title, theirs)
-        for h, theirs in clashes])
+    named = [(r, seen.describe(r), theirs) for r, theirs in clashes]
+    refusal = errors.PathsHeld(step.id, [(r.session, name, r.step_id, title, theirs)
+                                         for r, (title, name), theirs in named])
     return Decision([bounced], refusal)
