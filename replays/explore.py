@@ -252,6 +252,11 @@ class _Known:
                 ways.add(f"{who} bounced off {self.name(e.holder)} on {label}"
                          if isinstance(e, ev.ClaimBounced) else
                          f"{who} was refused {label} ({e.reason})")
+            elif isinstance(e, ev.PathsBounced):  # a claim that met another's paths
+                who, label = self.name(e.session_id), self.short.get(e.step_id, e.step_id)
+                losers.setdefault(e.step_id, set()).add(who)
+                held = ", ".join(sorted({self.name(str(c["holder"])) for c in e.conflicts}))
+                ways.add(f"{who} bounced off {held}'s paths on {label}")
         rank = list(self.steps)
         ordered = sorted(losers, key=lambda s: rank.index(s) if s in rank else len(rank))
         steps = tuple((self.steps.get(s, s), winners.get(s), tuple(sorted(losers[s])))

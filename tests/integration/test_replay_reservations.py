@@ -14,6 +14,7 @@ from planledger.ledger.domain import errors
 from planledger.ledger.domain import events as ev
 from planledger.ledger.domain.paths import PathSpec
 from planledger.projections.timeline import TimelineModel
+from planledger.replays.explore import explore
 from planledger.replays.format import RecordingError, write_file
 from planledger.replays.reading import read_file
 from planledger.replays.recording import export, import_into
@@ -116,3 +117,29 @@ def test_a_recording_with_reservations_is_admitted_and_a_forged_one_refused(
             import_into(target.store, read_file(path))
     finally:
         target.close()
+
+
+def test_explore_finds_both_outcomes_of_a_race_on_overlapping_paths(
+    runtime: Runtime, clock: FakeClock, tmp_path: Path,
+) -> None:
+    ledger = runtime.ledger
+    _, (rotate, limit) = ledger.create_plan("race", "Race", steps=[
+        NewStep("rotate", paths=(AUTH,)),
+        NewStep("limit", paths=(PathSpec("internal/auth/limit.go"),))], actor=OPERATOR)
+    a, b = (ledger.start_session(n).id for n in ("agent A", "agent B"))
+    clock.advance(1)
+    ledger.claim(rotate, a)
+    with pytest.raises(errors.PathsHeld):
+        ledger.claim(limit, b)
+    path = tmp_path / "paths-race.jsonl"
+    write_file(export(runtime.store), path)
+
+    report = explore(read_file(path))
+
+    lines = {tuple(o.outcome.lines()[:2]) for o in report.outcomes}
+    assert ('step 1 "rotate": agent A wins it', 'step 2 "limit": nobody wins it; agent B '
+            'loses it') in lines
+    assert ('step 1 "rotate": nobody wins it; agent A loses it',
+            'step 2 "limit": agent B wins it') in lines
+    ways = {w for o in report.outcomes for w, _ in o.ways}
+    assert "agent B bounced off agent A's paths on step 2" in ways
