@@ -17,7 +17,7 @@ from planledger.ledger.domain.claims import (
 )
 from planledger.ledger.domain.events import LeaseRenewed, StepClaimed
 from planledger.ledger.domain.ids import Actor, PlanSlug, SessionId, StepId, acting_session
-from planledger.ledger.domain.paths import PathSpec
+from planledger.ledger.domain.paths import PathSpec, check_paths
 from planledger.ledger.domain.state import SATISFYING, Note, Status
 from planledger.ledger.execution import Execution, Outcome
 from planledger.ledger.reserving import collides, reserve, with_reserved
@@ -45,7 +45,7 @@ def _grant(decision: Decision, verdict: Verdict, session: SessionId, plan: PlanS
 
 def claim(run: Execution, command: c.Claim) -> c.Grant:
     return _claim(run, command.step_id, command.actor, command.lease_seconds, renew_only=False,
-                  paths=command.paths)
+                  paths=check_paths(command.paths))  # refused before anything is decided
 
 
 def heartbeat(run: Execution, command: c.Heartbeat) -> c.Grant:

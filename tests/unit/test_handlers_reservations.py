@@ -166,3 +166,9 @@ def test_claim_next_passes_by_a_step_whose_paths_are_reserved() -> None:
     grant = then.answer.grant
     assert grant is not None and grant.step_id == C
     assert then.kinds == ["StepClaimed", "PathsReserved"]  # A was passed by, not bounced
+
+
+def test_a_claims_bad_path_is_refused_before_anything_is_decided() -> None:
+    then = given(*_held_by_s2()).when(c.Claim(B, S1, paths=(PathSpec("/abs"),)))
+    assert then.refused(errors.InvalidInput).field == "paths"
+    assert then.events == []  # not even the bounce off B's holder
