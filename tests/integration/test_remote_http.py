@@ -31,10 +31,10 @@ class Echo(BaseHTTPRequestHandler):
         if self.path.endswith("/bye"):
             self.close_connection = True
 
-    def do_GET(self) -> None:  # noqa: N802 (the standard library's name)
+    def do_GET(self) -> None:
         self._answer()
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         self._answer()
 
     def log_message(self, *args: object) -> None:
