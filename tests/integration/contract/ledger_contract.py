@@ -97,8 +97,9 @@ class LedgerContract(ABC):
         with pytest.raises(errors.AlreadyClaimed) as bounce:
             rt.ledger.claim(a, loser.id)
         assert str(bounce.value) == (
-            f'task already claimed: held by "{winner.id}" (step {a} "first")'
+            f'task already claimed: held by "{winner.id}" (B) (step {a} "first")'
         )
+        assert (bounce.value.holder_name, bounce.value.retry_after) == ("B", 900)
         recorded = [e for e in self.log(rt) if isinstance(e, ev.ClaimBounced)]
         assert [(e.originator_id, e.holder, e.step_id) for e in recorded] == [
             (loser.id, winner.id, a)
