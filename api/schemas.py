@@ -58,8 +58,11 @@ class PathIn(RequestSchema):
     """A path a step touches: a glob from the repository root, reserved while the step is
     claimed (exclusively unless `mode` is shared). See the README on path reservations."""
 
-    pattern: str = Field(examples=["internal/auth/**"])
-    mode: Literal["exclusive", "shared"] = "exclusive"
+    pattern: str = Field(description="A glob from the repository root.",
+                         examples=["internal/auth/**"])
+    mode: Literal["exclusive", "shared"] = Field(
+        default="exclusive", description="exclusive (the default): no other claim may "
+        "reserve an overlapping path; shared: other shared reservations may overlap.")
 
 
 PATHS_HELP = ("Globs from the repository root the step touches (`*`, `?`, `**`; a plain name "

@@ -424,7 +424,8 @@ def test_every_tool_schema_is_inline_and_each_argument_has_a_description_and_a_t
         lease = by_name["tasks_claim"]["properties"]["lease_seconds"]
         assert lease["type"] == ["integer", "null"]
         step = by_name["plans_create"]["properties"]["steps"]["anyOf"][0]["items"]["anyOf"][0]
-        assert set(step["properties"]) == {"key", "title", "body", "depends_on"}
+        assert set(step["properties"]) == {"key", "title", "body", "depends_on", "paths",
+                                           "priority"}
 
         # the inlined step objects are still what the tool takes
         made = await a.ok("plans_create", plan="inline", title="Inline", steps=[
