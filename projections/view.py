@@ -53,8 +53,8 @@ if TYPE_CHECKING:
 else:
     Positions = array
 
-# Finished plans whose detail stays after they finish, the most recent first: whoever
-# watched a plan finish (a console, its agents) reads it once more without a fold back.
+# Finished plans whose detail stays (the last to finish): whoever watched a plan finish
+# (a console, its agents) reads it once more without folding it back from the log.
 FINISHED_KEPT = 16
 
 _PLAN_EVENTS = (ev.PlanCreated, ev.StepAdded, ev.StepRevised, ev.DependenciesDeclared,
