@@ -89,10 +89,10 @@ class Model:
             return "ended"
         if status == "dropped" and holder is None and step.status not in CLOSED and fence is None:
             return self._unhold(s, "dropped")
+        if step.status in CLOSED:
+            return "closed"  # to a session and an operator alike
         if who is None:
             return "not_holder"
-        if step.status in CLOSED:
-            return "closed"
         if fence is not None and fence != step.fence:
             return "stale"
         if holder != who:
