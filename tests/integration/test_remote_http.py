@@ -41,9 +41,20 @@ class Echo(BaseHTTPRequestHandler):
         pass
 
 
+class Server(ThreadingHTTPServer):
+    """Tells when it has closed a connection (so a test knows the socket is shut)."""
+
+    closed = threading.Event()
+
+    def shutdown_request(self, request: object) -> None:
+        super().shutdown_request(request)  # type: ignore[arg-type]
+        self.closed.set()
+
+
 @pytest.fixture
 def server() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Echo)
+    Server.closed = threading.Event()
+    httpd = Server(("127.0.0.1", 0), Echo)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     try:
@@ -66,6 +77,7 @@ def test_prefix_query_body_and_headers_arrive_as_sent(server: str) -> None:
 def test_a_connection_the_server_closed_is_reopened_for_the_next_request(server: str) -> None:
     wire = Connection(server, timeout=5)
     assert wire.request("GET", "/bye", timeout=5).status == 200
+    assert Server.closed.wait(5)
     # The server closed its end after answering; the next request goes on a new one.
     assert wire.request("GET", "/again", timeout=5).json()["path"] == "/prefix/again"
     wire.close()
