@@ -69,7 +69,8 @@ class Ticket:
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
         self._woken = asyncio.Event()
-        self.told = False  # a step of its plan may have been freed: try when first in line
+        self.told = False  # a step of its plan may have been freed: try
+        self.trying = False
 
     def wake(self) -> None:
         self._loop.call_soon_threadsafe(self._woken.set)
@@ -93,7 +94,11 @@ class _Line:
 
 
 class Lines:
-    """Every plan's line of waiters; told by the read model (`projections.wakeups.Signals`)."""
+    """Every plan's line of waiters; told by the read model (`projections.wakeups.Signals`).
+
+    A ticket tries when told. An event that may have freed n steps tells the n longest
+    waiting not told yet: they claim side by side rather than one after another, and the
+    longest waiting are the ones served."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -108,10 +113,11 @@ class Lines:
             self._moved.notify_all()
 
     def leave(self, plan: PlanSlug, ticket: Ticket, served: bool) -> None:
-        """The ticket is answered (`served`: with a claim) or gave up. When it was first,
-        the next in line tries at once if the wake-up the leaver used may have freed
-        more steps than one, or one it leaves unused; else it only times its sleep to the
-        plan's next lapse now that it is first. (A ticket that never joined is ignored.)"""
+        """The ticket is answered (`served`: with a claim) or gave up. A wake-up it was
+        told and did not try on is told to another. A new first in line tries at once
+        after a first that claimed (what woke that one, a lapse say, may have freed more
+        than one step), else it times its sleep to the plan's next lapse. (A ticket that
+        never joined is ignored.)"""
         with self._lock:
             line = self._lines.get(plan)
             if line is None or ticket not in line.tickets:
@@ -120,8 +126,11 @@ class Lines:
             line.tickets.remove(ticket)
             if not line.tickets:
                 del self._lines[plan]
-            elif first and (served or ticket.told):
-                self._tell(line)
+            elif ticket.told:
+                self._tell(line, 1)
+            elif first and served and not (line.tickets[0].told or line.tickets[0].trying):
+                line.tickets[0].told = True
+                line.tickets[0].wake()
             elif first:
                 line.tickets[0].wake()
             self._moved.notify_all()
@@ -136,21 +145,25 @@ class Lines:
         return len(line.tickets) if line is not None else 0
 
     def turn(self, plan: PlanSlug, ticket: Ticket, now: datetime) -> bool:
-        """Whether the ticket tries now: first in line, and told or due. Resets its event,
+        """Whether the ticket tries now: told, or first in line and due. Resets its event,
         so anything telling it from here on wakes it."""
         with self._lock:
             ticket.reset()
             line = self._lines[plan]
-            due = line.due is not None and now >= line.due
-            if line.tickets[0] is not ticket or not (ticket.told or due):
+            first = line.tickets[0] is ticket
+            due = first and line.due is not None and now >= line.due
+            if not (ticket.told or due):
                 return False
-            ticket.told, line.due = False, None  # the try finds the next lapse
+            ticket.told, ticket.trying = False, True
+            if first:
+                line.due = None  # its try finds the next lapse
             return True
 
-    def tried(self, plan: PlanSlug, lapse: datetime | None) -> None:
-        """The first in line found nothing; the plan's next lease lapses at `lapse`."""
-        if lapse is not None:
-            with self._lock:
+    def tried(self, plan: PlanSlug, ticket: Ticket, lapse: datetime | None) -> None:
+        """The ticket found nothing; the plan's next lease lapses at `lapse`."""
+        with self._lock:
+            ticket.trying = False
+            if lapse is not None:
                 self._sooner(self._lines[plan], lapse)
 
     def seconds_to_sleep(self, plan: PlanSlug, ticket: Ticket, deadline: datetime,
@@ -165,14 +178,14 @@ class Lines:
 
     # --- told by the read model (under its lock): never blocks ------------------------
 
-    def freed(self, plan: PlanSlug | None) -> None:
-        """A step of `plan` (None: of any plan) may have become claimable."""
+    def freed(self, plan: PlanSlug | None, count: int) -> None:
+        """`count` steps of `plan` (None: of any plan) may have become claimable."""
         with self._lock:
             if plan is None:
                 for line in self._lines.values():
-                    self._tell(line)
+                    self._tell(line, count)
             elif (found := self._lines.get(plan)) is not None:
-                self._tell(found)
+                self._tell(found, count)
 
     def leased(self, plan: PlanSlug | None, until: datetime) -> None:
         """A lease of `plan` (None: one whose end may free a step of any plan) ends then."""
@@ -189,10 +202,13 @@ class Lines:
                 for ticket in line.tickets:
                     ticket.wake()
 
-    def _tell(self, line: _Line) -> None:
-        first = line.tickets[0]
-        first.told = True
-        first.wake()
+    @staticmethod
+    def _tell(line: _Line, count: int) -> None:
+        """Tell the `count` longest waiting not told yet. One told while it tries tries
+        again: it may have read the plan before what it is told of."""
+        for ticket in [t for t in line.tickets if not t.told][:count]:
+            ticket.told = True
+            ticket.wake()
 
     @staticmethod
     def _sooner(line: _Line, lapse: datetime) -> None:
@@ -227,7 +243,7 @@ class Waiting:
                     if answer is not None:
                         served = True
                         return answer
-                    self._lines.tried(plan, lapse)
+                    self._lines.tried(plan, ticket, lapse)
                 now = self._clock.now()
                 if now >= deadline:
                     final = await run(lambda: attempt(True))

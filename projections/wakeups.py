@@ -8,10 +8,10 @@ LISTEN/NOTIFY on PostgreSQL, a short poll on SQLite), and this process's own as 
 the wake-up of an agent waiting here). Each applied event is read for what it may change
 about a plan's claimable steps, and told to the `Signals`:
 
-- `freed(plan)`: a step of the plan may have become claimable (one opened, released,
-  completed, dropped or reopened, or the plan created); `None`: of any plan (an event about
-  a step the view does not hold, or one that reserved paths, which steps of any plan may
-  collide with);
+- `freed(plan, count)`: `count` steps of the plan may have become claimable (one opened,
+  released or reopened; the dependents a completed or dropped step no longer blocks);
+  plan `None`: of any plan (an event about a step the view does not hold, or one that
+  reserved paths, which steps of any plan may collide with);
 - `leased(plan, until)`: a lease of the plan (`None`: one that reserved paths) now ends at
   `until` (a claim or a heartbeat): a lapse writes nothing to the log, so a waiter times
   its wait to the next one (`next_lapse`).
@@ -28,8 +28,8 @@ from datetime import datetime
 from typing import Protocol
 
 from planledger.ledger.domain import events as ev
-from planledger.ledger.domain.ids import PLAN_STREAM_PREFIX, PlanSlug, StepId
-from planledger.ledger.domain.state import StepState
+from planledger.ledger.domain.ids import PlanSlug, StepId
+from planledger.ledger.domain.state import SATISFYING, StepState
 from planledger.projections import queries, reservations
 from planledger.projections.follower import DEFAULT_INTERVAL, Follower, follow
 from planledger.projections.readmodel import ReadModel
@@ -46,7 +46,7 @@ _LEASING = (ev.StepClaimed, ev.LeaseRenewed)
 class Signals(Protocol):
     """Told, under the read model's lock, of each applied event that concerns waiters."""
 
-    def freed(self, plan: PlanSlug | None) -> None: ...
+    def freed(self, plan: PlanSlug | None, count: int) -> None: ...
 
     def leased(self, plan: PlanSlug | None, until: datetime) -> None: ...
 
@@ -55,9 +55,6 @@ def tell(signals: Signals, event: object, view: LedgerView) -> None:
     """Tell `signals` what `event`, just applied to `view`, may change. A step that
     reserved paths concerns every plan: a step anywhere may be passed by while it
     collides with that reservation."""
-    if isinstance(event, ev.PlanCreated | ev.StepAdded):
-        signals.freed(PlanSlug(event.originator_id.removeprefix(PLAN_STREAM_PREFIX)))
-        return
     if not isinstance(event, _FREEING + _LEASING + (ev.PathsReserved,)):
         return
     step_id = StepId(event.step_id if isinstance(event, ev.PathsReserved)
@@ -69,8 +66,22 @@ def tell(signals: Signals, event: object, view: LedgerView) -> None:
     elif isinstance(event, ev.PathsReserved):
         if step is not None and step.expires_at is not None:
             signals.leased(None, step.expires_at)
-    else:
-        signals.freed(plan)
+    elif (count := _freed_by(event, view, step_id)) or plan is None:
+        signals.freed(plan, max(count, 1))
+
+
+def _freed_by(event: object, view: LedgerView, step_id: StepId) -> int:
+    """How many steps the event may have made claimable: a completed or dropped step's
+    dependents that wait on nothing else now; the step itself otherwise."""
+    if not isinstance(event, ev.StepCompleted | ev.StepDropped):
+        return 1
+    return sum(1 for d in view.dependents.get(step_id, ()) if _unblocked(view, d))
+
+
+def _unblocked(view: LedgerView, step_id: StepId) -> bool:
+    step, definition = view.steps.get(step_id), view.definition(step_id)
+    return (step is not None and definition is not None and step.status == "open"
+            and all(view.status_of(d) in SATISFYING for d in definition.depends_on))
 
 
 def next_lapse(reads: ReadModel, plan: PlanSlug, after: datetime) -> datetime | None:
