@@ -7,9 +7,10 @@ lease lapses, or its time is up, and then tries again. Time up, it answers as a 
 never waited does (`reason`: all_held, all_blocked, ...). A finished plan answers at once:
 nothing is left in it to wait for.
 
-- Fair: each plan's waiters form a line in arrival order and only the first tries; one
-  that claims hands the turn on at once (the event that woke it may have freed several
-  steps), so the longest waiting is served first. A caller that does not wait is not in
+- Fair: each plan's waiters form a line in arrival order. An event that may free n steps
+  wakes the n longest waiting (they claim side by side); a lapse wakes the first, which
+  hands the turn to the next when it claims; so the longest waiting are served first (in
+  this process: a line does not span servers). A caller that does not wait is not in
   line: it tries as it always did.
 - No polling: a waiter sleeps on an event of its own (`Ticket`), set by the read model as
   it applies an event that may free a step of the plan (`projections.wakeups`: this
