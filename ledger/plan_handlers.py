@@ -19,6 +19,7 @@ from planledger.ledger.domain.state import (
 )
 from planledger.ledger.execution import Execution, Outcome
 from planledger.ledger.store import ConflictError
+from planledger.ledger.turns import each_in_turns
 
 # --- sessions --------------------------------------------------------------------------
 
@@ -94,7 +95,7 @@ def create_plan(run: Execution, command: c.CreatePlan) -> c.PlanCreated:
                      title=created.title, constraints=created.constraints, created_at=now)
     events: list[ev.LedgerEvent] = [created]
     keys: dict[str, StepId] = {}
-    for new in command.steps:
+    for new in each_in_turns(command.steps):  # a long plan lets claims run between steps
         step_id = StepId(run.ids.new_id())
         deps = [keys.get(d, StepId(d)) for d in new.depends_on]
         added, opened = plan_rules.decide_add_step(
