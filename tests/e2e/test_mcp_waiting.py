@@ -50,10 +50,13 @@ def test_a_waiting_claim_next_claims_the_step_a_completion_frees(server: LiveSer
                 assert await queued(server, 1), "the call never waited"
                 await holder.ok("tasks_complete", step_id=first)
 
-            answer, _ = await together(
-                waiter.ok("tasks_claim_next", plan=PLAN, wait_seconds=60),
-                complete_once_waiting())
-            return answer, second
+            answer: dict[str, Any] = {}
+
+            async def claim_next() -> None:
+                answer.update(await waiter.ok("tasks_claim_next", plan=PLAN, wait_seconds=60))
+
+            await together(claim_next(), complete_once_waiting())
+            return answer, str(second)
 
     answer, second = anyio.run(story)
     assert answer["claimed"]["step_id"] == second
@@ -79,16 +82,17 @@ def test_more_calls_wait_than_worker_threads_and_other_agents_are_still_answered
                 assert listed["ready"] == []
                 await holder.ok("session_end")
 
-            answers = await together(*(_wait(agent) for agent in waiters),
-                                     release_all_once_waiting())
-            return answers[:-1], steps
+            answers: list[dict[str, Any]] = []
+            await together(*(_wait(agent, answers) for agent in waiters),
+                           release_all_once_waiting())
+            return answers, steps
 
     answers, steps = anyio.run(crowd)
     assert sorted(a["claimed"]["step_id"] for a in answers) == sorted(steps)
 
 
-async def _wait(agent: Agent) -> dict[str, Any]:
-    return await agent.ok("tasks_claim_next", plan=PLAN, wait_seconds=60)
+async def _wait(agent: Agent, answers: list[dict[str, Any]]) -> None:
+    answers.append(await agent.ok("tasks_claim_next", plan=PLAN, wait_seconds=60))
 
 
 def test_wait_seconds_is_a_bounded_integer_and_above_the_bound_is_refused_naming_it(

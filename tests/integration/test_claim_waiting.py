@@ -136,7 +136,7 @@ def test_a_release_of_many_steps_at_once_serves_the_first_in_line_each_once(
 
     service.execute(c.EndSession(holder))  # releases all eight
 
-    served = [w.claimed for w in waiters[:8]]
+    served = [str(w.claimed) for w in waiters[:8]]
     assert sorted(served) == sorted(steps)  # each once, to the eight who came first
     assert service.waiting.waiting(PLAN, 4)
     clock.advance(61)
