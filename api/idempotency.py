@@ -170,8 +170,6 @@ class _Rider:
         self.offered = None
         if self.calls > 1 and self.owner.lookup(self.stream) is not None:
             raise AlreadyAnswered(self.stream)
-        if not outcome.answers:
-            return []
         refusal = outcome.decision.refusal
         answer = _answer(self.write, None if refusal else outcome.result, refusal)
         self.offered = outcome

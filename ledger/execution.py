@@ -29,12 +29,11 @@ MAX_ATTEMPTS = 64
 @dataclass(frozen=True)
 class Outcome(Generic[R]):
     """An attempt's decision, and what the command answers if it lands: `result` when
-    the decision grants, its refusal otherwise. `answers` False: landing this decision
-    is not the command's answer (a claim-next's bounce on a candidate it then skips)."""
+    the decision grants, its refusal otherwise. (A handler running a sub-command whose
+    outcome is not its answer attaches nothing to it: claim-next's `as_next`.)"""
 
     decision: Decision
     result: R | None = None
-    answers: bool = True
 
 
 # Given the outcome about to be appended, the extra facts to append in its transaction.
