@@ -53,6 +53,11 @@ class Ports:
 
 
 class Execution:
+    """One command's run: the ports it reads and decides with, and what its caller
+    attaches to the outcome that answers it. Made per command, so never shared."""
+
+    __slots__ = ("_attach", "clock", "ids", "lease_default", "ports", "store", "view")
+
     def __init__(self, ports: Ports, attach: Attach | None = None) -> None:
         self.ports = ports
         self.store = ports.store
