@@ -98,6 +98,7 @@ class ReadModel(Queryable, CandidateView):
         self._lock = threading.RLock()
         self._advanced = threading.Condition(self._lock)
         self._listeners: list[Listener] = []
+        self._stoppers: list[Callable[[], None]] = []  # what reads from it in the background
         # Restored on first use, not here: a process that never reads (a CLI claim by id)
         # never pays for loading the state.
         self._unrestored = checkpoints is not None
@@ -336,10 +337,19 @@ class ReadModel(Queryable, CandidateView):
                         "end (%d): they are dropped and %s", tracked, end, warning)
         checkpoints.forget(self.store.name)
 
+    def stop_with_me(self, stop: Callable[[], None]) -> None:
+        """Have `close` call `stop` first: a thread reading the store through this model
+        (a follower) must end before the store closes under it."""
+        self._stoppers.append(stop)
+
     def close(self, *, checkpoint: bool = False) -> None:
-        """Let the checkpoints go; first save what was applied since the last checkpoint
-        when asked (`checkpoint`: a server shutting down) or when one is due anyway (events
-        applied by a follower, which does not check)."""
+        """Stop what reads from it in the background, then let the checkpoints go; first
+        save what was applied since the last checkpoint when asked (`checkpoint`: a server
+        shutting down) or when one is due anyway (events applied by a follower, which does
+        not check)."""
+        stoppers, self._stoppers = self._stoppers, []
+        for stop in stoppers:
+            stop()
         if self.checkpoints is None:
             return
         if not self._unrestored and (checkpoint or self._checkpoint_due()):

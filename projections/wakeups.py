@@ -109,6 +109,7 @@ class Wakeups:
         self._poked = threading.Event()
         self._pump: threading.Thread | None = None
         self._follower: Follower | None = None
+        self._stopping_set = False
 
     def watch(self) -> bool:
         """Count one more caller waiting; True when every append reaches `signals`
@@ -123,6 +124,9 @@ class Wakeups:
         with self._lock:
             if self._pump is not None:
                 return
+            if not self._stopping_set:
+                self._reads.stop_with_me(self.close)  # before the store closes under it
+                self._stopping_set = True
             self._reads.listen(self._told)
             self._follower = follow(self._reads, self._interval)
             self._pump = threading.Thread(target=self._run, name="wakeups", daemon=True)
