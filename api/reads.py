@@ -192,10 +192,7 @@ def plan_progress(runtime: Runtime, slug: str) -> ProgressOut:
 
 def nothing_ready(runtime: Runtime, slug: str) -> tuple[NothingReady, str]:
     """Why a plan has no step to claim, as a reason code and a sentence."""
-    with runtime.reads.reading() as (view, moment):
-        if not view.knows(PlanSlug(slug)):
-            raise errors.UnknownPlan(slug[:100])
-        p = queries.progress(view, PlanSlug(slug), moment)
+    p = plan_progress(runtime, slug)
     live = p.total - p.done - p.dropped
     if p.total == 0:
         return "empty", f"plan {slug} has no steps"

@@ -6,20 +6,17 @@ from typing import Annotated
 import typer
 
 from planledger.api.cli import render
-from planledger.api.cli.common import (
-    EXIT_NOTHING_READY,
+from planledger.api.cli.common import EXIT_NOTHING_READY, console, emit, open_client
+from planledger.api.cli.options import (
     DbOption,
     FenceOption,
     JsonOption,
     LeaseOption,
+    NoteOption,
     SessionOption,
     TokenOption,
     UrlOption,
-    console,
-    emit,
-    open_client,
 )
-from planledger.api.cli.options import NoteOption
 from planledger.api.cli.paths import PathOption, SharedPathOption, claim_paths
 from planledger.ledger.commands import MAX_WAIT_SECONDS
 

@@ -32,14 +32,18 @@ class LedgerEvent:
     session_id: str | None
     actor: str | None = field(default=None, kw_only=True)
 
-    # Fields added after events of the type were first stored: left out of the stored
-    # form while unset (the class default stands in), so an event that does not use
-    # them is stored byte for byte as before and re-executed recordings still verify.
-    LATE_FIELDS: ClassVar[tuple[str, ...]] = ()
-
     def __init_subclass__(cls) -> None:
         super().__init_subclass__()
         cls.TOPIC = f"{TOPIC_PREFIX}{cls.__qualname__}"
+
+
+class LateFields:
+    """Mixed into an event type that gained fields after events of it were first stored:
+    those fields are left out of the stored form while unset (the class default stands
+    in), so an event that does not use them is stored byte for byte as before and
+    re-executed recordings still verify. Only these types pay for the check."""
+
+    LATE_FIELDS: ClassVar[tuple[str, ...]] = ()
 
     def __post_init__(self) -> None:
         for name in self.LATE_FIELDS:
@@ -63,7 +67,7 @@ class PlanCreated(LedgerEvent):
 
 
 @dataclass(frozen=True)
-class StepAdded(LedgerEvent):
+class StepAdded(LateFields, LedgerEvent):
     step_id: str
     title: str
     body: str
@@ -73,7 +77,7 @@ class StepAdded(LedgerEvent):
 
 
 @dataclass(frozen=True)
-class StepRevised(LedgerEvent):
+class StepRevised(LateFields, LedgerEvent):
     step_id: str
     title: str | None
     body: str | None
@@ -144,7 +148,7 @@ class StepNoted(LedgerEvent):
 
 
 @dataclass(frozen=True)
-class SessionStarted(LedgerEvent):
+class SessionStarted(LateFields, LedgerEvent):
     name: str | None
     # Where the agent works, as it said (older logs: None): its directory, its client
     # (e.g. "claude-code") and its model.
@@ -155,7 +159,7 @@ class SessionStarted(LedgerEvent):
 
 
 @dataclass(frozen=True)
-class SessionEnded(LedgerEvent):
+class SessionEnded(LateFields, LedgerEvent):
     released: list[str]
     findings: str | None = None  # what the agent reported when it stopped
     LATE_FIELDS = ("findings",)

@@ -1,12 +1,15 @@
 """What an applied event tells the waiters (projections.wakeups.tell), on plain events
 folded into a view: how many steps it may have freed, and when a lease it set ends."""
 
+import threading
 from datetime import datetime
+from pathlib import Path
 
+from planledger.api.runtime import open_runtime
 from planledger.ledger.domain import events as ev
 from planledger.ledger.domain.ids import PlanSlug
 from planledger.projections.view import LedgerView
-from planledger.projections.wakeups import tell
+from planledger.projections.wakeups import Wakeups, tell
 from tests.support.given import PLAN, _numbered, claimed, completed, dropped, from_now, plan, step
 
 
@@ -67,3 +70,18 @@ def test_a_claim_tells_when_its_lease_ends() -> None:
 
     assert told_by(given, [claimed("a", "s1", expires_in=30)]) == [
         ("leased", PLAN, from_now(30))]
+
+
+def test_a_runtime_closing_stops_its_waiting_follower_before_its_store(tmp_path: Path) -> None:
+    """The follower reads the store from its own thread: left running, it would read a
+    closed SQLite connection (a test process once crashed so)."""
+    runtime = open_runtime(str(tmp_path / "ledger.sqlite"))
+    wakeups = Wakeups(runtime.reads, Told(), interval=0.01)
+    wakeups.watch()
+    wakeups.start()
+    following = [t for t in threading.enumerate() if t.name == "wakeups"]
+    assert following and all(t.is_alive() for t in following)
+
+    runtime.close()
+
+    assert not any(t.is_alive() for t in following)
