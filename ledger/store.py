@@ -15,7 +15,7 @@ from eventsourcing.persistence import EventStore as LibraryEventStore
 from eventsourcing.persistence import IntegrityError, Mapper, Recording
 from eventsourcing.utils import get_topic
 
-from planledger.ledger.answers import AnswerRecorded
+from planledger.ledger.answers import Answer, AnswerRecorded
 from planledger.ledger.domain import errors
 from planledger.ledger.domain import events as ev
 from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId, plan_stream
@@ -179,10 +179,13 @@ class EventStore(Application[str]):
         full = getattr(getattr(self.recorder, "datastore", None), "full", None)
         return bool(full()) if callable(full) else False
 
-    def append(self, events: Sequence[Fact]) -> list[Recording[str]]:
-        """Append all events in one transaction (the enclosing `transaction()`'s, if any);
-        raises ConflictError if any stream moved."""
-        if not events:
+    def append(self, facts: Sequence[Fact | Answer]) -> list[Recording[str]]:
+        """Append all events in one transaction (the enclosing `transaction()`'s, if any),
+        and the answers among them to the table beside the log (ledger.answers); raises
+        ConflictError if any stream moved or an answer's key is taken."""
+        answers = [f for f in facts if isinstance(f, Answer)]
+        events = [f for f in facts if not isinstance(f, Answer)]
+        if not events and not answers:
             return []
         # The library's event store directly: `Application.save` would first test each
         # event against a runtime-checkable Protocol (~7 us an event) to tell it from an
@@ -194,17 +197,19 @@ class EventStore(Application[str]):
         encoded = self.events.encode(list(events), ahead=own)
         if own:
             with self.transaction():
-                positions = self._insert(encoded)
+                positions = self._insert(encoded, answers)
         else:
-            positions = self._insert(encoded)
+            positions = self._insert(encoded, answers)
         return self.events.recordings(encoded, positions)
 
-    def _insert(self, encoded: Encoded) -> Sequence[int]:
+    def _insert(self, encoded: Encoded, answers: Sequence[Answer]) -> Sequence[int]:
         """Insert inside the current transaction, and note the append as pending."""
         assert isinstance(self.events, SealingEventStore)
         if self._followed is not None:
             self._catch_up(self._followed)
-        positions = self.events.insert(encoded)
+        if answers and not callable(getattr(self.recorder, "select_answer", None)):
+            raise TypeError(f"{type(self.recorder).__name__} keeps no answers")
+        positions = self.events.insert(encoded, **({"answers": answers} if answers else {}))
         self._appended.pending.append((encoded.events, positions))
         return positions
 
@@ -403,6 +408,18 @@ class EventStore(Application[str]):
         except AggregateNotFoundError:
             return NO_RESERVATIONS
         return state if isinstance(state, Reservations) else NO_RESERVATIONS
+
+    def answer(self, key: str) -> Answer | None:
+        """The idempotent answer kept under `key` (ledger.answers): from the table beside
+        the log, else from the log itself, where stores written before kept them."""
+        select = getattr(self.recorder, "select_answer", None)  # ledger.answers.AnswerTable
+        found: Answer | None = select(key) if callable(select) else None
+        if found is not None:
+            return found
+        for event in self.events.get(key):
+            if isinstance(event, AnswerRecorded):
+                return Answer.from_record(event)
+        return None
 
     def stream(self, originator_id: str) -> Iterable[Any]:
         return self.events.get(originator_id)
