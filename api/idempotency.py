@@ -1,25 +1,35 @@
 """Idempotent writes: a retried command with the same key gets the first answer and
 appends nothing. A middleware around `Ledger.execute`, the same for every command.
 
-The answer is recorded as an `AnswerRecorded` event, version 1 of a stream named by the
-acting session and the key, attached to the append of the outcome that answers the
-command (`ledger.execution.Attach`). So the record lands atomically with the write or
-not at all, survives restarts, and every replica sees it; two concurrent retries
-conflict on that stream: one lands, the other reads its answer. A refusal is an answer
-too, and replays as the same error. A command answered with no decision of its own (a
-refusal before any decision, a claim-next that found nothing) records it on its own.
+The answer is kept as an `Answer` under a key named by the acting session and the
+caller's key, attached to the append of the outcome that answers the command
+(`ledger.execution.Attach`); the store writes it to a table beside the log, in the same
+transaction (ledger.answers). So it lands atomically with the write or not at all,
+survives restarts, and every replica sees it; two concurrent retries conflict on that key:
+one lands, the other reads its answer. A refusal is an answer too, and replays as the
+same error. A command answered with no decision of its own (a refusal before any
+decision, a claim-next that found nothing) records it on its own.
 
-The stream's name is a MAC of the session and the key under a key derived from the
-store's secret: the log is public (`/api/log`), and a bare hash of a key could be matched
-offline against guessed keys. A caller learns whether its answer is the first or a replay
+Answers are kept for a retention window (`PLANLEDGER_IDEMPOTENCY_RETENTION`, seconds,
+default a day), by the ledger's clock: a retry within it gets its first answer byte for
+byte; after it, the key is forgotten and the request is taken as a new one (each write of
+an answer drops the expired ones). So the log holds the ledger's facts only, and the
+answers take one window's room however long a server runs. Stores written before kept
+answers in the log (`AnswerRecorded`): those are still read, and expire the same way.
+
+The key is a MAC of the session and the caller's key under a key derived from the store's
+secret: a bare hash of a key could be matched offline against guessed keys by whoever
+reads the store. A caller learns whether its answer is the first or a replay
 (`Answered.replayed`), so an operation can withhold what only the first caller may see.
 """
 
 import hashlib
 import hmac
 import json
+import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from datetime import datetime, timedelta
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
@@ -27,7 +37,7 @@ from pydantic import BaseModel
 from planledger.api.derived_keys import IDEMPOTENCY_STREAMS, derived_key
 from planledger.api.errors import BadIdempotencyKey, IdempotencyKeyReused, Replayed, problem
 from planledger.api.runtime import Runtime
-from planledger.ledger.answers import AnswerRecorded
+from planledger.ledger.answers import Answer
 from planledger.ledger.commands import Command
 from planledger.ledger.domain.errors import LedgerError
 from planledger.ledger.execution import Attach, Outcome
@@ -37,6 +47,8 @@ R = TypeVar("R")
 M = TypeVar("M", bound=BaseModel)
 STREAM_PREFIX = "idem:"
 MAX_KEY = 200
+RETENTION_VAR = "PLANLEDGER_IDEMPOTENCY_RETENTION"
+DEFAULT_RETENTION_SECONDS = 24 * 3600
 
 
 @dataclass(frozen=True)
@@ -77,9 +89,19 @@ def fingerprint(command: Command[Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def retention_from_env() -> timedelta:
+    """How long answers are kept: $PLANLEDGER_IDEMPOTENCY_RETENTION seconds, else a day."""
+    raw = os.environ.get(RETENTION_VAR) or str(DEFAULT_RETENTION_SECONDS)
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"{RETENTION_VAR}={raw!r}: give the seconds idempotent answers are "
+                         "kept, a whole number of at least 1")
+    return timedelta(seconds=int(raw))
+
+
 class Idempotency:
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: Runtime, retention: timedelta | None = None) -> None:
         self.runtime = runtime
+        self.retention = retention if retention is not None else retention_from_env()
         self._key: bytes | None = None  # derived when first needed, as the secret is read
 
     def stream(self, scope: str | None, key: str) -> str:
@@ -88,11 +110,15 @@ class Idempotency:
         text = f"{scope or '-'}\n{check_key(key)}".encode()
         return STREAM_PREFIX + hmac.new(self._key, text, hashlib.sha256).hexdigest()[:48]
 
-    def lookup(self, stream: str) -> AnswerRecorded | None:
-        for event in self.runtime.store.stream(stream):
-            if isinstance(event, AnswerRecorded):
-                return event
-        return None
+    def lookup(self, stream: str) -> Answer | None:
+        """The answer kept under the key, unless it expired."""
+        found = self.runtime.store.answer(stream)
+        if found is None or found.recorded_at < self._expired_before():
+            return None
+        return found
+
+    def _expired_before(self) -> datetime:
+        return self.runtime.ledger.clock.now() - self.retention
 
     def answer(self, write: Write[R, M], key: str, scope: str | None, request: str,
                ) -> Answered[M]:
@@ -126,19 +152,20 @@ class Idempotency:
             ours = False
         return Answered(self._replay(write, self._must(stream), request), replayed=not ours)
 
-    def _must(self, stream: str) -> AnswerRecorded:
+    def _must(self, stream: str) -> Answer:
         found = self.lookup(stream)
         if found is None:
             raise RuntimeError(f"idempotency record {stream} missing after its append")
         return found
 
     def _record(self, stream: str, scope: str | None, request: str,
-                answer: tuple[int, dict[str, Any]]) -> AnswerRecorded:
-        return AnswerRecorded(stream, 1, self.runtime.ledger.clock.now(), scope, request,
-                              answer[0], answer[1])
+                answer: tuple[int, dict[str, Any]]) -> Answer:
+        now = self.runtime.ledger.clock.now()
+        return Answer(stream, scope, request, answer[0], answer[1], now,
+                      drops_before=now - self.retention)
 
     @staticmethod
-    def _replay(write: Write[R, M], found: AnswerRecorded, request: str) -> M:
+    def _replay(write: Write[R, M], found: Answer, request: str) -> M:
         if found.request != request:
             raise IdempotencyKeyReused("Idempotency-Key was already used for a different "
                                        "request; use a new key for a new request")
@@ -165,7 +192,7 @@ class _Rider:
         self.calls = 0
         self.offered: Outcome[Any] | None = None  # the latest outcome, if it carries our record
 
-    def __call__(self, outcome: Outcome[Any]) -> list[AnswerRecorded]:
+    def __call__(self, outcome: Outcome[Any]) -> list[Answer]:
         self.calls += 1
         self.offered = None
         if self.calls > 1 and self.owner.lookup(self.stream) is not None:

@@ -40,15 +40,18 @@ from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastor
 from eventsourcing.utils import retry
 from psycopg.sql import SQL, Identifier
 
+from planledger.ledger.answers import Answer, micros
 from planledger.ledger.chain import GENESIS, link
 from planledger.ledger.log_head import SignedHead, head_mac, signed_by
 
-# A new name for a new shape (it answers the head too): `CREATE OR REPLACE` cannot change
-# what an existing function returns, so a schema made before heads gets this one beside
-# its old function at the next `db init` or start (infra.pg_schema).
-APPEND_FUNCTION = "planledger_append_with_head"
+# A new name for a new shape (it answers the head, and writes idempotent answers): a schema
+# made before gets this one beside its old functions at the next `db init` or start
+# (infra.pg_schema); replicas still running the old code keep calling theirs.
+APPEND_FUNCTION = "planledger_append_with_answers"
 # The function's argument types, as `to_regprocedure` names them (infra.pg_schema).
-APPEND_ARGUMENTS = "text[], bigint[], text[], bytea[], text"
+APPEND_ARGUMENTS = ("text[], bigint[], text[], bytea[], text, text[], text[], text[], "
+                    "integer[], text[], bigint[], bigint")
+ANSWERS_TABLE = "planledger_answers"
 SIGN_FUNCTION = "planledger_sign_head"
 SIGN_ARGUMENTS = "bigint, text, text"
 HEAD_TABLE = "planledger_head"
@@ -72,9 +75,36 @@ CREATE TABLE IF NOT EXISTS {schema}.{began} (
     id int PRIMARY KEY CHECK (id = 1), position bigint NOT NULL)
 """
 
+_CREATE_ANSWERS = """
+CREATE TABLE IF NOT EXISTS {schema}.{answers} (
+    key text PRIMARY KEY, scope text, request text NOT NULL, status integer NOT NULL,
+    body text NOT NULL, recorded_at bigint NOT NULL)
+"""
+
+_CREATE_ANSWERS_INDEX = """
+CREATE INDEX IF NOT EXISTS {index} ON {schema}.{answers} (recorded_at)
+"""
+
+# Idempotent answers (ledger.answers), in the append's own transaction: expired ones are
+# dropped first (an index range, empty but for the first write after one expired), then a
+# key still taken fails the whole call as a unique violation. Deletes come before inserts
+# in every caller, so two answer writes never wait on each other in a cycle; an append with
+# events writes its answers under the log's lock, one with none takes no lock.
+_KEEP_ANSWERS = """
+    IF cardinality(a_keys) > 0 THEN
+        IF a_drops_before IS NOT NULL THEN
+            DELETE FROM {schema}.{answers} WHERE recorded_at < a_drops_before;
+        END IF;
+        INSERT INTO {schema}.{answers} (key, scope, request, status, body, recorded_at)
+        SELECT * FROM unnest(a_keys, a_scopes, a_requests, a_statuses, a_bodies, a_times);
+    END IF;
+"""
+
 _CREATE = """
 CREATE OR REPLACE FUNCTION {schema}.{function}(
-    ids text[], versions bigint[], topics text[], states bytea[], lock_wait text)
+    ids text[], versions bigint[], topics text[], states bytea[], lock_wait text,
+    a_keys text[], a_scopes text[], a_requests text[], a_statuses integer[],
+    a_bodies text[], a_times bigint[], a_drops_before bigint)
 RETURNS TABLE(appended bigint, was_position bigint, was_tip text, now_position bigint,
               now_tip text, sig_position bigint, sig_tip text, sig_mac text)
 LANGUAGE plpgsql AS $body$
@@ -85,6 +115,10 @@ DECLARE
     v_last bigint := 0;
     v_tip text := '';
 BEGIN
+    IF cardinality(ids) = 0 THEN  -- answers alone: no event, so no lock and no head
+        {keep_answers}
+        RETURN;
+    END IF;
     PERFORM set_config('lock_timeout', lock_wait, true);
     LOCK TABLE {schema}.{table} IN EXCLUSIVE MODE;
     NOTIFY {channel};
@@ -95,6 +129,7 @@ BEGIN
         ORDER BY n  -- notification ids in the order of the events given
         RETURNING {table}.notification_id AS nid)
     SELECT array_agg(inserted.nid ORDER BY inserted.nid) INTO new_ids FROM inserted;
+    {keep_answers}
     SELECT h.position, h.tip, h.signed_position, h.signed_tip, h.mac INTO kept
     FROM {schema}.{head} h WHERE h.id = 1;
     IF NOT FOUND THEN
@@ -175,17 +210,27 @@ class AppendingRecorder(PostgresApplicationRecorder):
                                 topic="e.topic", state="e.state")
         link_new = _LINK.format(tip="v_tip", position="new_ids[k]", stream="ids[k]",
                                 version="versions[k]", topic="topics[k]", state="states[k]")
+        answers = Identifier(ANSWERS_TABLE)
+        create = (_CREATE.replace("{link_row}", link_row).replace("{link_new}", link_new)
+                  .replace("{keep_answers}", _KEEP_ANSWERS))
         self.sql_create_statements += [
             SQL(_CREATE_HEAD).format(schema=schema, head=head),
             SQL(_CREATE_BEGAN).format(schema=schema, began=began),
-            SQL(_CREATE.replace("{link_row}", link_row).replace("{link_new}", link_new)
-                ).format(schema=schema, function=function, table=table, head=head,
-                         began=began, channel=Identifier(self.channel_name)),
+            SQL(_CREATE_ANSWERS).format(schema=schema, answers=answers),
+            SQL(_CREATE_ANSWERS_INDEX).format(
+                schema=schema, answers=answers, index=Identifier(f"{ANSWERS_TABLE}_recorded_at")),
+            SQL(create).format(schema=schema, function=function, table=table, head=head,
+                               began=began, answers=answers,
+                               channel=Identifier(self.channel_name)),
             SQL(_CREATE_SIGN).format(schema=schema, function=Identifier(SIGN_FUNCTION),
                                      head=head, began=began),
         ]
-        self.append_statement = SQL("SELECT * FROM {}.{}(%s, %s, %s, %s, %s)").format(
+        self.append_statement = SQL(
+            "SELECT * FROM {}.{}(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)").format(
             schema, function)
+        self.answer_statement = SQL(
+            "SELECT key, scope, request, status, body, recorded_at FROM {}.{} "
+            "WHERE key = %s").format(schema, answers)
         self.sign_statement = SQL("SELECT {}.{}(%s, %s, %s)").format(
             schema, Identifier(SIGN_FUNCTION))
         self.between_statement = SQL(
@@ -201,14 +246,18 @@ class AppendingRecorder(PostgresApplicationRecorder):
     def insert_events(
         self, stored_events: Sequence[StoredEvent], **kwargs: Any
     ) -> Sequence[int] | None:
-        if not stored_events:
+        answers: Sequence[Answer] = kwargs.get("answers", ())
+        if not stored_events and not answers:
             return []
         columns = ([str(e.originator_id) for e in stored_events],
                    [e.originator_version for e in stored_events],
                    [e.topic for e in stored_events], [e.state for e in stored_events])
         with self.datastore.get_connection() as conn, conn.cursor() as cursor:
-            cursor.execute(self.append_statement, (*columns, self.lock_wait), prepare=True)
+            cursor.execute(self.append_statement,
+                           (*columns, self.lock_wait, *_answer_columns(answers)), prepare=True)
             rows = cursor.fetchall()
+            if not stored_events:
+                return []
             # Committed already: a failure to sign leaves the head lagging, no more.
             with contextlib.suppress(psycopg.Error):
                 self._sign(cursor, rows, stored_events)
@@ -241,6 +290,13 @@ class AppendingRecorder(PostgresApplicationRecorder):
             cursor.execute(self.sign_statement, (answer["now_position"], tip,
                                                  head_mac(key, answer["now_position"], tip)))
 
+    def select_answer(self, key: str) -> Answer | None:
+        """The answer kept under `key` (ledger.answers.AnswerTable)."""
+        with self.datastore.get_connection() as conn, conn.cursor() as cursor:
+            cursor.execute(self.answer_statement, (key,), prepare=True)
+            row = cursor.fetchone()
+        return None if row is None else Answer.from_row(tuple(row.values()))
+
     def read_head(self) -> SignedHead | None:
         """The signed head as stored (None when the store keeps none yet)."""
         with self.datastore.get_connection() as conn, conn.cursor() as cursor:
@@ -249,6 +305,14 @@ class AppendingRecorder(PostgresApplicationRecorder):
         if row is None:
             return None
         return SignedHead(row["signed_position"], row["signed_tip"], row["mac"])
+
+
+def _answer_columns(answers: Sequence[Answer]) -> tuple[Any, ...]:
+    """The append function's answer arguments: a column each, and the expiry."""
+    rows = [a.row() for a in answers]
+    columns = tuple(list(column) for column in zip(*rows, strict=True)) or ([],) * 6
+    expired = [a.drops_before for a in answers if a.drops_before is not None]
+    return (*columns, micros(min(expired)) if expired else None)
 
 
 class Factory(PostgresFactory):

@@ -15,6 +15,7 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from planledger.infra.pg_append import (
+    ANSWERS_TABLE,
     APPEND_ARGUMENTS,
     APPEND_FUNCTION,
     BEGAN_TABLE,
@@ -49,7 +50,8 @@ SELECT name FROM (VALUES
     ('append function', to_regprocedure(%(append function)s)::text),
     ('signed head', to_regclass(%(signed head)s)::text),
     ('head signing function', to_regprocedure(%(head signing function)s)::text),
-    ('signed head marker', to_regclass(%(signed head marker)s)::text)
+    ('signed head marker', to_regclass(%(signed head marker)s)::text),
+    ('idempotent answers', to_regclass(%(idempotent answers)s)::text)
 ) AS objects(name, found)
 WHERE found IS NULL
 """
@@ -81,6 +83,7 @@ def _missing(conn: psycopg.Connection[tuple[object, ...]], schema: str) -> tuple
         "signed head": f'"{schema}".{HEAD_TABLE}',
         "head signing function": f'"{schema}".{SIGN_FUNCTION}({SIGN_ARGUMENTS})',
         "signed head marker": f'"{schema}".{BEGAN_TABLE}',
+        "idempotent answers": f'"{schema}".{ANSWERS_TABLE}',
     }
     has_schema = conn.execute(
         "SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone()

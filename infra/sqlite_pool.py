@@ -48,6 +48,8 @@ from eventsourcing.sqlite import (
 )
 from eventsourcing.utils import Environment
 
+from planledger.infra import sqlite_answers
+from planledger.ledger.answers import Answer
 from planledger.ledger.store import WouldWait
 
 STATEMENT_CACHE = 64
@@ -277,9 +279,27 @@ class UnitRecorder(SQLiteApplicationRecorder):
     """The library's recorder; inside a unit, events are inserted and the log's end is read
     on the unit's cursor directly: the library's way, a transaction block that the unit
     then joins, cost as much as the SELECT of the log's end (asked once per unit, see
-    ledger.followed)."""
+    ledger.followed). Idempotent answers go to their own table in the same transaction
+    (infra.sqlite_answers)."""
 
     datastore: "UnitDatastore"
+
+    def construct_create_table_statements(self) -> list[str]:
+        return [*super().construct_create_table_statements(), *sqlite_answers.CREATE]
+
+    def _insert_events(
+        self, c: SQLiteCursor, stored_events: Sequence[StoredEvent], **kwargs: Any
+    ) -> Sequence[int] | None:
+        ids = super()._insert_events(c, stored_events, **kwargs) if stored_events else []
+        answers: Sequence[Answer] = kwargs.get("answers", ())
+        if answers:
+            sqlite_answers.insert_answers(c.sqlite_cursor, answers)
+        return ids
+
+    def select_answer(self, key: str) -> Answer | None:
+        """The answer kept under `key` (ledger.answers.AnswerTable), in a unit its cursor's."""
+        with self.datastore.transaction(commit=False) as c:
+            return sqlite_answers.select_answer(c.sqlite_cursor, key)
 
     def insert_events(
         self, stored_events: Sequence[StoredEvent], **kwargs: Any

@@ -36,7 +36,7 @@ def is_postgres(db: str) -> bool:
 def store_settings(db: str) -> dict[str, str]:
     """The eventsourcing environment for the store named by `db`."""
     if db == MEMORY:
-        return {**_COMMON, "PERSISTENCE_MODULE": "eventsourcing.popo"}
+        return {**_COMMON, "PERSISTENCE_MODULE": "planledger.infra.memory_answers:Factory"}
     if is_postgres(db):
         return {**_COMMON, **_postgres_settings(db)}
     path = Path(db).expanduser()

@@ -15,13 +15,14 @@ import httpx
 import pytest
 
 from planledger.api.errors import problem
+from planledger.api.idempotency import Idempotency
 from planledger.api.identity import Identity
 from planledger.api.runtime import Runtime
 from planledger.api.schemas import ClaimNextOut
 from planledger.api.service import Service
 from planledger.api.settings import Settings
 from planledger.ledger import commands as c
-from planledger.ledger.answers import AnswerRecorded
+from planledger.ledger.answers import Answer
 from planledger.ledger.application import NewStep
 from planledger.ledger.domain.errors import InvalidInput
 from planledger.ledger.domain.ids import SessionId, StepId
@@ -233,8 +234,10 @@ def test_a_step_passed_by_for_a_reservation_in_another_plan_is_claimed_when_it_e
     assert waiter.claimed == waited_for
 
 
-def answers_recorded(runtime: Runtime) -> list[AnswerRecorded]:
-    return [e for _, e in runtime.store.log_after(0, 10_000) if isinstance(e, AnswerRecorded)]
+def answers_recorded(runtime: Runtime, agent: str, key: str) -> list[Answer]:
+    """The answers kept for the agent's key (one at most)."""
+    found = runtime.store.answer(Idempotency(runtime).stream(agent, key))
+    return [] if found is None else [found]
 
 
 def test_a_keyed_waiting_claim_next_records_only_its_final_answer_and_replays_it(
@@ -246,12 +249,12 @@ def test_a_keyed_waiting_claim_next_records_only_its_final_answer_and_replays_it
         runtime.ledger.claim(step_id, holder, 600)
     waiter = in_line(service, [Waiter(service, agent, key="k-1")])[0]
     service.execute(c.ClaimNext(PLAN, holder, 600))  # a try that finds nothing for it
-    assert answers_recorded(runtime) == []
+    assert answers_recorded(runtime, agent, "k-1") == []
 
     service.execute(c.Release(steps[1], holder))
 
     assert waiter.claimed == steps[1]
-    assert len(answers_recorded(runtime)) == 1
+    assert len(answers_recorded(runtime, agent, "k-1")) == 1
     replay = service.answer(c.ClaimNext(PLAN, agent, 600, 300), ClaimNextOut, "k-1")
     assert replay == waiter.result()  # at once, not a second claim
 
@@ -270,7 +273,7 @@ def test_a_keyed_time_up_answer_is_recorded_and_replayed(
     runtime.ledger.release(step_id, holder)
     replay = service.answer(c.ClaimNext(PLAN, agent, 600, 10), ClaimNextOut, "k-2")
 
-    assert replay == waiter.result() and len(answers_recorded(runtime)) == 1
+    assert replay == waiter.result() and len(answers_recorded(runtime, agent, "k-2")) == 1
 
 
 def test_a_waiter_whose_session_ends_elsewhere_is_answered_session_ended_in_its_turn(

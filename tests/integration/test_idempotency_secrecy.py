@@ -1,9 +1,10 @@
-"""Idempotency keys that give nothing away: the stream a key's answer is recorded in is
-named by a MAC under the store's secret (the log is public: a bare hash of the key could
-be matched offline against guessed keys), and a replayed session start, whoever sends it,
+"""Idempotency keys that give nothing away: the key a key's answer is kept under is a MAC
+under the store's secret (whoever reads the store could match a bare hash of the key
+offline against guessed keys), and a replayed session start, whoever sends it,
 carries the session's id but never its token."""
 
 import hashlib
+import sqlite3
 from pathlib import Path
 
 import httpx
@@ -13,6 +14,7 @@ from planledger.api.http.app import create_app
 from planledger.api.runtime import Runtime, open_runtime
 from planledger.api.schemas import TOKEN_ONLY_FIRST
 from planledger.api.settings import Settings
+from planledger.infra.sqlite_answers import ANSWERS_TABLE
 from tests.support.fakes import FakeClock, SequentialIds
 from tests.support.live_server import live_server, post_together
 
@@ -23,9 +25,10 @@ def _client(runtime: Runtime) -> TestClient:
     return TestClient(create_app(runtime, Settings(db=runtime.db)))
 
 
-def _idempotency_streams(client: TestClient) -> set[str]:
-    events = client.get("/api/log", params={"limit": 1000}).json()["events"]
-    return {e["stream"] for e in events if e["stream"].startswith("idem:")}
+def _idempotency_streams(runtime: Runtime) -> set[str]:
+    """The keys answers are kept under, as stored."""
+    with sqlite3.connect(runtime.db) as store:
+        return {str(row[0]) for row in store.execute(f"SELECT key FROM {ANSWERS_TABLE}")}
 
 
 def _start(client: TestClient, key: str, name: str = "agent A") -> httpx.Response:
@@ -38,7 +41,7 @@ def test_the_stream_of_a_key_cannot_be_found_by_hashing_guessed_keys(
 ) -> None:
     client = _client(file_runtime)
     assert _start(client, "retry-1").status_code == 201
-    (stream,) = _idempotency_streams(client)
+    (stream,) = _idempotency_streams(file_runtime)
     guessed = {hashlib.sha256(f"{scope}\n{key}".encode()).hexdigest()[:48]
                for scope in ("-", "") for key in ("retry-1", "retry-2")}
     assert stream.removeprefix("idem:") not in guessed
@@ -54,7 +57,7 @@ def test_the_same_key_names_different_streams_under_different_secrets(
         try:
             client = _client(runtime)
             _start(client, "retry-1")
-            streams.append(_idempotency_streams(client))
+            streams.append(_idempotency_streams(runtime))
         finally:
             runtime.close()
     assert streams[0] and streams[1] and streams[0] != streams[1]
