@@ -3,6 +3,7 @@ events to the log; its answer lands in the same transaction or not at all; a ret
 the retention window gets the first answer, one after it is a new request; and a store
 whose log already holds answers (written before) keeps replaying them and verifies."""
 
+import threading
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -26,6 +27,7 @@ from tests.support.postgres import fresh_schema
 from tests.support.seed import seed_auth_refresh
 
 HOUR = 3600
+TWINS = 6
 SECRET = b"one-store-secret-for-these-tests-0123456789"
 
 
@@ -141,3 +143,24 @@ def test_a_store_whose_log_holds_answers_replays_them_and_still_verifies(
     assert isinstance(verified, Verified)
     assert finding is None or finding.intact, finding  # in memory no head is kept: None
     assert rt.store.log_end() == position + 1  # the new session's event, not its answer
+
+
+def test_racing_twins_of_a_keyed_claim_land_it_once_with_one_answer(
+        rt: Runtime, service: Service) -> None:
+    steps = seed_auth_refresh(rt.ledger)
+    session = rt.ledger.start_session("agent").id
+    position = rt.store.log_end()
+    together = threading.Barrier(TWINS)
+    answers: list[ClaimOut] = []
+
+    def twin() -> None:
+        together.wait()
+        answers.append(_claim(service, steps[4], session, "racing"))
+
+    threads = [threading.Thread(target=twin) for _ in range(TWINS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(answers) == TWINS and all(a == answers[0] for a in answers)
+    assert [type(e).__name__ for e in _log(rt)[position:]] == ["StepClaimed"]
