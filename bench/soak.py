@@ -14,8 +14,10 @@ log's position (`/healthz`) about once a second. After a warm-up (the first fift
 run: imports, caches and allocator arenas filling) the slope of RSS over events, by least
 squares, is the figure: MiB per 10,000 events. Goal: at most 1 MiB per 10,000 events (an
 absolute goal, the figure's baseline; RSS hardly depends on the neighbours' load, unlike
-times). The growth over the whole run, and how much of the log is idempotency records
-(`AnswerRecorded`), inform.
+times). The growth over the whole run informs, and so do the log's events per 10,000
+idempotent writes (each write is answered once: a row of the answers table beside the log,
+or, in stores written before 0.4, an `AnswerRecorded` event in it), with the log's
+idempotency records among them.
 """
 
 import argparse
@@ -33,6 +35,7 @@ import httpx
 from planledger.bench.memory import resident_bytes
 from planledger.bench.servers import ROOMY, Replica, start_replica
 from planledger.bench.timing import Figure, scratch_dir
+from planledger.infra.sqlite_answers import ANSWERS_TABLE
 from planledger.ledger.answers import AnswerRecorded
 
 SECONDS, SMOKE_SECONDS = 600.0, 6.0
@@ -174,14 +177,34 @@ def after_warmup(samples: list[Sample], seconds: float) -> list[Sample]:
     return [s for s in samples if s.seconds >= seconds * WARMUP]
 
 
-def answer_share(db: Path) -> tuple[int, int]:
-    """How many events of the log are idempotency records, and how many events in all."""
+@dataclass(frozen=True)
+class Answers:
+    """Where a run's idempotent answers went."""
+
+    in_log: int  # AnswerRecorded events (stores written before 0.4)
+    beside: int  # rows of the answers table (every answer within the retention window)
+    events: int  # the log's events, answers among them or not
+
+    @property
+    def writes(self) -> int:
+        return self.in_log + self.beside
+
+    def events_per_10k_writes(self) -> float:
+        return 10_000 * self.events / self.writes if self.writes else 0.0
+
+
+def answer_share(db: Path) -> Answers:
+    """How the store kept the run's answers, and how many events its log holds."""
     with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as connection:
         rows = connection.execute(
             "SELECT topic = ?, count(*) FROM stored_events GROUP BY topic = ?",
             (AnswerRecorded.TOPIC, AnswerRecorded.TOPIC)).fetchall()
+        has_table = connection.execute(
+            "SELECT 1 FROM sqlite_master WHERE name = ?", (ANSWERS_TABLE,)).fetchone()
+        beside = connection.execute(f"SELECT count(*) FROM {ANSWERS_TABLE}").fetchone()[0] \
+            if has_table else 0
     counts = {bool(is_answer): count for is_answer, count in rows}
-    return counts.get(True, 0), sum(counts.values())
+    return Answers(counts.get(True, 0), int(beside), sum(counts.values()))
 
 
 def run(smoke: bool = False, seconds: float | None = None) -> list[Figure]:
@@ -193,12 +216,11 @@ def run(smoke: bool = False, seconds: float | None = None) -> list[Figure]:
             samples = soak(server, length, 0.25 if length < 60 else 1.0)
         finally:
             server.stop()
-        answers, events = answer_share(db)
-    return figures(samples, length, answers, events)
+        answers = answer_share(db)
+    return figures(samples, length, answers)
 
 
-def figures(samples: list[Sample], length: float, answers: int, events: int,
-            ) -> list[Figure]:
+def figures(samples: list[Sample], length: float, answers: Answers) -> list[Figure]:
     measured = after_warmup(samples, length)
     half = len(measured) // 2
     first, last = samples[0], samples[-1]
@@ -209,8 +231,12 @@ def figures(samples: list[Sample], length: float, answers: int, events: int,
             measured[half:]), "MiB", "in the first half", slope_per_10k(measured[:half])),
         Figure(f"server RSS after {last.events:,} events ({length:g} s)", last.rss / MIB,
                "MiB", "at the start (empty log)", first.rss / MIB),
-        Figure("idempotency records (AnswerRecorded) in the log", answers, "events",
-               "all events", events),
+        Figure("log events per 10,000 idempotent writes", answers.events_per_10k_writes(),
+               "events"),
+        Figure("idempotency records (AnswerRecorded) in the log", answers.in_log, "events",
+               "all events", answers.events),
+        Figure("idempotent answers kept beside the log", answers.beside, "rows",
+               "idempotent writes", answers.writes),
     ]
 
 
