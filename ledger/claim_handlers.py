@@ -2,6 +2,10 @@
 drop, reopen and force-release. Each reads fresh state, asks the domain, and returns
 its command's result."""
 
+# Annotations stay unevaluated: each command defines its attempt anew, and evaluating
+# `Outcome[Grant]` on every definition cost a subscription per command.
+from __future__ import annotations
+
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
@@ -44,8 +48,10 @@ def _grant(decision: Decision, verdict: Verdict, session: SessionId, plan: PlanS
 
 
 def claim(run: Execution, command: c.Claim) -> c.Grant:
+    # A claim's own paths are refused before anything is decided.
+    paths = check_paths(command.paths) if command.paths else ()
     return _claim(run, command.step_id, command.actor, command.lease_seconds, renew_only=False,
-                  paths=check_paths(command.paths))  # refused before anything is decided
+                  paths=paths)
 
 
 def heartbeat(run: Execution, command: c.Heartbeat) -> c.Grant:

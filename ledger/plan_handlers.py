@@ -1,5 +1,7 @@
 """Handlers of sessions and of a plan's structure (its steps and their dependencies)."""
 
+from __future__ import annotations  # attempts are defined per command: not evaluated
+
 from collections.abc import Sequence
 from datetime import datetime
 

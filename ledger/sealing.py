@@ -30,7 +30,7 @@ from eventsourcing.persistence import (
 )
 
 from planledger.ledger.chain import GENESIS, HASH_KEY, PREV_KEY, hash_of, seal
-from planledger.ledger.turns import each_in_turns
+from planledger.ledger.turns import TURN, each_in_turns
 
 HEADS_KEPT = 50_000
 
@@ -112,7 +112,9 @@ class SealingEventStore(EventStore[str]):
     def encode(self, domain_events: Sequence[Any], *, ahead: bool = False) -> Encoded:
         """The events encoded; `ahead` of the write lock, also sealed where their chain
         starts in this append, all of it in turns with other threads (ledger.turns)."""
-        stored = [self.mapper.to_stored_event(e) for e in each_in_turns(domain_events)]
+        to_stored = self.mapper.to_stored_event
+        stored = ([to_stored(e) for e in domain_events] if len(domain_events) <= TURN
+                  else [to_stored(e) for e in each_in_turns(domain_events)])
         encoded = Encoded(domain_events, stored, [""] * len(stored), sealed=self.sealing)
         if encoded.sealed and ahead:
             self._seal(encoded, ahead=True)
@@ -159,7 +161,8 @@ class SealingEventStore(EventStore[str]):
         stored, hashes = encoded.stored, encoded.hashes
         batch: dict[str, tuple[int, str]] = {}  # chains within this one append
         # Ahead of the lock, in turns with other threads (ledger.turns); under it, at once.
-        for i in each_in_turns(range(len(stored))) if ahead else range(len(stored)):
+        count = len(stored)
+        for i in each_in_turns(range(count)) if ahead and count > TURN else range(count):
             s, digest = stored[i], hashes[i]
             stream, version = str(s.originator_id), s.originator_version
             if not digest:

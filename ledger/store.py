@@ -36,7 +36,7 @@ from planledger.ledger.domain.state import (
 )
 from planledger.ledger.followed import Appended, FollowedStates
 from planledger.ledger.sealing import Encoded, Heads, SealingEventStore, UnsealingMapper
-from planledger.ledger.turns import turns
+from planledger.ledger.turns import TURN, turns
 
 __all__ = ["ConflictError", "EventStore", "WouldWait"]
 
@@ -219,13 +219,19 @@ class EventStore(Application[str]):
         log first) and the cache, in turns (ledger.turns): a new plan's 2,001 events are
         milliseconds of folding, with the followed states' lock let go between turns."""
         for events, positions in pending:
+            if len(events) <= TURN:  # most appends: one or two events, taken at once
+                self._fold_committed(events, positions, caught_up)
+                continue
             for part in turns(len(events)):
-                done, landed = events[part], positions[part]
-                folded: dict[str, Any] = {}
-                if caught_up and landed:
-                    assert self._followed is not None
-                    folded = self._followed.committed(done, landed[-1], _fold_for)
-                self._committed(done, landed, folded)
+                self._fold_committed(events[part], positions[part], caught_up)
+
+    def _fold_committed(self, events: Sequence[Fact], positions: Sequence[int],
+                        caught_up: bool) -> None:
+        folded: dict[str, Any] = {}
+        if caught_up and positions:
+            assert self._followed is not None
+            folded = self._followed.committed(events, positions[-1], _fold_for)
+        self._committed(events, positions, folded)
 
     def _committed(
         self, events: Sequence[Fact], positions: Sequence[int], folded: dict[str, Any]
