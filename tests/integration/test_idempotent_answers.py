@@ -8,7 +8,9 @@ from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
+import psycopg
 import pytest
+from psycopg import sql
 
 from planledger.api.cli.audit import verify_store
 from planledger.api.errors import Replayed
@@ -18,12 +20,15 @@ from planledger.api.runtime import Runtime, open_runtime
 from planledger.api.schemas import ClaimOut, SessionStartedOut
 from planledger.api.service import Service
 from planledger.api.settings import Settings
+from planledger.infra.pg_append import ANSWERS_TABLE, APPEND_FUNCTION
+from planledger.infra.pg_schema import missing_objects
 from planledger.ledger import commands as c
 from planledger.ledger.answers import Answer, AnswerRecorded
 from planledger.ledger.chain import Verified
 from planledger.ledger.domain import errors
+from planledger.ledger.storage import postgres_options
 from tests.support.fakes import FakeClock, SequentialIds
-from tests.support.postgres import fresh_schema
+from tests.support.postgres import BASE_URL, fresh_schema
 from tests.support.seed import seed_auth_refresh
 
 HOUR = 3600
@@ -164,3 +169,24 @@ def test_racing_twins_of_a_keyed_claim_land_it_once_with_one_answer(
         thread.join()
     assert len(answers) == TWINS and all(a == answers[0] for a in answers)
     assert [type(e).__name__ for e in _log(rt)[position:]] == ["StepClaimed"]
+
+
+def test_a_postgres_schema_made_before_answers_were_kept_beside_the_log_gets_them_on_start(
+        clock: FakeClock) -> None:
+    with fresh_schema() as url:
+        schema = sql.Identifier(postgres_options(url)["schema"])
+        with psycopg.connect(BASE_URL, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP FUNCTION {}.{}").format(
+                schema, sql.Identifier(APPEND_FUNCTION)))
+            conn.execute(sql.SQL("DROP TABLE {}.{}").format(
+                schema, sql.Identifier(ANSWERS_TABLE)))
+        assert set(missing_objects(url)) == {"append function", "idempotent answers"}
+        runtime = open_runtime(url, clock=clock, ids=SequentialIds(), secret=SECRET)
+        try:
+            served = Service(runtime, Settings(db=url), Identity(b"s" * 32))
+            first = served.answer(c.StartSession("a"), SessionStartedOut, "after-upgrade")
+            assert served.answer(c.StartSession("a"), SessionStartedOut, "after-upgrade") == first
+            served.waiting.close()
+        finally:
+            runtime.close()
+        assert missing_objects(url) == ()
