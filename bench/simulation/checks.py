@@ -25,6 +25,7 @@ from planledger.ledger.domain.ids import PlanSlug, StepId
 from planledger.ledger.ports import Clock
 from planledger.ledger.store import EventStore
 from planledger.projections.log import page_after
+from planledger.projections.queries import ready_ids
 from planledger.projections.readmodel import ReadModel
 
 
@@ -148,21 +149,27 @@ class Checks:
                             "the log")
 
     def _ready(self, reads: ReadModel) -> None:
-        ref, now = self.world.reference, self.world.clock.now()
-        for plan in self.world.plans:
-            got, want = list(reads.ready(PlanSlug(plan))), ref.ready(plan, now)
-            if got != want:
-                raise Violation(f"ready({plan}) is {got}; the reference model says {want}")
+        ref = self.world.reference
+        # What ReadModel.ready answers, every plan under one pull of the log (a pull per
+        # plan was a tenth of a run's time)
+        with reads.reading() as (view, now):
+            got = [(plan, ready_ids(view, PlanSlug(plan), now)) for plan in self.world.plans]
+        for plan, ready in got:
+            want = ref.ready(plan, now)
+            if ready != want:
+                raise Violation(f"ready({plan}) is {ready}; the reference model says {want}")
 
     def full(self) -> None:
         self.since_full = 0
         world = self.world
+        # Every process reads the one log: one read model rebuilt from it stands for all
+        rebuilt = ReadModel(world.processes[0].store, world.clock)
+        rebuilt.catch_up()
+        facts = rebuilt.facts()
         for number, process in enumerate(world.processes):
             self._ready(process.reads)
             process.reads.catch_up()
-            rebuilt = ReadModel(process.store, world.clock)
-            rebuilt.catch_up()
-            if rebuilt.facts() != process.reads.facts():
+            if process.reads.facts() != facts:
                 raise Violation(f"process {number}: a read model rebuilt from the log differs "
                                 "from the one kept incrementally")
             for _, step_id in world.steps:

@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from eventsourcing.persistence import ApplicationRecorder, OperationalError, Recording
 
+from planledger.ledger.answers import Answer
 from planledger.ledger.ports import Clock
 from planledger.ledger.store import ConflictError, EventStore, Fact
 
@@ -73,11 +74,15 @@ class FaultyEventStore(EventStore):
             return self._shared_recorder
         return super().construct_recorder()
 
+    def transaction(self) -> contextlib._GeneratorContextManager[None]:
+        # Only a lost acknowledgement needs a hand in the transaction (it fails the call
+        # after the commit): every other one is the real store's own, at no extra cost
+        if self.faults.armed == "lost_ack" and not self._depth:
+            return self._losing_ack()
+        return super().transaction()
+
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[None]:
-        if self._depth:
-            yield
-            return
+    def _losing_ack(self) -> Iterator[None]:
         self._depth, self._lose_ack = 1, False
         try:
             with super().transaction():
@@ -88,18 +93,18 @@ class FaultyEventStore(EventStore):
             self._lose_ack = False
             raise StoreRefused("the store's acknowledgement of a commit was lost")
 
-    def append(self, events: Sequence[Fact]) -> list[Recording[str]]:
-        if not events:
+    def append(self, events: Sequence[Fact | Answer]) -> list[Recording[str]]:
+        plan = self.faults
+        fault = plan.armed
+        if not events or (fault is None and not plan.refusing()):
             return super().append(events)
-        if not self._depth:
+        if fault == "lost_ack" and not self._depth:
             with self.transaction():
                 return self.append(events)
-        plan = self.faults
         if plan.refusing():
             plan._fire("refused")
             raise StoreRefused("the store refuses writes (simulated outage)")
-        fault = plan.armed
-        if fault == "conflict" and any(e.originator_version > 1 for e in events):
+        if fault == "conflict" and any(getattr(e, "originator_version", 0) > 1 for e in events):
             plan.conflicts_left -= 1
             if plan.conflicts_left <= 0:
                 plan.armed = None

@@ -42,7 +42,8 @@ from planledger.projections.readmodel import ReadModel
 
 SECRET = b"planledger-simulation-secret-0123456789"
 OPERATOR = local_operator("simulator")
-_NOT_RECORDED = ("token", "replayed", "note")  # only a session start's first answer has these
+_NOT_RECORDED = ("token", "replayed", "note")
+_PAGE = 1000  # only a session start's first answer has these
 
 
 @dataclass
@@ -271,12 +272,12 @@ class World:
         store = self.processes[0].store
         new: list[tuple[int, object]] = []
         while True:
-            notes = page_after(store, self.reference.position, 1000)
-            if not notes:
-                return new
+            notes = page_after(store, self.reference.position, _PAGE)
             events = decode(store, notes)
             self.reference.fold(events)
             new += events
+            if len(notes) < _PAGE:  # the log's end: no need to ask again
+                return new
 
     def recorded_answer(self, request: Request) -> Answer | None:
         """The answer the log holds for a keyed request, if any."""
