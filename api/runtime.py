@@ -10,7 +10,8 @@ from planledger.infra.pg_follower import PgFollower
 from planledger.infra.secret import SecretError, load_secret
 from planledger.infra.sqlite_checkpoints import sqlite_checkpoints
 from planledger.ledger.application import Ledger
-from planledger.ledger.log_head import HEAD_PURPOSE, KeepsHead
+from planledger.ledger.log_head import HEAD_PURPOSE
+from planledger.ledger.notification_log import sign_heads_with
 from planledger.ledger.ports import Clock, IdGenerator
 from planledger.ledger.storage import MEMORY, is_postgres, resolve_db, store_settings
 from planledger.ledger.store import EventStore
@@ -68,8 +69,7 @@ def open_runtime(
                       tail=PgFollower if is_postgres(resolved) else None)
     ledger = Ledger(store, the_clock, ids or UlidGenerator(), reads)
     runtime = Runtime(resolved, store, ledger, reads, secret)
-    if isinstance(store.recorder, KeepsHead):  # it signs its log's head (ledger.log_head)
-        store.recorder.head_key = lambda: head_key(runtime)
+    sign_heads_with(store, lambda: head_key(runtime))  # where it keeps one (ledger.log_head)
     return runtime
 
 

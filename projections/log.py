@@ -1,30 +1,15 @@
-"""Reading the notification log: pages of decoded events after a position, and the events
-at chosen positions. The store's own recorder and mapper do the work; this only pages."""
+"""Reading the notification log for the read side: decoded pages after a position, and
+the events at chosen positions (ledger.notification_log reads the pages; this only walks
+them), with the collector paused while a page is folded."""
 
 import gc
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-from eventsourcing.persistence import Notification
-
+from planledger.ledger.notification_log import PAGE, Positioned, decode, page_after
 from planledger.ledger.store import EventStore
 
-PAGE = 1000
-
-Positioned = tuple[int, object]
-
-
-def page_after(
-    store: EventStore, after: int, limit: int = PAGE, stop: int | None = None
-) -> list[Notification]:
-    """Up to `limit` notifications after position `after` (and at or before `stop`)."""
-    return list(store.recorder.select_notifications(
-        start=after, limit=limit, stop=stop, inclusive_of_start=False))
-
-
-def decode(store: EventStore, notes: Sequence[Notification]) -> list[Positioned]:
-    to_event = store.mapper.to_domain_event
-    return [(note.id, to_event(note)) for note in notes]
+__all__ = ["PAGE", "Positioned", "at_positions", "decode", "page_after", "pages", "paused_gc"]
 
 
 @contextmanager

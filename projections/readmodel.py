@@ -329,7 +329,7 @@ class ReadModel(Queryable, CandidateView):
         checkpoint of this log says so, and every later save would be refused (a log
         restored from an older copy, or a tampered file). With `warning`, say so."""
         tracked = checkpoints.max_tracking_id(self.store.name)
-        end = self.store.recorder.max_notification_id() or 0
+        end = self.store.log_end()
         if tracked is None or tracked <= end:
             return
         if warning is not None:

@@ -31,7 +31,7 @@ from eventsourcing.persistence import Notification
 
 from planledger.ledger.store import EventStore
 from planledger.projections.codec import Data, record_of
-from planledger.projections.log import paused_gc
+from planledger.projections.log import page_after, paused_gc
 from planledger.projections.view import LedgerView
 
 MAGIC = b"planledger-checkpoint/4\n"
@@ -63,7 +63,7 @@ def fingerprint(note: Notification) -> str:
 
 def tip_at(store: EventStore, position: int) -> str | None:
     """The fingerprint of the event at `position` in the store's log (None: no event)."""
-    at = store.recorder.select_notifications(start=position, limit=1)
+    at = page_after(store, position - 1, limit=1)
     return fingerprint(at[0]) if at and at[0].id == position else None
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from eventsourcing.persistence import Mapper, StoredEvent
+from eventsourcing.persistence import StoredEvent
 
 from planledger.ledger.chain import Broken, Entry, verify
 from planledger.ledger.domain import errors
@@ -57,6 +57,7 @@ from planledger.ledger.domain.state import (
     evolve_session,
     evolve_step,
 )
+from planledger.ledger.notification_log import Decoder
 from planledger.replays.format import EventRecord, RecordingError
 from planledger.replays.reading import ANSWER_TOPIC
 from planledger.replays.typed_events import Mistyped, decode_typed
@@ -90,7 +91,7 @@ class _Folded:
     reservations: dict[StepId, Reservation] = field(default_factory=dict)
 
 
-def admit(mapper: Mapper[str], records: Sequence[EventRecord],
+def admit(decoder: Decoder, records: Sequence[EventRecord],
           now: datetime | None = None) -> list[StoredEvent]:
     """The recording's events as the store keeps them, once every one is of its type, keeps
     the domain's rules and sits whole in its stream's hash chain; RecordingError naming
@@ -106,7 +107,7 @@ def admit(mapper: Mapper[str], records: Sequence[EventRecord],
                 f"({latest.isoformat()} with {CLOCK_TOLERANCE} allowed for clocks)")
         event = StoredEvent(record.stream, record.version, record.topic, record.state_bytes())
         try:
-            decoded = decode_typed(mapper, event, record.state)
+            decoded = decode_typed(decoder, event, record.state)
             _check(folded, record, decoded)
         except (Mistyped, Refused, errors.LedgerError) as error:
             raise _refusal(record, error) from None

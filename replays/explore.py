@@ -23,6 +23,7 @@ from typing import Any
 from eventsourcing.persistence import StoredEvent
 
 from planledger.ledger.domain import events as ev
+from planledger.ledger.notification_log import insert_stored
 from planledger.projections.timeline import TimelineModel
 from planledger.replays.format import CommandRecord, Recording
 from planledger.replays.recording import decode, read_log
@@ -192,8 +193,8 @@ class _Base:
     def replayer(self) -> Replayer:
         replayer = Replayer()
         if self.events:
-            replayer.runtime.store.recorder.insert_events(self.events)
-            replayer.position = replayer.runtime.store.recorder.max_notification_id() or 0
+            insert_stored(replayer.runtime.store, self.events)
+            replayer.position = replayer.runtime.store.log_end()
         return replayer
 
 

@@ -11,6 +11,7 @@ from datetime import datetime
 from eventsourcing.persistence import Notification
 
 from planledger.ledger.domain import events as ev
+from planledger.ledger.notification_log import decoder, insert_stored
 from planledger.ledger.storage import MEMORY, store_settings
 from planledger.ledger.store import EventStore
 from planledger.projections.log import PAGE, page_after
@@ -46,7 +47,8 @@ EVERYTHING = Selection()
 def export(store: EventStore, selection: Selection = EVERYTHING,
            exported_at: datetime | None = None) -> Recording:
     """The recording of `selection` (everything by default) of the store's log."""
-    log: Decoded = [(n, store.mapper.to_domain_event(n)) for n in read_log(store)]
+    to_event = decoder(store)
+    log: Decoded = [(n, to_event(n)) for n in read_log(store)]
     commands, of = derive((n.id, e) for n, e in log)
     matched, kept = choose(log, selection, of)
     events = tuple(_record(n, e, of.get(n.id), n.id not in matched)
@@ -81,14 +83,13 @@ def import_into(store: EventStore, recording: Recording) -> int:
     transaction, once all of them are admitted (replays.admission): every event of its
     type, keeping the domain's rules, whole in its stream's hash chain. All of it lands or
     none. Returns the number of events written."""
-    held = store.recorder.max_notification_id() or 0
+    held = store.log_end()
     if held:
         raise RecordingError(f"the target store is not empty (it holds {held} events); "
                              f"import needs a fresh store")
     _check_whole_streams(recording.events)
-    stored = admit(store.mapper, recording.events)
-    with store.transaction():
-        store.recorder.insert_events(stored)
+    stored = admit(decoder(store), recording.events)
+    insert_stored(store, stored)
     return len(stored)
 
 
@@ -118,8 +119,9 @@ def decode(recording: Recording) -> list[tuple[int, object]]:
     store = EventStore(store_settings(MEMORY))
     try:
         _check_whole_streams(recording.events)
-        stored = admit(store.mapper, recording.events)
-        return [(e.position, store.mapper.to_domain_event(s))
+        to_event = decoder(store)
+        stored = admit(to_event, recording.events)
+        return [(e.position, to_event(s))
                 for e, s in zip(recording.events, stored, strict=True)]
     finally:
         store.close()

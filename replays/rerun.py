@@ -15,6 +15,7 @@ from eventsourcing.persistence import StoredEvent
 from planledger.api.runtime import Runtime, open_runtime
 from planledger.ledger.chain import HASH_KEY
 from planledger.ledger.domain.errors import LedgerError
+from planledger.ledger.notification_log import decoder
 from planledger.ledger.ports import Clock, IdGenerator
 from planledger.projections.log import page_after
 from planledger.replays.derive import execute
@@ -91,7 +92,7 @@ class Replayer:
                 for n in notes], refusal
 
     def decode(self, event: Produced) -> object:
-        return self.runtime.store.mapper.to_domain_event(
+        return decoder(self.runtime.store)(
             StoredEvent(event.stream, event.version, event.topic, event.state))
 
     def close(self) -> None:

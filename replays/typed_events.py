@@ -13,10 +13,11 @@ from datetime import datetime
 from functools import cache
 from typing import Any, get_type_hints
 
-from eventsourcing.persistence import Mapper, StoredEvent
+from eventsourcing.persistence import StoredEvent
 from pydantic import TypeAdapter, ValidationError
 
 from planledger.ledger.chain import HASH_KEY, PREV_KEY
+from planledger.ledger.notification_log import Decoder
 
 # A stored event's place comes from its row (stream, version), never from its state.
 PLACE = frozenset({"originator_id", "originator_version"})
@@ -43,11 +44,11 @@ def _fields_of(cls: type) -> tuple[_Field, ...]:
         for f in fields(cls) if f.name not in PLACE)
 
 
-def decode_typed(mapper: Mapper[str], stored: StoredEvent, state: dict[str, Any]) -> object:
+def decode_typed(decoder: Decoder, stored: StoredEvent, state: dict[str, Any]) -> object:
     """The stored event as its dataclass, as the store would decode it, once every field
     of `state` (its JSON) is known to be of its declared type; Mistyped otherwise."""
     try:
-        event = mapper.to_domain_event(stored)
+        event = decoder(stored)
     except Exception as error:  # the library's decoder fails in many ways on odd input
         raise Mistyped(f"cannot be decoded: {error}") from None
     cls = type(event)

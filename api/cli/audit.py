@@ -17,20 +17,19 @@ from planledger.api.cli.common import answering_errors
 from planledger.api.derived_keys import derived_key
 from planledger.api.runtime import Runtime, open_runtime
 from planledger.ledger.chain import Broken, Entry, Verified, verify
-from planledger.ledger.log_head import HEAD_PURPOSE, Finding, KeepsHead, judge
+from planledger.ledger.log_head import HEAD_PURPOSE, Finding, judge
+from planledger.ledger.notification_log import PAGE, keeps_head, page_after, read_head
 from planledger.ledger.storage import MEMORY, is_postgres, resolve_db
 from planledger.ledger.store import EventStore
 
 EXIT_BROKEN = 1
-PAGE = 1000
 
 
 def store_entries(store: EventStore) -> Iterator[Entry]:
     """Every event of the store's log, in order, as stored."""
     position = 0
     while True:
-        notes = store.recorder.select_notifications(start=position, limit=PAGE,
-                                                    inclusive_of_start=False)
+        notes = page_after(store, position, limit=PAGE)
         for n in notes:
             yield Entry(n.id, str(n.originator_id), n.originator_version, n.topic, n.state)
         if len(notes) < PAGE:
@@ -72,13 +71,13 @@ def verify_store(runtime: Runtime) -> tuple[Verified | Broken, Finding | None]:
     """The store's chains, and what its signed head says of its log. SQLite moves its head
     in each append's transaction, so a head and a log read apart are read again until they
     agree (a store busy past `TRIES` reads is judged on the last)."""
-    recorder = runtime.store.recorder
+    store = runtime.store
     postgres = is_postgres(runtime.db)
-    if not isinstance(recorder, KeepsHead):  # an in-memory store keeps no head
+    if not keeps_head(store):  # an in-memory store keeps no head
         return verify(store_entries(runtime.store)), None
     key = derived_key(runtime.secret, HEAD_PURPOSE)
     for _ in range(TRIES):
-        head = recorder.read_head()
+        head = read_head(store)
         marks = (head.position,) if head is not None else ()
         result = verify(store_entries(runtime.store), contiguous=not postgres, marks=marks)
         if isinstance(result, Broken):
@@ -86,7 +85,7 @@ def verify_store(runtime: Runtime) -> tuple[Verified | Broken, Finding | None]:
         verified = result
         if postgres or head is None or result.last == head.position:
             break
-        again = recorder.read_head()
+        again = read_head(store)
         if again is None or again.position <= head.position:
             break  # the head did not move: the newer events were written around it
     return verified, judge(verified, head, key, lag_allowed=postgres)

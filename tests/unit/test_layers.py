@@ -205,3 +205,32 @@ def test_no_module_imports_itself_through_others(graph: list[Import]) -> None:
             edges.setdefault(found.source, set()).add(found.target)
     loops = [" <-> ".join(component) for component in cycles(edges)]
     assert not loops, "\n".join(loops)
+
+
+# The library's recorder and mapper are the store's insides: only the store (and its
+# reading by position) and the adapters touch them; the benchmarks do too, to measure the
+# bare library beside us.
+INSIDES = {"recorder", "mapper"}
+MAY_TOUCH_INSIDES = ("planledger.ledger.store", "planledger.ledger.sealing",
+                     "planledger.ledger.notification_log", "planledger.infra",
+                     "planledger.bench")
+
+
+def insides_touched(path: Path) -> list[str]:
+    """Each `.recorder` or `.mapper` the file reads, as `line: .name`."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    return [f"{node.lineno}: .{node.attr}" for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute) and node.attr in INSIDES]
+
+
+def test_only_the_store_and_its_adapters_touch_the_librarys_recorder_and_mapper() -> None:
+    wrong = [f"{path.relative_to(ROOT)}:{touch}" for path in our_files()
+             if not module_name(path).startswith(MAY_TOUCH_INSIDES)
+             for touch in insides_touched(path)]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_a_touch_of_the_recorder_is_seen(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text("def f(store):\n    return store.recorder.max_notification_id()\n")
+    assert insides_touched(sample) == ["2: .recorder"]

@@ -1,0 +1,65 @@
+"""The log by position, for readers outside the store: pages of events as they are stored,
+their decoding, an import's insert, and the log's signed head.
+
+The read side pages the log to fold it, the replays export and import recordings, the
+audit re-hashes every event as stored and checks the signed head. They do it through
+these functions; only this module and the store's own adapters (`ledger.store`,
+`ledger.sealing`, `infra/`) touch the library's recorder and mapper
+(tests/unit/test_layers.py holds the rest of the code to that).
+"""
+
+from collections.abc import Callable, Sequence
+
+from eventsourcing.persistence import Notification, StoredEvent
+
+from planledger.ledger.log_head import KeepsHead, SignedHead
+from planledger.ledger.store import EventStore
+
+Positioned = tuple[int, object]
+Decoder = Callable[[StoredEvent], object]  # a stored event to its domain event
+PAGE = 1000  # events a reader takes at once
+
+
+def page_after(
+    store: EventStore, after: int, limit: int = PAGE, stop: int | None = None
+) -> list[Notification]:
+    """Up to `limit` events as stored after position `after` (and at or before `stop`)."""
+    return list(store.recorder.select_notifications(
+        start=after, limit=limit, stop=stop, inclusive_of_start=False))
+
+
+def decoder(store: EventStore) -> Decoder:
+    """How the store turns a stored event into its domain event (its chain key removed)."""
+    return store.mapper.to_domain_event
+
+
+def decode(store: EventStore, notes: Sequence[Notification]) -> list[Positioned]:
+    """Each stored event of a page as (position, domain event)."""
+    to_event = store.mapper.to_domain_event
+    return [(note.id, to_event(note)) for note in notes]
+
+
+def insert_stored(store: EventStore, stored: Sequence[StoredEvent]) -> None:
+    """Insert events exactly as given (already sealed: an admitted recording's, a replay's
+    own log), in the enclosing `store.transaction()` if any; the streams' versions must
+    be free (a taken one is the store's ConflictError)."""
+    with store.transaction():
+        store.recorder.insert_events(list(stored))
+
+
+def keeps_head(store: EventStore) -> bool:
+    """Whether the store signs its log's head (SQLite and PostgreSQL; not in memory)."""
+    return isinstance(store.recorder, KeepsHead)
+
+
+def read_head(store: EventStore) -> SignedHead | None:
+    """The log's signed head as stored (None: none yet, or a store that keeps none)."""
+    recorder = store.recorder
+    return recorder.read_head() if isinstance(recorder, KeepsHead) else None
+
+
+def sign_heads_with(store: EventStore, key: Callable[[], bytes | None]) -> None:
+    """Give a store that signs its head the key to sign with (read when first needed)."""
+    recorder = store.recorder
+    if isinstance(recorder, KeepsHead):
+        recorder.head_key = key
