@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import typer
 from rich.console import Console
 
+from planledger.api.cli import EXIT_BOUNCED, EXIT_ERROR, EXIT_NOTHING_READY
 from planledger.api.cli.options import (
     DbOption,
     FenceOption,
@@ -46,9 +47,6 @@ __all__ = [
     "require",
 ]
 
-EXIT_ERROR = 1
-EXIT_BOUNCED = 3
-EXIT_NOTHING_READY = 4
 
 T = TypeVar("T")
 
@@ -91,13 +89,15 @@ def answering_errors() -> Iterator[None]:
 
 
 def emit(result: Any, as_json: bool, show: Callable[[Any], None]) -> None:
-    """Print JSON for scripts, or call `show` for people."""
+    """Print JSON for scripts, or call `show` (api.cli.render) with the answer's fields for
+    people."""
+    mode = "json" if as_json else "python"
+    data = ([r.model_dump(mode=mode) for r in result] if isinstance(result, list)
+            else result.model_dump(mode=mode))
     if as_json:
-        data = ([r.model_dump(mode="json") for r in result] if isinstance(result, list)
-                else result.model_dump(mode="json"))
         typer.echo(json.dumps(data, indent=2))
     else:
-        show(result)
+        show(data)
 
 
 def require(value: T | None, what: str) -> T:

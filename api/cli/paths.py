@@ -8,7 +8,6 @@ import typer
 from planledger.api.cli.options import DbOption, JsonOption, UrlOption
 
 if TYPE_CHECKING:  # loaded when a command runs, not when the command line starts
-    from planledger.api.schemas import PathsCheckOut
     from planledger.ledger.domain.paths import PathSpec
 
 paths_app = typer.Typer(help="Path reservations: who holds which paths.",
@@ -46,22 +45,12 @@ def check(patterns: Annotated[list[str] | None, typer.Argument(
     (every live one when none are given), each with its holder, step and the patterns met.
 
     Exits 3 when one is found with --exclusive-only (something would refuse the paths)."""
+    from planledger.api.cli import render
     from planledger.api.cli.common import EXIT_BOUNCED, emit, open_client
 
     with open_client(db, url) as client:
         found = client.check_paths(patterns or [], files or [], exclusive_only, but)
-        emit(found, json_out, _show)
+        emit(found, json_out, render.paths_found)
     if exclusive_only and found.reserved:
         raise typer.Exit(EXIT_BOUNCED)
 
-
-def _show(found: "PathsCheckOut") -> None:
-    from planledger.api.cli.common import console
-
-    if not found.reserved:
-        console.print(found.message, markup=False)
-    for held in found.reserved:
-        who = f"{held.holder}" + (f" ({held.holder_name})" if held.holder_name else "")
-        met = ", ".join(held.patterns)
-        console.print(f'{met}: held by {who}, step {held.step_id} "{held.title}", fence '
-                      f"{held.fence}, until {held.expires_at.isoformat()}", markup=False)

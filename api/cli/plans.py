@@ -78,4 +78,5 @@ def timeline(
 ) -> None:
     """The merged timeline of the live log: one clock, a lane per session."""
     with open_client(db, url) as client:
-        emit(client.timeline(plan, session or []), json_out, render.timeline)
+        shown = client.timeline(plan, session or [])
+        emit(shown, json_out, lambda _: render.timeline(shown))

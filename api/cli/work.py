@@ -6,7 +6,7 @@ from typing import Annotated
 import typer
 
 from planledger.api.cli import render
-from planledger.api.cli.common import EXIT_NOTHING_READY, console, emit, open_client
+from planledger.api.cli.common import EXIT_NOTHING_READY, emit, open_client
 from planledger.api.cli.options import (
     DbOption,
     FenceOption,
@@ -42,9 +42,7 @@ def session_end(db: DbOption = None, url: UrlOption = None, session: SessionOpti
                 token: TokenOption = None, json_out: JsonOption = False) -> None:
     """End the session; releases every step it holds."""
     with open_client(db, url, session, token) as client:
-        ended = client.end_session()
-        emit(ended, json_out, lambda e: console.print(
-            f"session {e.session_id} ended; released {len(e.released)} step(s)"))
+        emit(client.end_session(), json_out, render.session_ended)
 
 
 @session_app.command("show")
@@ -120,5 +118,4 @@ def note(step_id: StepArg, text: Annotated[str, typer.Argument(
          json_out: JsonOption = False) -> None:
     """Leave a handoff note on STEP for whoever picks it up next."""
     with open_client(db, url, session, token) as client:
-        emit(client.add_note(step_id, text), json_out,
-             lambda added: console.print(f"noted on step {added.step_id}"))
+        emit(client.add_note(step_id, text), json_out, render.note_added)
