@@ -1,0 +1,308 @@
+"""A command line call to a server (`--url`, or PLANLEDGER_URL), answered without typer,
+pydantic or the API's schemas.
+
+Agents drive the ledger through a shell, one process per call, and such a call did little
+but start: loading typer, rich and building the schemas took ~13x a bare interpreter start
+(issue 19). Here the commands that work the same on every server read their arguments with
+a small parser from the table below, send the request `RemoteClient` sends, and print the
+server's JSON as it comes (`--json`) or through the same renderers (api.cli.render).
+
+Only what this module is sure of is answered here: a call it does not fully understand
+(`--help`, an unknown or malformed option, a missing argument, no URL, a value out of range,
+a command not in the table) is left to the full command line, which answers it as always;
+so is an error answer it cannot read. tests/e2e/test_cli_remote.py holds the output, the
+exit code and the error text of both paths equal, command by command.
+"""
+
+import json
+import os
+from collections.abc import Callable
+from typing import Any, NamedTuple
+from urllib.parse import quote, urlsplit
+
+from planledger.api.cli import EXIT_BOUNCED, EXIT_ERROR, EXIT_NOTHING_READY
+
+Values = dict[str, Any]
+# method, path, JSON body, query parameters, seconds the server may wait before answering
+Request = tuple[str, str, Any, dict[str, Any] | None, int]
+
+# api.errors.BOUNCE_REASONS (a test holds them equal): that module loads the schemas.
+BOUNCE_REASONS = frozenset({"already_claimed", "blocked", "closed", "stale_fence",
+                            "not_holder", "paths_reserved"})
+MAX_WAIT_SECONDS = 300  # ledger.commands.MAX_WAIT_SECONDS (a test holds them equal)
+TIMEOUT = 30.0  # RemoteClient's
+
+
+class Command(NamedTuple):
+    """A command as this module answers it: its positional arguments (`many`: the last
+    takes any number), its options beyond --url/--db/--json (flag -> (name, kind): 'int',
+    'str', 'list' or 'flag'), whether it reads the token, the request it sends, the
+    renderer of its answer (api.cli.render) and its exit code for an answer."""
+
+    arguments: tuple[str, ...]
+    options: dict[str, tuple[str, str]]
+    request: Callable[[Values], Request]
+    show: str
+    token: bool = False
+    many: bool = False
+    exit_code: Callable[[Values, Any], int] = lambda values, answer: 0
+
+
+def _part(text: str) -> str:
+    return quote(text, safe="")
+
+
+def _actor(values: Values) -> str | None:
+    """The session a token names (<id>.<signature>; the admin token names none)."""
+    token = values.get("token")
+    return token.rpartition(".")[0] or None if token else None
+
+
+def _body(**fields: Any) -> dict[str, Any]:
+    """A command's body as api.http.paths.request_for sends it: without its absent fields."""
+    return {name: value for name, value in fields.items() if value is not None}
+
+
+def _closing(action: str) -> Callable[[Values], Request]:
+    return lambda v: ("POST", f"/api/steps/{_part(v['step'])}/{action}",
+                      _body(fence=v.get("fence"), note=v.get("note")), None, 0)
+
+
+def _ready(v: Values) -> Request:
+    # With a session, the listing is recorded (the ListReady command), as RemoteClient does.
+    if _actor(v) is not None:
+        return "POST", f"/api/plans/{_part(v['plan'])}/ready", None, None, 0
+    return "GET", f"/api/plans/{v['plan']}/ready", None, None, 0
+
+
+def _claim(v: Values) -> Request:
+    paths = ([{"pattern": p, "mode": "exclusive"} for p in v.get("path", [])]
+             + [{"pattern": p, "mode": "shared"} for p in v.get("shared_path", [])])
+    return ("POST", f"/api/steps/{_part(v['step'])}/claim",
+            _body(lease_seconds=v.get("lease"), paths=paths or None), None, 0)
+
+
+def _check(v: Values) -> Request:
+    body = {"paths": v.get("patterns", []), "files": v.get("file", []),
+            "exclusive_only": v.get("exclusive_only", False), **_body(but=v.get("but"))}
+    return "POST", "/api/reservations/check", body, None, 0
+
+
+STEP_CLOSE = {"--fence": ("fence", "int"), "--note": ("note", "str")}
+LEASE = {"--lease": ("lease", "int")}
+
+COMMANDS: dict[tuple[str, ...], Command] = {
+    ("plan", "list"): Command((), {}, lambda v: ("GET", "/api/plans", None, None, 0),
+                              "plans"),
+    ("plan", "show"): Command(("slug",), {}, lambda v: (
+        "GET", f"/api/plans/{v['slug']}", None, None, 0), "plan"),
+    ("ready",): Command(("plan",), {}, _ready, "ready", token=True),
+    ("step",): Command(("step_id",), {}, lambda v: (
+        "GET", f"/api/steps/{v['step_id']}", None, None, 0), "step"),
+    ("log",): Command((), {"--after": ("after", "int"), "--limit": ("limit", "int")},
+                      lambda v: ("GET", "/api/log", None, {"after": v.get("after", 0),
+                                                           "limit": v.get("limit", 100)}, 0),
+                      "log"),
+    ("session", "start"): Command((), {"--name": ("name", "str")}, lambda v: (
+        "POST", "/api/sessions", {"name": v.get("name")}, None, 0), "session_started"),
+    ("session", "end"): Command((), {}, lambda v: (
+        "POST", f"/api/sessions/{_part(_actor(v) or '-')}/end", {}, None, 0),
+        "session_ended", token=True),
+    ("session", "show"): Command(("session_id",), {}, lambda v: (
+        "GET", f"/api/sessions/{v['session_id']}", None, None, 0), "session"),
+    ("claim",): Command(("step",), {**LEASE, "--path": ("path", "list"),
+                                    "--shared-path": ("shared_path", "list")},
+                        _claim, "claim", token=True),
+    ("claim-next",): Command(
+        ("plan",), {**LEASE, "--wait": ("wait", "int"), "--wait-seconds": ("wait", "int")},
+        lambda v: ("POST", f"/api/plans/{_part(v['plan'])}/claim-next",
+                   _body(lease_seconds=v.get("lease"), wait_seconds=v.get("wait") or None),
+                   None, v.get("wait", 0)),
+        "claim_next", token=True,
+        exit_code=lambda v, answer: 0 if answer["claimed"] is not None else EXIT_NOTHING_READY),
+    ("heartbeat",): Command(("step",), LEASE, lambda v: (
+        "POST", f"/api/steps/{_part(v['step'])}/heartbeat",
+        _body(lease_seconds=v.get("lease")), None, 0), "claim", token=True),
+    ("complete",): Command(("step",), STEP_CLOSE, _closing("complete"), "change", token=True),
+    ("release",): Command(("step",), STEP_CLOSE, _closing("release"), "change", token=True),
+    ("drop",): Command(("step",), STEP_CLOSE, _closing("drop"), "change", token=True),
+    ("note",): Command(("step", "text"), {}, lambda v: (
+        "POST", f"/api/steps/{_part(v['step'])}/notes", {"text": v["text"]}, None, 0),
+        "note_added", token=True),
+    ("paths", "check"): Command(
+        ("patterns",), {"--file": ("file", "list"), "--exclusive-only": ("exclusive_only",
+                                                                          "flag"),
+                        "--but": ("but", "str")},
+        _check, "paths_found", many=True,
+        exit_code=lambda v, answer: (EXIT_BOUNCED if v.get("exclusive_only")
+                                     and answer["reserved"] else 0)),
+}
+SHARED = {"--url": ("url", "str"), "--db": ("db", "str"), "--json": ("json", "flag")}
+ACTING = {"--session": ("session", "str"), "--token": ("token", "str")}
+# The checks of the requests' schemas (api.schemas.PathsCheckIn) the server would not see.
+MAX_CHECKED_PATTERNS, MAX_CHECKED_FILES = 100, 10_000
+
+
+def parse(args: list[str]) -> tuple[Command, Values] | None:
+    """The command `args` name and its values, as click would read them; None when this
+    module does not answer it."""
+    for length in (2, 1):
+        command = COMMANDS.get(tuple(args[:length]))
+        if command is not None:
+            break
+    else:
+        return None
+    if any("\ud800" <= c <= "\udfff" for arg in args for c in arg):
+        return None  # not text: the schemas refuse it, in their own words
+    options = {**SHARED, **(ACTING if command.token else {}), **command.options}
+    values = _read(args[length:], options, command)
+    if values is None:
+        return None
+    for name, variable in (("url", "PLANLEDGER_URL"), ("token", "PLANLEDGER_TOKEN")):
+        if name not in values and (name != "token" or command.token):
+            values[name] = os.environ.get(variable) or None  # click ignores an empty one
+    return (command, values) if _acceptable(values) else None
+
+
+def _read(args: list[str], options: dict[str, tuple[str, str]],
+          command: Command) -> Values | None:
+    values: Values = {}
+    positional: list[str] = []
+    rest = iter(args)
+    for arg in rest:
+        if arg == "--":
+            positional.extend(rest)
+            break
+        if not arg.startswith("-") or arg == "-":
+            positional.append(arg)
+            continue
+        flag, equals, value = arg.partition("=")
+        if flag not in options:
+            return None  # --help, a short option, an unknown one: click's to answer
+        name, kind = options[flag]
+        if kind == "flag":
+            if equals:
+                return None
+            values[name] = True
+            continue
+        if not equals:
+            following = next(rest, None)
+            if following is None:
+                return None
+            value = following
+        if kind == "int":
+            try:
+                values[name] = int(value)
+            except ValueError:
+                return None
+        elif kind == "list":
+            values.setdefault(name, []).append(value)
+        else:
+            values[name] = value
+    return _place(positional, command, values)
+
+
+def _place(positional: list[str], command: Command, values: Values) -> Values | None:
+    names = command.arguments
+    if command.many:
+        if positional:
+            values[names[-1]] = positional
+        return values
+    if len(positional) != len(names):
+        return None
+    values.update(zip(names, positional, strict=True))
+    return values
+
+
+def _acceptable(values: Values) -> bool:
+    url = values.get("url")
+    if not url:
+        return False  # the embedded store
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (a bad port is a ValueError the full path words)
+    except ValueError:
+        return False
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return False
+    wait = values.get("wait", 0)
+    return (0 <= wait <= MAX_WAIT_SECONDS
+            and len(values.get("patterns", ())) <= MAX_CHECKED_PATTERNS
+            and len(values.get("file", ())) <= MAX_CHECKED_FILES)
+
+
+def answer(args: list[str]) -> int | None:
+    """Answer the call `args` (what follows `planledger`) and return its exit code; None
+    when the full command line must answer it (nothing was sent then)."""
+    parsed = parse(args)
+    if parsed is None:
+        return None
+    command, values = parsed
+    method, path, body, params, waits = command.request(values)
+    from planledger.api.remote_http import Connection, NoAnswer
+
+    connection = Connection(values["url"], TIMEOUT)
+    if values.get("token"):
+        connection.headers["Authorization"] = f"Bearer {values['token']}"
+    try:
+        response = connection.request(method, path, params=params, body=body,
+                                      timeout=TIMEOUT + waits)
+    except NoAnswer as cut:
+        return _refused(f"cannot reach the server: {cut}", EXIT_ERROR)
+    finally:
+        connection.close()
+    if response.status >= 400:
+        return _error(response.status, response.body)
+    return _show(command, values, json.loads(response.body))
+
+
+def _show(command: Command, values: Values, data: Any) -> int:
+    from planledger.api.cli import output
+
+    if values.get("json"):
+        output.echo(json.dumps(data, indent=2))
+    else:
+        from planledger.api.cli import render
+
+        getattr(render, command.show)(data)
+    return command.exit_code(values, data)
+
+
+def _refused(message: str, code: int) -> int:
+    from planledger.api.cli import output
+
+    output.line(message, markup=False, stderr=True)
+    return code
+
+
+def _error(status: int, raw: bytes) -> int:
+    """An error answer, worded and coded as the full command line does (api.cli.common:
+    the problem body's message; 3 for a bounce); what this cannot read goes there."""
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        body = None
+    if (status != 500 and isinstance(body, dict) and isinstance(body.get("reason"), str)
+            and isinstance(body.get("message"), str)):
+        bounced = status == 409 and body["reason"] in BOUNCE_REASONS
+        return _refused(body["message"], EXIT_BOUNCED if bounced else EXIT_ERROR)
+    return _answer_as_the_full_path(status, raw)
+
+
+def _answer_as_the_full_path(status: int, raw: bytes) -> int:
+    import typer
+
+    from planledger.api.cli.common import answering_errors
+    from planledger.api.client import RemoteError
+    from planledger.api.remote_http import Answer
+
+    answer = Answer(status, raw)
+    try:
+        error = answer.json()
+    except ValueError:
+        error = {"reason": "http", "message": answer.text[:500]}
+    try:
+        with answering_errors():
+            raise RemoteError(status, error)
+    except typer.Exit as done:
+        return int(done.exit_code)

@@ -1,0 +1,263 @@
+"""A call to a server answered by the short path (api.cli.remote: no typer, no schemas)
+prints, exits and sends exactly as the full command line does, command by command: both
+run as real processes against a real server, through a relay that passes the first's
+request on and answers the second's with the same answer, so both see one answer and the
+relay sees both requests."""
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import httpx
+import pytest
+
+from planledger.api.cli import remote
+from planledger.api.errors import BOUNCE_REASONS
+from planledger.bench.servers import PLANLEDGER, free_port, start_replica
+from planledger.ledger.commands import MAX_WAIT_SECONDS
+from tests.e2e.test_cli_embedded import PLAN_YAML
+
+# The command line as it is without the short path: planledger.main's, less its first step.
+FULL = ("import sys; from planledger.main import COMMANDS, build; args = sys.argv[1:]; "
+        "build(tuple(e for e in COMMANDS if e.name == args[0]) or COMMANDS)"
+        "(args, prog_name='planledger')")
+Seen = tuple[str, str, str | None, bytes]  # method, path, Authorization, body
+
+
+@dataclass
+class Relay:
+    """An HTTP server in front of the ledger's: a request goes on to `upstream` unless an
+    answer is kept, which then answers it; `keep` keeps the next answer for the next
+    request. `canned`: answer every request with this instead."""
+
+    upstream: str
+    seen: list[Seen] = field(default_factory=list)
+    kept: tuple[int, bytes] | None = None
+    keep: bool = False
+    canned: tuple[int, bytes] | None = None
+
+    def answer(self, method: str, path: str, auth: str | None, body: bytes) -> tuple[int, bytes]:
+        self.seen.append((method, path, auth, body))
+        if self.canned is not None:
+            return self.canned
+        if self.kept is not None:
+            kept, self.kept = self.kept, None
+            return kept
+        headers = {"Content-Type": "application/json", **({"Authorization": auth} if auth
+                                                          else {})}
+        got = httpx.request(method, self.upstream + path, content=body or None,
+                            headers=headers, timeout=60)
+        answer = got.status_code, got.content
+        if self.keep:
+            self.kept, self.keep = answer, False
+        return answer
+
+
+def _serve(relay: Relay) -> tuple[ThreadingHTTPServer, str]:
+    class Handler(BaseHTTPRequestHandler):
+        def _any(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            status, content = relay.answer(self.command, self.path,
+                                           self.headers.get("Authorization"), body)
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(content)))
+            self.end_headers()
+            self.wfile.write(content)
+
+        do_GET = do_POST = do_PATCH = _any  # noqa: N815 (http.server's names)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
+@dataclass
+class World:
+    relay: Relay
+    url: str
+    steps: dict[str, str]
+    tokens: dict[str, str]
+    sessions: dict[str, str]
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    directory = tmp_path_factory.mktemp("remote")
+    replica = start_replica(str(directory / "ledger.sqlite"))
+    server, url = _serve(relay := Relay(replica.url))
+    try:
+        plan = directory / "plan.yaml"
+        plan.write_text(PLAN_YAML)
+        made = _json(replica.url, "plan", "create", str(plan))
+        steps = {s["key"]: s["step_id"] for s in made["steps"]}
+        started = {who: _json(replica.url, "session", "start", "--name", f"agent {who}")
+                   for who in ("a", "b")}
+        yield World(relay, url, steps, {w: s["token"] for w, s in started.items()},
+                    {w: s["session_id"] for w, s in started.items()})
+    finally:
+        server.shutdown()
+        replica.stop()
+
+
+def _json(url: str, *args: str) -> Any:
+    done = subprocess.run([PLANLEDGER, *args, "--url", url, "--json"], capture_output=True,
+                          check=True, timeout=120)
+    return json.loads(done.stdout)
+
+
+def _run(command: list[str], env: dict[str, str]) -> tuple[int, str, str]:
+    done = subprocess.run(command, check=False, capture_output=True, text=True, env=env,
+                          timeout=120, stdin=subprocess.DEVNULL)
+    return done.returncode, done.stdout, done.stderr
+
+
+def _both(world: World, *args: str, token: str | None = None, url: str | None = None,
+          short_path: bool = True, **env: str) -> tuple[int, str, str]:
+    """Run `args` both ways (the short path first, which answers them if `short_path`);
+    assert they print, exit and send the same; the outcome."""
+    environment = {k: v for k, v in os.environ.items()
+                   if k not in ("COLUMNS", "FORCE_COLOR", "PLANLEDGER_TOKEN")}
+    environment |= {"PLANLEDGER_URL": url or world.url, **env}
+    if token:
+        environment["PLANLEDGER_TOKEN"] = token
+    with mock.patch.dict(os.environ, environment, clear=True):
+        assert (remote.parse(list(args)) is not None) == short_path, args
+    world.relay.seen.clear()
+    world.relay.keep = True
+    short = _run([PLANLEDGER, *args], environment)
+    full = _run([sys.executable, "-c", FULL, *args], environment)
+    world.relay.keep, world.relay.kept = False, None
+    assert short == full, args
+    assert "Traceback" not in short[2], short
+    if world.relay.seen:
+        assert len(world.relay.seen) == 2 and world.relay.seen[0] == world.relay.seen[1]
+    return short
+
+
+def test_reads_print_as_the_full_command_line(world: World) -> None:
+    a = world.tokens["a"]
+    for output in ((), ("--json",)):
+        assert _both(world, "plan", "list", *output)[0] == 0
+        assert _both(world, "plan", "show", "auth-refresh", *output)[0] == 0
+        assert _both(world, "ready", "auth-refresh", *output)[0] == 0
+        assert _both(world, "ready", "auth-refresh", *output, token=a)[0] == 0
+        assert _both(world, "step", world.steps["s5"], *output)[0] == 0
+        assert _both(world, "log", "--limit", "5", *output)[0] == 0
+        assert _both(world, "log", "--after=2", "--limit", "3", *output)[0] == 0
+        assert _both(world, "session", "show", world.sessions["a"], *output)[0] == 0
+        assert _both(world, "paths", "check", *output)[0] == 0
+        assert _both(world, "paths", "check", "src/**", "--file", "a.py", "--but", "x",
+                     "--exclusive-only", *output)[0] == 0
+    assert "Refresh-token rotation" in _both(world, "plan", "list")[1]
+
+
+def test_work_prints_as_the_full_command_line(world: World) -> None:
+    a, b = world.tokens["a"], world.tokens["b"]
+    s4, s5 = world.steps["s4"], world.steps["s5"]
+    assert _both(world, "session", "start", "--name", "agent c")[0] == 0
+    assert _both(world, "session", "start", "--json")[0] == 0
+    assert _both(world, "claim", s4, "--lease", "600", "--path", "src/**",
+                 "--shared-path", "docs", token=a)[0] == 0
+    assert _both(world, "heartbeat", s4, "--lease", "900", "--json", token=a)[0] == 0
+    assert _both(world, "note", s4, "the cookie flags are set", token=a)[0] == 0
+    bounced = _both(world, "claim", s4, token=b)
+    assert bounced[0] == 3 and "task already claimed" in bounced[2]
+    assert _both(world, "paths", "check", "src/x.py", "--exclusive-only")[0] == 3
+    assert _both(world, "claim-next", "auth-refresh", "--json", token=b)[0] == 4
+    assert _both(world, "claim-next", "auth-refresh", token=b)[0] == 4
+    assert _both(world, "complete", s4, "--fence", "1", "--note", "done", token=a)[0] == 0
+    assert _both(world, "claim-next", "auth-refresh", "--lease", "60", token=b)[0] == 0
+    assert _both(world, "release", s5, "--json", token=b)[0] in (0, 3)
+    assert _both(world, "drop", world.steps["s6"], token=a)[0] in (0, 3)
+    assert _both(world, "session", "end", token=b)[0] == 0
+
+
+def test_refusals_and_bad_answers_read_as_the_full_command_line(world: World) -> None:
+    s5 = world.steps["s5"]
+    assert _both(world, "claim", s5)[0] == 1  # no token: the server's 401
+    assert _both(world, "step", "01NOSUCHSTEP")[0] == 1
+    assert _both(world, "plan", "show", "nope", "--json")[0] == 1
+    assert _both(world, "claim", s5, "--lease", "-5", token=world.tokens["a"])[0] == 1
+    world.relay.canned = (502, b"<html>bad gateway</html>")
+    try:
+        assert _both(world, "plan", "list")[0] == 1
+        assert _both(world, "claim", s5, token=world.tokens["a"])[0] == 1
+    finally:
+        world.relay.canned = None
+
+
+def test_layouts_rich_must_draw_read_as_the_full_command_line(world: World) -> None:
+    for env in ({"COLUMNS": "40"}, {"COLUMNS": "200"}, {"FORCE_COLOR": "1"}):
+        assert _both(world, "plan", "show", "auth-refresh", **env)[0] == 0
+        assert _both(world, "log", "--limit", "4", **env)[0] == 0
+        assert _both(world, "step", "01NOSUCHSTEP", **env)[0] == 1
+
+
+@pytest.mark.parametrize("args", [
+    ("claim",), ("claim", "x", "y"), ("claim-next", "p", "--wait", str(MAX_WAIT_SECONDS + 1)),
+    ("claim", "x", "--lease", "abc"), ("plan", "list", "--session", "x"), ("log", "--limit"),
+    ("claim", "x", "--help"), ("plan", "list", "--json=1"), ("step", "-x"), ("plan",),
+    ("plan", "nope"), ("paths", "check", *["g"] * 101),
+])
+def test_bad_input_reads_as_the_full_command_line(world: World, args: tuple[str, ...]) -> None:
+    code, _, _ = _both(world, *args, short_path=False)
+    assert code != 0 or "--help" in args
+
+
+@pytest.mark.parametrize("url", ["not-a-url", "http://127.0.0.1:notaport", "ftp://h/"])
+def test_a_bad_url_reads_as_the_full_command_line(world: World, url: str) -> None:
+    assert _both(world, "plan", "list", url=url, short_path=False)[0] == 1
+
+
+def test_no_server_reads_as_the_full_command_line(world: World) -> None:
+    nobody = f"http://127.0.0.1:{free_port()}"
+    for args in (("plan", "list"), ("claim", "x", "--json"), ("session", "end")):
+        code, out, err = _both(world, *args, url=nobody, token=world.tokens["a"])
+        assert (code, out) == (1, "") and err.startswith("cannot reach the server")
+
+
+def test_the_short_path_answers_what_it_covers() -> None:
+    for args in (["plan", "list", "--url", "http://h"], ["claim", "x", "--url=http://h",
+                                                        "--token", "t", "--lease", "5"]):
+        assert remote.parse(args) is not None, args
+    assert remote.parse(["plan", "list"]) is None  # the embedded store (no PLANLEDGER_URL)
+
+
+def test_the_short_path_keeps_the_ledgers_constants() -> None:
+    assert remote.BOUNCE_REASONS == BOUNCE_REASONS
+    assert remote.MAX_WAIT_SECONDS == MAX_WAIT_SECONDS
+
+
+def test_the_short_path_reads_the_options_the_full_command_line_declares() -> None:
+    import typer.main
+
+    from planledger.main import COMMANDS
+
+    for words, command in remote.COMMANDS.items():
+        target = next(e for e in COMMANDS if e.name == words[0]).load()
+        if isinstance(target, typer.Typer):
+            group = typer.main.get_group(target)
+            click_command = group.commands[words[1]]
+        else:
+            click_command = typer.main.get_command_from_info(
+                typer.models.CommandInfo(callback=target), pretty_exceptions_short=True,
+                rich_markup_mode=None)
+        declared = {flag for p in click_command.params for flag in p.opts
+                    if flag.startswith("-")} - {"--help"}
+        shared = {**remote.SHARED, **(remote.ACTING if command.token else {})}
+        assert declared == set(shared) | set(command.options), words
+        arguments = [p.name for p in click_command.params if not p.opts[0].startswith("-")]
+        assert len(arguments) == len(command.arguments), words
+    assert Path(PLANLEDGER).exists()
