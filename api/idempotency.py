@@ -49,6 +49,8 @@ STREAM_PREFIX = "idem:"
 MAX_KEY = 200
 RETENTION_VAR = "PLANLEDGER_IDEMPOTENCY_RETENTION"
 DEFAULT_RETENTION_SECONDS = 24 * 3600
+# Shorter would forget answers while clients still retry, or before a slow write is done.
+MIN_RETENTION_SECONDS = 60
 
 
 @dataclass(frozen=True)
@@ -92,9 +94,9 @@ def fingerprint(command: Command[Any]) -> str:
 def retention_from_env() -> timedelta:
     """How long answers are kept: $PLANLEDGER_IDEMPOTENCY_RETENTION seconds, else a day."""
     raw = os.environ.get(RETENTION_VAR) or str(DEFAULT_RETENTION_SECONDS)
-    if not raw.isdigit() or int(raw) < 1:
+    if not raw.isdigit() or int(raw) < MIN_RETENTION_SECONDS:
         raise ValueError(f"{RETENTION_VAR}={raw!r}: give the seconds idempotent answers are "
-                         "kept, a whole number of at least 1")
+                         f"kept, a whole number of at least {MIN_RETENTION_SECONDS}")
     return timedelta(seconds=int(raw))
 
 

@@ -14,7 +14,7 @@ from psycopg import sql
 
 from planledger.api.cli.audit import verify_store
 from planledger.api.errors import Replayed
-from planledger.api.idempotency import RETENTION_VAR, fingerprint
+from planledger.api.idempotency import RETENTION_VAR, fingerprint, retention_from_env
 from planledger.api.identity import Identity
 from planledger.api.runtime import Runtime, open_runtime
 from planledger.api.schemas import ClaimOut, SessionStartedOut
@@ -190,3 +190,14 @@ def test_a_postgres_schema_made_before_answers_were_kept_beside_the_log_gets_the
         finally:
             runtime.close()
         assert missing_objects(url) == ()
+
+
+@pytest.mark.parametrize("given", ["", "59", "a day", "-3600"])
+def test_a_retention_that_is_no_whole_number_of_at_least_a_minute_is_refused_naming_it(
+        given: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(RETENTION_VAR, given)
+    if not given:  # unset: the default, a day
+        assert retention_from_env() == timedelta(days=1)
+        return
+    with pytest.raises(ValueError, match=RETENTION_VAR):
+        retention_from_env()
