@@ -16,7 +16,7 @@ squares, is the figure: MiB per 10,000 events. Goal: at most 1 MiB per 10,000 ev
 absolute goal, the figure's baseline; RSS hardly depends on the neighbours' load, unlike
 times). The growth over the whole run informs, and so do the log's events per 10,000
 idempotent writes (each write is answered once: a row of the answers table beside the log,
-or, in stores written before 0.4, an `AnswerRecorded` event in it), with the log's
+or, in stores written before, an `AnswerRecorded` event in it), with the log's
 idempotency records among them.
 """
 
@@ -181,7 +181,7 @@ def after_warmup(samples: list[Sample], seconds: float) -> list[Sample]:
 class Answers:
     """Where a run's idempotent answers went."""
 
-    in_log: int  # AnswerRecorded events (stores written before 0.4)
+    in_log: int  # AnswerRecorded events (as stores kept answers before their table)
     beside: int  # rows of the answers table (every answer within the retention window)
     events: int  # the log's events, answers among them or not
 

@@ -19,8 +19,9 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 @dataclass(frozen=True)
 class AnswerRecorded:
-    """The first answer to an idempotent write, as stores written before 0.4 kept it: an
-    event of the log (a stream of its own). Not a ledger event: read models skip it."""
+    """The first answer to an idempotent write, as stores kept it before answers had a
+    table of their own: an event of the log (a stream of its own). Not a ledger event:
+    read models skip it. None is written now."""
 
     # Stored under the name it had when first written (see ledger.domain.events.TOPIC_PREFIX)
     TOPIC: ClassVar[str] = "api.idempotency:AnswerRecorded"

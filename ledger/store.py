@@ -12,8 +12,13 @@ from typing import Any, Protocol
 
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import EventStore as LibraryEventStore
-from eventsourcing.persistence import IntegrityError, Mapper, Recording
-from eventsourcing.utils import get_topic
+from eventsourcing.persistence import (
+    InfrastructureFactory,
+    IntegrityError,
+    Mapper,
+    Recording,
+)
+from eventsourcing.utils import Environment, get_topic
 
 from planledger.ledger.answers import Answer, AnswerRecorded
 from planledger.ledger.domain import errors
@@ -63,7 +68,8 @@ _STEP_EVENTS = (ev.StepOpened, ev.StepClaimed, ev.LeaseRenewed, ev.StepReleased,
 
 class Fact(Protocol):
     """What the store appends: the ledger's events, and other layers' facts kept in the
-    same log (an idempotent answer, ledger.answers), which read models pass by."""
+    same log (an idempotent answer in logs written before answers were kept beside the
+    log, ledger.answers), which read models pass by."""
 
     @property
     def originator_id(self) -> str: ...
@@ -100,7 +106,11 @@ class EventStore(Application[str]):
     name = "planledger"
     is_snapshotting_enabled = True
 
-    def __init__(self, settings: dict[str, str]) -> None:
+    def __init__(self, settings: dict[str, str],
+                 persistence: type[InfrastructureFactory[Any]]) -> None:
+        # The adapter is handed in by the wiring (infra.persistence), never named by a
+        # string for the library to look up.
+        self._persistence = persistence
         super().__init__(env=settings)
         self._appended = threading.local()
         # One transaction per block where the recorder's datastore offers it (our SQLite
@@ -115,6 +125,9 @@ class EventStore(Application[str]):
         kept = int(self.env.get("AGGREGATE_CACHE_MAXSIZE") or 0)  # as many as the cache
         self._followed = (FollowedStates(kept) if kept
                           and self._unit is not contextlib.nullcontext else None)
+
+    def construct_factory(self, env: Environment) -> InfrastructureFactory[Any]:
+        return self._persistence(env=env)
 
     # Tamper evidence (ledger.chain): every event is sealed to its stream's hash chain as it
     # is appended; the chain keys come off again when events are read.
