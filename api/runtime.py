@@ -6,6 +6,7 @@ from pathlib import Path
 
 from planledger.api.derived_keys import derived_key
 from planledger.infra.clock_ids import UlidGenerator, ledger_clock
+from planledger.infra.persistence import open_event_store
 from planledger.infra.pg_follower import PgFollower
 from planledger.infra.secret import SecretError, load_secret
 from planledger.infra.sqlite_checkpoints import sqlite_checkpoints
@@ -13,7 +14,7 @@ from planledger.ledger.application import Ledger
 from planledger.ledger.log_head import HEAD_PURPOSE
 from planledger.ledger.notification_log import sign_heads_with
 from planledger.ledger.ports import Clock, IdGenerator
-from planledger.ledger.storage import MEMORY, is_postgres, resolve_db, store_settings
+from planledger.ledger.storage import MEMORY, is_postgres, resolve_db
 from planledger.ledger.store import EventStore
 from planledger.projections.checkpoints import CheckpointRecorder, MemoryCheckpointRecorder
 from planledger.projections.readmodel import ReadModel
@@ -59,7 +60,7 @@ def open_runtime(
     if is_postgres(resolved):
         from planledger.infra.pg_schema import ensure_schema  # the driver only where it is needed
         ensure_schema(resolved)  # replicas never create tables themselves: see infra.pg_schema
-    store = EventStore(store_settings(resolved))
+    store = open_event_store(resolved)
     # Leases are decided by one steady clock (infra.clock_ids); `wall` stands for the
     # machine's clock under it (tests skew it), `clock` replaces it altogether.
     the_clock = clock or ledger_clock(store, postgres=is_postgres(resolved), wall=wall)

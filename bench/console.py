@@ -26,8 +26,7 @@ import httpx
 from planledger.bench.ledger_log import LogBuilder
 from planledger.bench.servers import ROOMY, Agent, Replica, start_replica
 from planledger.bench.timing import Figure, scratch_dir
-from planledger.ledger.storage import store_settings
-from planledger.ledger.store import EventStore
+from planledger.infra.persistence import open_event_store
 
 PLAN = "big"
 WIDTH = 1000  # steps ready at the start; each later step waits on the one WIDTH before it
@@ -38,7 +37,7 @@ Reader = Callable[[httpx.Client, int], None]  # what a console does with a messa
 
 
 def build(db: Path, steps: int) -> None:
-    store = EventStore(store_settings(str(db)))
+    store = open_event_store(str(db))
     try:
         builder = LogBuilder(store)
         builder.plan(PLAN, [[i - WIDTH] if i >= WIDTH else [] for i in range(steps)])

@@ -24,9 +24,8 @@ import httpx
 from planledger.bench.ledger_log import LogBuilder
 from planledger.bench.servers import PLANLEDGER, ROOMY, start_replica
 from planledger.bench.timing import Figure, scratch_dir
+from planledger.infra.persistence import open_event_store
 from planledger.infra.sqlite_checkpoints import checkpoint_path
-from planledger.ledger.storage import store_settings
-from planledger.ledger.store import EventStore
 
 PLANS, STEPS_PER_PLAN, EVENTS = 100, 1000, 1_000_000
 SESSIONS = 100
@@ -35,7 +34,7 @@ LOAD_TIMEOUT = 600.0
 
 def build_log(db: Path, plans: int, steps_per_plan: int, events: int) -> int:
     """Write the log; returns how many events it holds."""
-    store = EventStore(store_settings(str(db)))
+    store = open_event_store(str(db))
     try:
         builder = LogBuilder(store)
         agents = [builder.session(f"agent {i}") for i in range(SESSIONS)]

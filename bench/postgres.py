@@ -44,10 +44,9 @@ from eventsourcing.postgres import PostgresApplicationRecorder
 from planledger.bench.scratch_schemas import BASE_URL, postgres_reachable, scratch_schema
 from planledger.bench.servers import ROOMY, Agent, Replica, app_name, create_plan, replicas
 from planledger.bench.timing import Figure
+from planledger.infra.persistence import open_event_store
 from planledger.infra.pg_schema import EVENTS_TABLE
 from planledger.ledger.domain.events import StepClaimed
-from planledger.ledger.storage import store_settings
-from planledger.ledger.store import EventStore
 
 CLIENTS = 8
 LIBRARY = f"library bare insert, 1 event/txn, {CLIENTS} threads"
@@ -118,7 +117,7 @@ def bare_inserts(url: str, count: int, writers: int, library: bool) -> Run:
     recorder (`library`), or by the store's (our append function)."""
     label = f"planledger-bench-{os.getpid()}"
     os.environ["PGAPPNAME"] = label  # labels this store's connections in pg_stat_activity
-    store = EventStore(store_settings(url))
+    store = open_event_store(url)
     recorder = store.recorder
     if library:
         recorder = PostgresApplicationRecorder(store.recorder.datastore,  # type: ignore[attr-defined]

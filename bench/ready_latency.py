@@ -25,8 +25,8 @@ from pathlib import Path
 
 from planledger.bench.ledger_log import LogBuilder, StillClock, layered_graph
 from planledger.bench.timing import Figure, scratch_dir
+from planledger.infra.persistence import open_event_store
 from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId
-from planledger.ledger.storage import store_settings
 from planledger.ledger.store import EventStore
 from planledger.projections.readmodel import ReadModel
 
@@ -47,7 +47,7 @@ class Setup:
 def build(db: Path, steps: int, width: int, pad_to: int) -> Setup:
     """The plan's log (padded with heartbeats and bounces up to `pad_to` events), and a
     read model caught up with it."""
-    store = EventStore(store_settings(str(db)))
+    store = open_event_store(str(db))
     builder = LogBuilder(store)
     ids = builder.plan(PLAN, layered_graph(steps, width, fan_in=2))
     agents = [builder.session(f"agent {i}") for i in range(HELD + LAPSED + 1)]

@@ -35,9 +35,9 @@ from pathlib import Path
 
 from planledger.bench.ledger_log import LogBuilder, StillClock, layered_graph
 from planledger.bench.timing import Figure, rate, scratch_dir
+from planledger.infra.persistence import open_event_store
 from planledger.ledger.domain.events import LedgerEvent
 from planledger.ledger.domain.ids import SessionId, StepId
-from planledger.ledger.storage import store_settings
 from planledger.ledger.store import EventStore
 from planledger.projections.log import PAGE, paused_gc
 from planledger.projections.readmodel import ReadModel
@@ -55,7 +55,7 @@ SAVE_GOAL, LOAD_GOAL = 3.0, 2.0
 
 
 def build(db: Path, plans: int, steps: int, width: int, seed: int = 1) -> EventStore:
-    store = EventStore(store_settings(str(db)))
+    store = open_event_store(str(db))
     builder, rng = LogBuilder(store, step_ms=5), random.Random(seed)
     agents = [builder.session(f"agent {i}") for i in range(width)]
     for p in range(plans):

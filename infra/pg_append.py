@@ -28,7 +28,7 @@ events as not yet signed, and cannot see them deleted (ledger.log_head).
 A head starts over the whole log only while none was ever signed: the first signature also
 writes a row in `BEGAN_TABLE`, and from then on a head row deleted, or its signature
 cleared, is kept as evidence (never moved or signed again), not started over a cut log.
-Selected by `ledger.storage` (`PERSISTENCE_MODULE`)."""
+Chosen for a postgresql:// store by `infra.persistence`."""
 
 import contextlib
 from collections.abc import Callable, Sequence

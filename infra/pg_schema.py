@@ -22,6 +22,7 @@ from planledger.infra.pg_append import (
     HEAD_TABLE,
     SIGN_ARGUMENTS,
     SIGN_FUNCTION,
+    Factory,
 )
 from planledger.infra.pg_checkpoints import (
     PG_CHECKPOINT_TABLE,
@@ -113,7 +114,7 @@ def init_schema(db: str) -> SchemaReport:
                 sql.Identifier(schema)))
             # Both spellings: the library reads PLANLEDGER_CREATE_TABLE before CREATE_TABLE.
             EventStore({**store_settings(db), "CREATE_TABLE": "yes",
-                        "PLANLEDGER_CREATE_TABLE": "yes"}).close()
+                        "PLANLEDGER_CREATE_TABLE": "yes"}, Factory).close()
             postgres_checkpoints(db, create=True).close()  # the read models' checkpoints
         return SchemaReport(schema, missing)
 

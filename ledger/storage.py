@@ -1,4 +1,5 @@
-"""Where the log lives: one place that turns a `--db` value into the event store's settings.
+"""Where the log lives: one place that turns a `--db` value into the event store's settings
+(which adapter serves it is infra.persistence's choice).
 
 - a path (default `./.planledger/ledger.sqlite`): an SQLite file, created on first use,
   shared safely by several processes (WAL journal, busy timeout);
@@ -36,16 +37,13 @@ def is_postgres(db: str) -> bool:
 def store_settings(db: str) -> dict[str, str]:
     """The eventsourcing environment for the store named by `db`."""
     if db == MEMORY:
-        return {**_COMMON, "PERSISTENCE_MODULE": "planledger.infra.memory_answers:Factory"}
+        return dict(_COMMON)
     if is_postgres(db):
         return {**_COMMON, **_postgres_settings(db)}
     path = Path(db).expanduser()
     path.parent.mkdir(parents=True, exist_ok=True)
     return {
         **_COMMON,
-        # The library's SQLite persistence with a real statement cache, one transaction
-        # per command (infra.sqlite_pool), and the log's signed head kept in it.
-        "PERSISTENCE_MODULE": "planledger.infra.sqlite_head:Factory",
         "SQLITE_DBNAME": str(path),
         # Seconds a write waits for another process's lock before failing (503).
         "SQLITE_LOCK_TIMEOUT": os.environ.get(SQLITE_LOCK_TIMEOUT_VAR) or "30",
@@ -116,9 +114,6 @@ def postgres_conninfo(url: str) -> dict[str, str]:
 def _postgres_settings(url: str) -> dict[str, str]:
     conn = postgres_conninfo(url)
     settings = {
-        # The library's PostgreSQL persistence, each append one call of a function that the
-        # server runs and commits (see the module).
-        "PERSISTENCE_MODULE": "planledger.infra.pg_append:Factory",
         "POSTGRES_DBNAME": conn["dbname"],
         "POSTGRES_HOST": conn["host"],
         "POSTGRES_PORT": conn["port"],

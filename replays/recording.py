@@ -10,9 +10,10 @@ from datetime import datetime
 
 from eventsourcing.persistence import Notification
 
+from planledger.infra.persistence import open_event_store
 from planledger.ledger.domain import events as ev
 from planledger.ledger.notification_log import decoder, insert_stored
-from planledger.ledger.storage import MEMORY, store_settings
+from planledger.ledger.storage import MEMORY
 from planledger.ledger.store import EventStore
 from planledger.projections.log import PAGE, page_after
 from planledger.replays.admission import admit
@@ -116,7 +117,7 @@ def commands_of(recording: Recording) -> Iterable[tuple[CommandRecord, list[Even
 def decode(recording: Recording) -> list[tuple[int, object]]:
     """The recording's events as (position, domain event), decoded as the store would,
     once all of them are admitted (see `import_into`)."""
-    store = EventStore(store_settings(MEMORY))
+    store = open_event_store(MEMORY)
     try:
         _check_whole_streams(recording.events)
         to_event = decoder(store)

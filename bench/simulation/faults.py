@@ -19,7 +19,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from eventsourcing.persistence import ApplicationRecorder, OperationalError, Recording
+from eventsourcing.persistence import (
+    ApplicationRecorder,
+    InfrastructureFactory,
+    OperationalError,
+    Recording,
+)
 
 from planledger.ledger.answers import Answer
 from planledger.ledger.ports import Clock
@@ -61,13 +66,13 @@ class FaultyEventStore(EventStore):
     faults. Given `recorder`, it shares another store's log: a second process on the same
     database (the in-memory store has no file to open twice)."""
 
-    def __init__(self, settings: dict[str, str], faults: FaultPlan,
-                 recorder: ApplicationRecorder | None = None) -> None:
+    def __init__(self, settings: dict[str, str], persistence: type[InfrastructureFactory[Any]],
+                 faults: FaultPlan, recorder: ApplicationRecorder | None = None) -> None:
         self._shared_recorder = recorder  # read by construct_recorder, during super().__init__
         self.faults = faults
         self._depth = 0
         self._lose_ack = False
-        super().__init__(settings)
+        super().__init__(settings, persistence)
 
     def construct_recorder(self) -> ApplicationRecorder:
         if self._shared_recorder is not None:

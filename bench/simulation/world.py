@@ -32,6 +32,7 @@ from planledger.bench.simulation.checks import Checks, Violation
 from planledger.bench.simulation.clock import EPOCH, CountingIds, VirtualClock
 from planledger.bench.simulation.faults import FaultPlan, FaultyEventStore
 from planledger.bench.simulation.reference import Reference
+from planledger.infra.persistence import persistence_for
 from planledger.ledger import commands as c
 from planledger.ledger.application import Ledger, NewStep
 from planledger.ledger.domain.errors import LedgerError
@@ -118,7 +119,8 @@ class World:
     def _open(self) -> Process:
         shared = self.processes[0].store.shared_recorder() if (
             self.db == MEMORY and self.processes) else None
-        store = self.store_class(store_settings(self.db), self.faults, shared)
+        store = self.store_class(store_settings(self.db), persistence_for(self.db), self.faults,
+                                 shared)
         reads = ReadModel(store, self.clock, secret=SECRET)
         ledger = Ledger(store, self.clock, self.ids, reads)
         runtime = Runtime(self.db, store, ledger, reads, SECRET)

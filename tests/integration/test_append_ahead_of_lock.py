@@ -11,6 +11,7 @@ from eventsourcing.persistence import EventStore as LibraryEventStore
 
 from planledger.api.cli.audit import store_entries
 from planledger.api.runtime import Runtime, open_runtime
+from planledger.infra.persistence import open_event_store, persistence_for
 from planledger.ledger.application import NewStep
 from planledger.ledger.chain import Verified, hash_of, verify
 from planledger.ledger.domain import errors
@@ -67,7 +68,7 @@ def _sealing(runtime: Runtime) -> SealingEventStore:
 
 
 def test_another_writer_appends_while_a_large_append_is_encoded(db: str) -> None:
-    store = PausingStore(store_settings(db))
+    store = PausingStore(store_settings(db), persistence_for(db))
     events = store.events
     assert isinstance(events, PausingEvents)
     large = threading.Thread(
@@ -90,7 +91,7 @@ def test_another_writer_appends_while_a_large_append_is_encoded(db: str) -> None
 
 
 def test_one_append_that_starts_a_stream_and_extends_another_seals_both(db: str) -> None:
-    store = EventStore(store_settings(db))
+    store = open_event_store(db)
     store.append([_started("old")])
 
     store.append([_started("new"), ev.SessionEnded("old", 2, EPOCH, session_id="old",

@@ -14,12 +14,13 @@ from psycopg import sql
 
 from planledger.api.runtime import open_runtime
 from planledger.infra.clock_ids import SystemClock
+from planledger.infra.persistence import open_event_store
 from planledger.infra.pg_follower import PgFollower
 from planledger.infra.pg_schema import EVENTS_TABLE
 from planledger.ledger.application import NewStep
 from planledger.ledger.domain.events import SessionStarted
 from planledger.ledger.domain.ids import PlanSlug, SessionId
-from planledger.ledger.storage import postgres_options, store_settings
+from planledger.ledger.storage import postgres_options
 from planledger.ledger.store import EventStore
 from planledger.projections.follower import follow
 from planledger.projections.readmodel import ReadModel
@@ -54,7 +55,7 @@ def pg() -> Iterator[str]:
 
 @pytest.fixture
 def store(pg: str) -> Iterator[EventStore]:
-    the_store = EventStore(store_settings(pg))
+    the_store = open_event_store(pg)
     yield the_store
     the_store.close()
 
@@ -149,7 +150,7 @@ def test_a_follower_whose_listening_connection_is_killed_resubscribes_and_misses
 ) -> None:
     app_name = f"follower-{postgres_options(pg)['schema']}"
     monkeypatch.setenv("PGAPPNAME", app_name)  # libpq labels this store's connections
-    store = EventStore(store_settings(pg))
+    store = open_event_store(pg)
     seen = Collected()
     follower = PgFollower(store, seen, resync_seconds=NEVER).start()
     try:
@@ -177,7 +178,7 @@ def test_a_read_model_that_never_pulls_sees_another_processs_claim_through_follo
     writer = open_runtime(pg)
     _, (first, second) = writer.ledger.create_plan(
         "p", "Plan", steps=[NewStep("first"), NewStep("second")], actor=OPERATOR)
-    store = EventStore(store_settings(pg))
+    store = open_event_store(pg)
     model = ReadModel(store, SystemClock(), pull_on_read=False, tail=PgFollower)
     follower = follow(model)
     try:

@@ -12,9 +12,8 @@ import httpx
 import pytest
 
 from planledger.bench.servers import Agent, Replica, create_plan, replicas
+from planledger.infra.persistence import open_event_store
 from planledger.ledger.domain import events as ev
-from planledger.ledger.storage import store_settings
-from planledger.ledger.store import EventStore
 from tests.support.postgres import fresh_schema
 
 ROUNDS = 20
@@ -30,7 +29,7 @@ def cluster() -> Iterator[Sequence[Replica]]:
 
 
 def read_log(db: str) -> list[tuple[int, ev.LedgerEvent]]:
-    store = EventStore(store_settings(db))
+    store = open_event_store(db)
     try:
         notes = store.recorder.select_notifications(start=1, limit=1_000_000)
         return [(n.id, store.mapper.to_domain_event(n)) for n in notes]  # type: ignore[misc]

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Generic, TypeVar
 
+from planledger.infra.persistence import open_event_store
 from planledger.ledger.application import Ledger
 from planledger.ledger.commands import Command
 from planledger.ledger.domain import events as ev
@@ -28,7 +29,7 @@ from planledger.ledger.domain.ids import Actor, PlanSlug, SessionId, StepId, pla
 from planledger.ledger.domain.state import StepDef, StepState
 from planledger.ledger.execution import Attach
 from planledger.ledger.ports import CandidateView, Clock
-from planledger.ledger.storage import MEMORY, store_settings
+from planledger.ledger.storage import MEMORY
 from planledger.ledger.store import EventStore
 from tests.support import OPERATOR
 from tests.support.fakes import EPOCH, FakeClock, SequentialIds
@@ -162,7 +163,7 @@ class Scene:
     """A ledger over an in-memory store that holds the given events."""
 
     def __init__(self, clock: FakeClock | None = None) -> None:
-        self.store = EventStore(store_settings(MEMORY))
+        self.store = open_event_store(MEMORY)
         self.clock = clock or FakeClock()
         self.ids = SequentialIds()
         self.view = StoreView(self.store, self.clock)

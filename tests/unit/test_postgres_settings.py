@@ -1,15 +1,20 @@
 """What a postgresql:// `--db` value configures: pool, timeouts, schema, and what stays off."""
 
+from pathlib import Path
+
 import pytest
 
-from planledger.ledger.storage import StorageConfigError, store_settings
+from planledger.infra import memory_answers, pg_append, sqlite_head
+from planledger.infra.persistence import open_event_store, persistence_for
+from planledger.ledger.storage import MEMORY, StorageConfigError, store_settings
 
 URL = "postgresql://alice:s%40cret@db.example:6543/ledger"
 
 
 def test_url_names_server_database_user_and_default_schema_and_pool() -> None:
     settings = store_settings(URL)
-    assert settings["PERSISTENCE_MODULE"] == "planledger.infra.pg_append:Factory"
+    assert persistence_for(URL) is pg_append.Factory
+    assert "PERSISTENCE_MODULE" not in settings  # the adapter is handed over, not named
     assert (settings["POSTGRES_HOST"], settings["POSTGRES_PORT"]) == ("db.example", "6543")
     assert (settings["POSTGRES_DBNAME"], settings["POSTGRES_USER"]) == ("ledger", "alice")
     assert settings["POSTGRES_PASSWORD"] == "s@cret"
@@ -42,3 +47,18 @@ def test_unknown_option_is_refused_naming_the_known_ones() -> None:
 def test_malformed_option_is_refused(query: str) -> None:
     with pytest.raises(StorageConfigError):
         store_settings(f"{URL}?{query}")
+
+
+
+def test_each_store_gets_its_own_adapter_whatever_the_environment_names(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:
+    # The library would otherwise take PERSISTENCE_MODULE from the process's environment.
+    monkeypatch.setenv("PERSISTENCE_MODULE", "eventsourcing.popo")
+    assert persistence_for(MEMORY) is memory_answers.Factory
+    assert persistence_for("postgres://db/x") is pg_append.Factory
+    store = open_event_store(str(tmp_path / "ledger.sqlite"))
+    try:
+        assert type(store.factory) is sqlite_head.Factory
+    finally:
+        store.close()
