@@ -6,7 +6,8 @@ as a cache of ONE statement. Every command runs several (BEGIN, a SELECT per str
 reads, INSERT, COMMIT or ROLLBACK), so each was parsed and planned again on every use:
 about a fifth of a claim's time. This factory is the library's SQLite factory with one
 change, the connection pool opening connections that cache `STATEMENT_CACHE` statements.
-Chosen for an SQLite store by `infra.persistence` (through `infra.sqlite_head`); tables and statements are the library's.
+Chosen for an SQLite store by `infra.persistence` (through `infra.sqlite_head`); tables and
+statements are the library's, but for the table of idempotent answers (infra.sqlite_answers).
 
 A command's reads and its append share one transaction (`UnitDatastore.unit`): it takes
 SQLite's write lock first (BEGIN IMMEDIATE), so no other writer can move what it read before
