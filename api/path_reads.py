@@ -37,9 +37,11 @@ def _collision(found: Meeting) -> CollisionOut:
                         step_id=held.step_id, title=held.title, patterns=list(found.patterns))
 
 
-def annotated(view: LedgerView, moment: datetime, steps: list[StepOut]) -> list[StepOut]:
-    """The steps with what their live claims reserved and, for claimable ones, the other
-    sessions' live reservations they would bounce off (none held: the steps as they are)."""
+def annotated(view: LedgerView, moment: datetime, steps: list[StepOut],
+              asker: SessionId | None = None) -> list[StepOut]:
+    """The steps with what their live claims reserved and, for claimable ones, the live
+    reservations of sessions other than the `asker` they would bounce off (none held: the
+    steps as they are)."""
     held = reservations.live(view, moment)
     if not held:
         return steps
@@ -51,22 +53,23 @@ def annotated(view: LedgerView, moment: datetime, steps: list[StepOut]) -> list[
         if mine is not None:
             update["reserved"] = paths_out(mine.paths)
         if step.claimable and step.paths:
-            found = reservations.collisions(view, _specs(step.paths), moment, among=held)
+            found = reservations.collisions(view, _specs(step.paths), moment, asker, held)
             update["collides_with"] = [_collision(m) for m in found]
         shown.append(step.model_copy(update=update) if update else step)
     return shown
 
 
-def free_first(view: LedgerView, moment: datetime, steps: list[StepDef]) -> list[StepDef]:
-    """Claimable steps, those a claim would not bounce off a reservation first (each
-    group in its own order)."""
+def free_first(view: LedgerView, moment: datetime, steps: list[StepDef],
+               asker: SessionId | None = None) -> list[StepDef]:
+    """Claimable steps, those a claim by the `asker` would not bounce off a reservation
+    first (each group in its own order)."""
     held = reservations.live(view, moment)
     if not held:
         return steps
     free: list[StepDef] = []
     colliding: list[StepDef] = []
     for definition in steps:
-        bounced = reservations.collisions(view, definition.paths, moment, among=held)
+        bounced = reservations.collisions(view, definition.paths, moment, asker, held)
         (colliding if bounced else free).append(definition)
     return free + colliding
 

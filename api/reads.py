@@ -148,9 +148,11 @@ def constraints(runtime: Runtime, slug: str) -> dict[str, str]:
 
 
 def ready(runtime: Runtime, slug: str, listed: Sequence[StepId] | None = None,
-          limit: int | None = None) -> ReadyOut:
+          limit: int | None = None, asker: SessionId | None = None) -> ReadyOut:
     """The plan's ready steps (or the `listed` ones a session was shown), held and blocked,
-    oldest first; with `limit`, at most that many of each, and how many there are."""
+    oldest first; with `limit`, at most that many of each, and how many there are. The
+    `asker`'s own reservations are no collision for it (a claim of its own never bounces
+    off them)."""
     if limit is not None:
         check_page(limit)
     with runtime.reads.reading() as (live, moment):
@@ -168,12 +170,12 @@ def ready(runtime: Runtime, slug: str, listed: Sequence[StepId] | None = None,
         if listed is not None:
             known = {d.id: d for d in order}
             kinds["claimable"] = [known[s] for s in listed if s in known]
-        kinds["claimable"] = free_first(view, moment, kinds["claimable"])
+        kinds["claimable"] = free_first(view, moment, kinds["claimable"], asker)
         cut = {k: v[:limit] if limit is not None else v for k, v in kinds.items()}
 
         def out(ds: list[StepDef]) -> list[StepOut]:
             return annotated(view, moment, [step_out(d, view.steps[d.id], judged.get(d.id),
-                                                     state.steps) for d in ds])
+                                                     state.steps) for d in ds], asker)
 
         line = queries.progress(view, state.slug, moment).line
     return ReadyOut(plan=slug, ready=out(cut["claimable"]), held=out(cut["held"]),

@@ -80,7 +80,7 @@ RENDERERS: Mapping[type, Callable[[Runtime, Any], BaseModel]] = {
                                                released=list(r.released)),
     c.PlanCreated: lambda _, r: plan_created_out(r),
     c.StepDefined: lambda _, r: step_ref_out(r),
-    c.ReadyListed: lambda rt, r: reads.ready(rt, r.plan, r.step_ids, r.limit),
+    c.ReadyListed: lambda rt, r: reads.ready(rt, r.plan, r.step_ids, r.limit, r.session),
     c.Grant: lambda _, r: claim_out(r),
     c.NextClaim: next_claim_out,
     c.StepChanged: lambda _, r: StepChangeOut(step_id=r.step_id, status=r.status,

@@ -106,6 +106,7 @@ class ReadyListed:
     plan: PlanSlug
     step_ids: tuple[StepId, ...]
     limit: int | None = None  # what the listing was cut to
+    session: SessionId | None = None  # who was shown them: its own reservations bar nothing
 
 
 # --- commands --------------------------------------------------------------------------

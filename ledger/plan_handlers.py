@@ -79,7 +79,8 @@ def list_ready(run: Execution, command: c.ListReady) -> c.ReadyListed:
         listed = ev.ReadyListed(session.id, session.version + 1, timestamp=now,
                                 session_id=session.id, actor=session.id, plan=slug,
                                 step_ids=list(shown))
-        return Outcome(Decision([listed]), c.ReadyListed(slug, shown, command.limit))
+        return Outcome(Decision([listed]),
+                       c.ReadyListed(slug, shown, command.limit, session.id))
 
     return run.decide(attempt, command.actor)
 

@@ -88,6 +88,26 @@ def test_ready_puts_colliding_steps_last_and_names_what_they_would_meet(
     assert next_one["claimed"]["step_id"] == steps["docs"]  # limit is passed by
 
 
+
+def test_a_sessions_own_reservations_are_no_collision_in_the_ready_list_it_is_shown(
+    client: TestClient,
+) -> None:
+    _, as_a = session(client, "agent A")
+    b, as_b = session(client, "agent B")
+    steps = _plan(client, as_a)
+    client.post(f"/api/steps/{steps['rotate']}/claim", headers=as_b)
+
+    for_b = client.post("/api/plans/auth/ready", headers=as_b).json()
+    for_a = client.post("/api/plans/auth/ready", headers=as_a).json()
+
+    # B holds internal/auth/**: its own claim of limit would not bounce, A's would.
+    assert [s["step_id"] for s in for_b["ready"]] == [steps["limit"], steps["docs"]]
+    assert [s["collides_with"] for s in for_b["ready"]] == [[], []]
+    assert [s["step_id"] for s in for_a["ready"]] == [steps["docs"], steps["limit"]]
+    assert for_a["ready"][1]["collides_with"][0]["holder"] == b
+    claimed = client.post(f"/api/steps/{steps['limit']}/claim", headers=as_b)
+    assert claimed.status_code == 200, claimed.text
+
 def _check(client: TestClient, **asked: Any) -> list[dict[str, Any]]:
     answer = client.post("/api/reservations/check", json=asked)
     assert answer.status_code == 200, answer.text

@@ -79,7 +79,7 @@ def test_list_ready_records_what_the_session_is_shown() -> None:
                   claimed(C, by=S2))
     then = scene.when(c.ListReady(PLAN, S1))
 
-    assert then.answer == c.ReadyListed(PLAN, (A,))
+    assert then.answer == c.ReadyListed(PLAN, (A,), session=S1)
     listed = then.one(ev.ReadyListed)
     assert then.kinds == ["ReadyListed"]
     assert (listed.originator_id, listed.plan, listed.step_ids) == (S1, PLAN, [A])
