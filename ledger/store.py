@@ -197,7 +197,8 @@ class EventStore(Application[str]):
         and the answers among them to the table beside the log (ledger.answers); raises
         ConflictError if any stream moved or an answer's key is taken."""
         answers = [f for f in facts if isinstance(f, Answer)]
-        events = [f for f in facts if not isinstance(f, Answer)]
+        # Most appends carry no answer: their events are the facts as given.
+        events = [f for f in facts if not isinstance(f, Answer)] if answers else facts
         if not events and not answers:
             return []
         # The library's event store directly: `Application.save` would first test each
