@@ -57,7 +57,8 @@ def main(argv: list[str] | None = None) -> int:
 def _summary(result: RunResult) -> str:
     return (f"seed {result.seed}: {result.worlds:,} worlds, {result.actions:,} actions "
             f"({result.commands:,} ledger commands) in {result.seconds:.1f} s: "
-            f"{result.per_second:,.0f} actions/s; violations: "
+            f"{result.per_second:,.0f} actions/s, {result.per_cpu_second:,.0f} per CPU "
+            f"second ({result.cpu_seconds:.1f} CPU s); violations: "
             f"{0 if result.failed is None else 1}")
 
 

@@ -31,6 +31,8 @@ class WorldResult:
     commands: int
     violation: str | None = None
     history: list[Action] = field(default_factory=list)
+    cpu_seconds: float = 0.0  # the world's own, in its worker (on a shared machine, wall
+    # time says more about the neighbours than about the simulator)
 
 
 @dataclass
@@ -40,11 +42,16 @@ class RunResult:
     actions: int = 0
     commands: int = 0
     seconds: float = 0.0
+    cpu_seconds: float = 0.0  # the worlds' CPU time, summed over the workers
     failed: WorldResult | None = None
 
     @property
     def per_second(self) -> float:
         return self.actions / self.seconds if self.seconds else 0.0
+
+    @property
+    def per_cpu_second(self) -> float:
+        return self.actions / self.cpu_seconds if self.cpu_seconds else 0.0
 
 
 def run_world(seed: int, actions: int = WORLD_ACTIONS, store: str = MEMORY) -> WorldResult:
@@ -63,7 +70,10 @@ def run_world(seed: int, actions: int = WORLD_ACTIONS, store: str = MEMORY) -> W
 
 def _run_numbered(job: tuple[int, int, int, str]) -> WorldResult:
     run_seed, number, actions, store = job
-    return run_world(world_seed(run_seed, number), actions, store)
+    started = time.process_time()
+    result = run_world(world_seed(run_seed, number), actions, store)
+    result.cpu_seconds = time.process_time() - started
+    return result
 
 
 def simulate(run_seed: int, ops: int, workers: int = 2, actions: int = WORLD_ACTIONS,
@@ -79,6 +89,7 @@ def simulate(run_seed: int, ops: int, workers: int = 2, actions: int = WORLD_ACT
             result.worlds += 1
             result.actions += done.actions
             result.commands += done.commands
+            result.cpu_seconds += done.cpu_seconds
             if done.violation is not None:
                 result.failed = done
                 break
