@@ -20,7 +20,7 @@ STEP = "01KXMRCX4W2M8YB5Q2Y3V9ZP7N"
 
 
 class Schema(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 # --- requests ------------------------------------------------------------------------
