@@ -76,9 +76,9 @@ def main(argv: list[str] | None = None) -> None:
     if not args or args[0] == "--help":
         sys.stdout.write(usage())
         raise SystemExit(0 if args else 2)  # no arguments is a usage error, as click says
-    from planledger.api.cli import remote
+    from planledger.api.cli import direct
 
-    answered = remote.answer(args)  # a call to a server, when it needs nothing more
+    answered = direct.answer(args)  # a call it answers without typer (api.cli.direct)
     if answered is not None:
         raise SystemExit(answered)
     named = [entry for entry in COMMANDS if entry.name == args[0]]

@@ -1,26 +1,33 @@
-"""A command line call to a server (`--url`, or PLANLEDGER_URL), answered without typer,
-pydantic or the API's schemas.
+"""Command line calls answered without typer: a call to a server (`--url`, or
+PLANLEDGER_URL) without pydantic or the API's schemas either, and a read of the embedded
+store without the service around it.
 
 Agents drive the ledger through a shell, one process per call, and such a call did little
 but start: loading typer, rich and building the schemas took ~13x a bare interpreter start
-(issue 19). Here the commands that work the same on every server read their arguments with
-a small parser from the table below, send the request `RemoteClient` sends, and print the
-server's JSON as it comes (`--json`) or through the same renderers (api.cli.render).
+(issue 19). Here the commands in the table below read their arguments with a small parser
+as click reads them. To a server, they send the request `RemoteClient` sends and print the
+server's JSON as it comes (`--json`) or through the same renderers (api.cli.render). On the
+embedded store, the reads that act for no session open the store and ask api.reads, as
+`LocalClient` does, without the service's metrics, waiting and idempotency.
 
 Only what this module is sure of is answered here: a call it does not fully understand
 (`--help`, an unknown or malformed option, a missing argument, no URL, a value out of range,
 a command not in the table) is left to the full command line, which answers it as always;
-so is an error answer it cannot read. tests/e2e/test_cli_remote.py holds the output, the
-exit code and the error text of both paths equal, command by command.
+so is an error answer it cannot read, and any write on the embedded store.
+tests/e2e/test_cli_direct.py holds the output, the exit code and the error text of both
+paths equal, command by command.
 """
 
 import json
 import os
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import quote, urlsplit
 
 from planledger.api.cli import EXIT_BOUNCED, EXIT_ERROR, EXIT_NOTHING_READY
+
+if TYPE_CHECKING:
+    from planledger.api.runtime import Runtime
 
 Values = dict[str, Any]
 # method, path, JSON body, query parameters, seconds the server may wait before answering
@@ -37,7 +44,8 @@ class Command(NamedTuple):
     """A command as this module answers it: its positional arguments (`many`: the last
     takes any number), its options beyond --url/--db/--json (flag -> (name, kind): 'int',
     'str', 'list' or 'flag'), whether it reads the token, the request it sends, the
-    renderer of its answer (api.cli.render) and its exit code for an answer."""
+    renderer of its answer (api.cli.render), its exit code for an answer, and `here`: the
+    same answer read on the embedded store (None: the full command line answers there)."""
 
     arguments: tuple[str, ...]
     options: dict[str, tuple[str, str]]
@@ -46,6 +54,20 @@ class Command(NamedTuple):
     token: bool = False
     many: bool = False
     exit_code: Callable[[Values, Any], int] = lambda values, answer: 0
+    here: "Callable[[Runtime, Values], Any] | None" = None
+
+
+def _reads() -> Any:
+    from planledger.api import reads
+
+    return reads
+
+
+def _paths_check(runtime: "Runtime", v: Values) -> Any:
+    from planledger.api import path_reads
+
+    return path_reads.check(runtime, v.get("patterns") or [], v.get("file") or [],
+                            v.get("exclusive_only", False), v.get("but"))
 
 
 def _part(text: str) -> str:
@@ -93,23 +115,28 @@ LEASE = {"--lease": ("lease", "int")}
 
 COMMANDS: dict[tuple[str, ...], Command] = {
     ("plan", "list"): Command((), {}, lambda v: ("GET", "/api/plans", None, None, 0),
-                              "plans"),
+                              "plans", here=lambda r, v: _reads().plans(r)),
     ("plan", "show"): Command(("slug",), {}, lambda v: (
-        "GET", f"/api/plans/{v['slug']}", None, None, 0), "plan"),
-    ("ready",): Command(("plan",), {}, _ready, "ready", token=True),
+        "GET", f"/api/plans/{v['slug']}", None, None, 0), "plan",
+        here=lambda r, v: _reads().plan(r, v["slug"])),
+    ("ready",): Command(("plan",), {}, _ready, "ready", token=True,
+                        here=lambda r, v: _reads().ready(r, v["plan"])),
     ("step",): Command(("step_id",), {}, lambda v: (
-        "GET", f"/api/steps/{v['step_id']}", None, None, 0), "step"),
+        "GET", f"/api/steps/{v['step_id']}", None, None, 0), "step",
+        here=lambda r, v: _reads().step_detail(r, v["step_id"])),
     ("log",): Command((), {"--after": ("after", "int"), "--limit": ("limit", "int")},
                       lambda v: ("GET", "/api/log", None, {"after": v.get("after", 0),
                                                            "limit": v.get("limit", 100)}, 0),
-                      "log"),
+                      "log", here=lambda r, v: _reads().log_page(r, v.get("after", 0),
+                                                                 v.get("limit", 100))),
     ("session", "start"): Command((), {"--name": ("name", "str")}, lambda v: (
         "POST", "/api/sessions", {"name": v.get("name")}, None, 0), "session_started"),
     ("session", "end"): Command((), {}, lambda v: (
         "POST", f"/api/sessions/{_part(_actor(v) or '-')}/end", {}, None, 0),
         "session_ended", token=True),
     ("session", "show"): Command(("session_id",), {}, lambda v: (
-        "GET", f"/api/sessions/{v['session_id']}", None, None, 0), "session"),
+        "GET", f"/api/sessions/{v['session_id']}", None, None, 0), "session",
+        here=lambda r, v: _reads().session(r, v["session_id"])),
     ("claim",): Command(("step",), {**LEASE, "--path": ("path", "list"),
                                     "--shared-path": ("shared_path", "list")},
                         _claim, "claim", token=True),
@@ -133,7 +160,7 @@ COMMANDS: dict[tuple[str, ...], Command] = {
         ("patterns",), {"--file": ("file", "list"), "--exclusive-only": ("exclusive_only",
                                                                           "flag"),
                         "--but": ("but", "str")},
-        _check, "paths_found", many=True,
+        _check, "paths_found", many=True, here=_paths_check,
         exit_code=lambda v, answer: (EXIT_BOUNCED if v.get("exclusive_only")
                                      and answer["reserved"] else 0)),
 }
@@ -158,9 +185,14 @@ def parse(args: list[str]) -> tuple[Command, Values] | None:
     values = _read(args[length:], options, command)
     if values is None:
         return None
-    for name, variable in (("url", "PLANLEDGER_URL"), ("token", "PLANLEDGER_TOKEN")):
-        if name not in values and (name != "token" or command.token):
-            values[name] = os.environ.get(variable) or None  # click ignores an empty one
+    for name, of_acting in (("url", False), ("db", False), ("token", True),
+                            ("session", True)):
+        if name not in values and (command.token or not of_acting):
+            # click ignores an empty one
+            values[name] = os.environ.get(f"PLANLEDGER_{name.upper()}") or None
+    if values["url"] is None:  # the embedded store: only the reads that act for no session
+        acting = values.get("token") or values.get("session")
+        return (command, values) if command.here is not None and not acting else None
     return (command, values) if _acceptable(values) else None
 
 
@@ -238,6 +270,8 @@ def answer(args: list[str]) -> int | None:
     if parsed is None:
         return None
     command, values = parsed
+    if values["url"] is None:
+        return _answer_here(command, values)
     method, path, body, params, waits = command.request(values)
     from planledger.api.remote_http import Connection, NoAnswer
 
@@ -254,6 +288,32 @@ def answer(args: list[str]) -> int | None:
     if response.status >= 400:
         return _error(response.status, response.body)
     return _show(command, values, json.loads(response.body))
+
+
+def _answer_here(command: Command, values: Values) -> int | None:
+    """The read on the embedded store, as `connect` opens it and `LocalClient` reads it.
+    None when it fails in a way the full command line does not word (a read changes
+    nothing: the full command line asks again, and fails in its own way)."""
+    assert command.here is not None
+    from planledger.api.runtime import open_runtime
+    from planledger.api.settings import load_settings
+
+    try:
+        settings = load_settings(db=values["db"])
+        runtime = open_runtime(settings.db, checkpoints=True)
+        try:
+            runtime.secret  # noqa: B018 (as connect: a store whose secret fails, fails)
+            result = command.here(runtime, values)
+        finally:
+            runtime.close()
+    except Exception as error:  # worded as the full command line words it
+        try:
+            return _as_the_full_path(error)
+        except Exception:
+            return None
+    mode = "json" if values.get("json") else "python"
+    return _show(command, values, [r.model_dump(mode=mode) for r in result]
+                 if isinstance(result, list) else result.model_dump(mode=mode))
 
 
 def _show(command: Command, values: Values, data: Any) -> int:
@@ -290,9 +350,6 @@ def _error(status: int, raw: bytes) -> int:
 
 
 def _answer_as_the_full_path(status: int, raw: bytes) -> int:
-    import typer
-
-    from planledger.api.cli.common import answering_errors
     from planledger.api.client import RemoteError
     from planledger.api.remote_http import Answer
 
@@ -301,8 +358,18 @@ def _answer_as_the_full_path(status: int, raw: bytes) -> int:
         error = answer.json()
     except ValueError:
         error = {"reason": "http", "message": answer.text[:500]}
+    return _as_the_full_path(RemoteError(status, error))
+
+
+def _as_the_full_path(error: Exception) -> int:
+    """The exit code (and message) api.cli.common gives `error`; raised on if it is none
+    of the errors it words."""
+    import typer
+
+    from planledger.api.cli.common import answering_errors
+
     try:
         with answering_errors():
-            raise RemoteError(status, error)
+            raise error
     except typer.Exit as done:
         return int(done.exit_code)

@@ -1,8 +1,8 @@
-"""A call to a server answered by the short path (api.cli.remote: no typer, no schemas)
-prints, exits and sends exactly as the full command line does, command by command: both
-run as real processes against a real server, through a relay that passes the first's
-request on and answers the second's with the same answer, so both see one answer and the
-relay sees both requests."""
+"""A call answered by the short path (api.cli.direct: no typer; to a server, no schemas
+either) prints, exits and sends exactly as the full command line does, command by command.
+Both run as real processes: against a real server through a relay that passes the first's
+request on and answers the second's with the same answer (so both see one answer and the
+relay sees both requests), and on an embedded store."""
 
 import json
 import os
@@ -19,7 +19,7 @@ from unittest import mock
 import httpx
 import pytest
 
-from planledger.api.cli import remote
+from planledger.api.cli import direct
 from planledger.api.errors import BOUNCE_REASONS
 from planledger.bench.servers import PLANLEDGER, free_port, start_replica
 from planledger.ledger.commands import MAX_WAIT_SECONDS
@@ -124,16 +124,16 @@ def _run(command: list[str], env: dict[str, str]) -> tuple[int, str, str]:
 
 
 def _both(world: World, *args: str, token: str | None = None, url: str | None = None,
-          short_path: bool = True, **env: str) -> tuple[int, str, str]:
+          short_path: bool = True, env: dict[str, str] | None = None) -> tuple[int, str, str]:
     """Run `args` both ways (the short path first, which answers them if `short_path`);
     assert they print, exit and send the same; the outcome."""
     environment = {k: v for k, v in os.environ.items()
                    if k not in ("COLUMNS", "FORCE_COLOR", "PLANLEDGER_TOKEN")}
-    environment |= {"PLANLEDGER_URL": url or world.url, **env}
+    environment |= {"PLANLEDGER_URL": url or world.url, **(env or {})}
     if token:
         environment["PLANLEDGER_TOKEN"] = token
     with mock.patch.dict(os.environ, environment, clear=True):
-        assert (remote.parse(list(args)) is not None) == short_path, args
+        assert (direct.parse(list(args)) is not None) == short_path, args
     world.relay.seen.clear()
     world.relay.keep = True
     short = _run([PLANLEDGER, *args], environment)
@@ -200,9 +200,9 @@ def test_refusals_and_bad_answers_read_as_the_full_command_line(world: World) ->
 
 def test_layouts_rich_must_draw_read_as_the_full_command_line(world: World) -> None:
     for env in ({"COLUMNS": "40"}, {"COLUMNS": "200"}, {"FORCE_COLOR": "1"}):
-        assert _both(world, "plan", "show", "auth-refresh", **env)[0] == 0
-        assert _both(world, "log", "--limit", "4", **env)[0] == 0
-        assert _both(world, "step", "01NOSUCHSTEP", **env)[0] == 1
+        assert _both(world, "plan", "show", "auth-refresh", env=env)[0] == 0
+        assert _both(world, "log", "--limit", "4", env=env)[0] == 0
+        assert _both(world, "step", "01NOSUCHSTEP", env=env)[0] == 1
 
 
 @pytest.mark.parametrize("args", [
@@ -228,16 +228,91 @@ def test_no_server_reads_as_the_full_command_line(world: World) -> None:
         assert (code, out) == (1, "") and err.startswith("cannot reach the server")
 
 
-def test_the_short_path_answers_what_it_covers() -> None:
+def test_the_short_path_answers_what_it_covers(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("URL", "DB", "TOKEN", "SESSION"):
+        monkeypatch.delenv(f"PLANLEDGER_{name}", raising=False)
     for args in (["plan", "list", "--url", "http://h"], ["claim", "x", "--url=http://h",
-                                                        "--token", "t", "--lease", "5"]):
-        assert remote.parse(args) is not None, args
-    assert remote.parse(["plan", "list"]) is None  # the embedded store (no PLANLEDGER_URL)
+                                                        "--token", "t", "--lease", "5"],
+                 ["plan", "list"], ["ready", "p", "--db", "x.sqlite"]):
+        assert direct.parse(args) is not None, args
+    # On the embedded store, writes and reads that act for a session take the full path.
+    for args in (["claim", "x"], ["ready", "p", "--session", "s"], ["session", "start"]):
+        assert direct.parse(args) is None, args
+    monkeypatch.setenv("PLANLEDGER_SESSION", "s")
+    assert direct.parse(["ready", "p"]) is None
+    assert direct.parse(["plan", "list"]) is not None  # it takes no session
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, str]]]:
+    """An embedded store with a plan, one step held and a session holding nothing; its path
+    and step ids by key (and the idle session's id as "idle")."""
+    directory = tmp_path_factory.mktemp("embedded")
+    db = str(directory / "ledger.sqlite")
+    plan = directory / "plan.yaml"
+    plan.write_text(PLAN_YAML)
+    made = _json_db(db, "plan", "create", str(plan))
+    ids = {s["key"]: s["step_id"] for s in made["steps"]}
+    holder = _json_db(db, "session", "start", "--name", "agent a")["session_id"]
+    ids["idle"] = _json_db(db, "session", "start", "--name", "agent b")["session_id"]
+    _json_db(db, "claim", ids["s4"], "--session", holder)
+    yield db, ids
+
+
+def _json_db(db: str, *args: str) -> Any:
+    done = subprocess.run([PLANLEDGER, *args, "--db", db, "--json"], capture_output=True,
+                          check=True, timeout=120)
+    return json.loads(done.stdout)
+
+
+def _both_here(db: str, *args: str, short_path: bool = True,
+               env: dict[str, str] | None = None, clean: bool = True) -> tuple[int, str, str]:
+    """Run `args` on the embedded store both ways; assert they print and exit the same."""
+    environment = {k: v for k, v in os.environ.items()
+                   if not k.startswith("PLANLEDGER_") and k not in ("COLUMNS", "FORCE_COLOR")}
+    environment |= {"PLANLEDGER_DB": db, **(env or {})}
+    with mock.patch.dict(os.environ, environment, clear=True):
+        assert (direct.parse(list(args)) is not None) == short_path, args
+    short = _run([PLANLEDGER, *args], environment)
+    full = _run([sys.executable, "-c", FULL, *args], environment)
+    assert short == full, args
+    assert "Traceback" not in short[2] or not clean, short
+    return short
+
+
+def test_embedded_reads_print_as_the_full_command_line(
+        store: tuple[str, dict[str, str]]) -> None:
+    db, ids = store
+    for output in ((), ("--json",)):
+        assert _both_here(db, "plan", "list", *output)[0] == 0
+        assert _both_here(db, "plan", "show", "auth-refresh", *output)[0] == 0
+        assert _both_here(db, "ready", "auth-refresh", *output)[0] == 0
+        assert _both_here(db, "step", ids["s4"], *output)[0] == 0
+        assert _both_here(db, "log", "--limit", "3", "--after", "1", *output)[0] == 0
+        assert _both_here(db, "session", "show", ids["idle"], *output)[0] == 0
+        assert _both_here(db, "paths", "check", "--exclusive-only", *output)[0] == 0
+    assert "Refresh-token rotation" in _both_here(db, "plan", "list")[1]
+    assert _both_here(db, "plan", "show", "auth-refresh", env={"COLUMNS": "40"})[0] == 0
+    assert _both_here(db, "ready", "auth-refresh", env={"FORCE_COLOR": "1"})[0] == 0
+
+
+def test_embedded_refusals_read_as_the_full_command_line(
+        store: tuple[str, dict[str, str]], tmp_path: Path) -> None:
+    db, _ = store
+    assert _both_here(db, "ready", "nope")[0] == 1
+    assert _both_here(db, "step", "01NOSUCHSTEP", "--json")[0] == 1
+    assert _both_here(db, "log", "--limit", "0")[0] == 1
+    assert _both_here(db, "plan", "list", "--db", str(tmp_path / "fresh.sqlite"))[0] == 0
+    # No database at that address: the full command line's traceback (api.errors words
+    # no driver's error), which the short path leaves it to print.
+    assert _both_here(db, "plan", "list", "--db", "postgresql://nobody@127.0.0.1:1/x",
+                      clean=False)[0] == 1
+    assert _both_here(db, "ready", "auth-refresh", "--session", "x", short_path=False)[0] != 0
 
 
 def test_the_short_path_keeps_the_ledgers_constants() -> None:
-    assert remote.BOUNCE_REASONS == BOUNCE_REASONS
-    assert remote.MAX_WAIT_SECONDS == MAX_WAIT_SECONDS
+    assert direct.BOUNCE_REASONS == BOUNCE_REASONS
+    assert direct.MAX_WAIT_SECONDS == MAX_WAIT_SECONDS
 
 
 def test_the_short_path_reads_the_options_the_full_command_line_declares() -> None:
@@ -245,7 +320,7 @@ def test_the_short_path_reads_the_options_the_full_command_line_declares() -> No
 
     from planledger.main import COMMANDS
 
-    for words, command in remote.COMMANDS.items():
+    for words, command in direct.COMMANDS.items():
         target = next(e for e in COMMANDS if e.name == words[0]).load()
         if isinstance(target, typer.Typer):
             group = typer.main.get_group(target)
@@ -256,7 +331,7 @@ def test_the_short_path_reads_the_options_the_full_command_line_declares() -> No
                 rich_markup_mode=None)
         declared = {flag for p in click_command.params for flag in p.opts
                     if flag.startswith("-")} - {"--help"}
-        shared = {**remote.SHARED, **(remote.ACTING if command.token else {})}
+        shared = {**direct.SHARED, **(direct.ACTING if command.token else {})}
         assert declared == set(shared) | set(command.options), words
         arguments = [p.name for p in click_command.params if not p.opts[0].startswith("-")]
         assert len(arguments) == len(command.arguments), words
