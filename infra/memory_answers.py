@@ -31,10 +31,26 @@ class AnswerKeepingRecorder(POPOApplicationRecorder):
         ids = super()._update_table(stored_events, **kwargs)
         answers: Sequence[Answer] = kwargs.get("answers", ())
         if answers:
-            self._answers = {key: kept for key, kept in self._answers.items()
-                             if not any(_expired(kept, a) for a in answers)}
-            self._answers.update((a.key, a) for a in answers)
+            self._drop_expired(answers)
+            for answer in answers:
+                self._answers.pop(answer.key, None)  # an expired key's new answer: at the end
+                self._answers[answer.key] = answer
         return ids
+
+    def _drop_expired(self, answers: Sequence[Answer]) -> None:
+        """Drop the answers that expired, oldest first: the table is in the order they were
+        recorded (a process's clock never runs back), so only the expired ones are looked
+        at, not the whole table on every write. One that lingers is harmless: a lookup
+        judges expiry itself."""
+        cutoffs = [a.drops_before for a in answers if a.drops_before is not None]
+        if not cutoffs:
+            return
+        cutoff = max(cutoffs)
+        while self._answers:
+            oldest = next(iter(self._answers))
+            if self._answers[oldest].recorded_at >= cutoff:
+                return
+            del self._answers[oldest]
 
     def select_answer(self, key: str) -> Answer | None:
         """The answer kept under `key` (ledger.answers.AnswerTable)."""
