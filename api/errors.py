@@ -124,6 +124,11 @@ def store_trouble(error: BaseException) -> str:
     return "the store is busy or unreachable; retry shortly"
 
 
+def status_and_reason(error: le.LedgerError) -> tuple[int, str]:
+    """The status and reason a ledger refusal answers (without building its body)."""
+    return _LEDGER.get(type(error), (409, "refused"))
+
+
 def problem(error: BaseException) -> tuple[int, ErrorOut]:
     """The status and body that answer `error`; unknown errors get a clean 500."""
     if isinstance(error, Replayed):
@@ -131,7 +136,7 @@ def problem(error: BaseException) -> tuple[int, ErrorOut]:
     if isinstance(error, ApiError):
         return error.status, ErrorOut(reason=error.reason, message=str(error))
     if isinstance(error, le.LedgerError):
-        status, reason = _LEDGER.get(type(error), (409, "refused"))
+        status, reason = status_and_reason(error)
         return status, ErrorOut(reason=reason, message=str(error), **_fields(error))
     # Here, not at the top: a command line talking to a server never loads the store's.
     import sqlite3

@@ -7,7 +7,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from planledger.api.errors import BOUNCE_REASONS, problem
+from planledger.api.errors import BOUNCE_REASONS, status_and_reason
 from planledger.ledger import commands as c
 from planledger.ledger.domain.errors import LedgerError
 
@@ -53,7 +53,7 @@ class Metrics:
             self.drops.inc()
 
     def refused(self, error: LedgerError) -> None:
-        reason = problem(error)[1].reason
+        reason = status_and_reason(error)[1]  # a refusal's counter needs no body
         if reason in BOUNCE_REASONS:
             self.bounces.labels(reason=reason).inc()
 
