@@ -40,7 +40,9 @@ def install_mcp(app: FastAPI, service: Service, host: str) -> None:
     """Serve the MCP tools over `service` at /mcp on `app` (bound to `host`)."""
     server = build_server(service, single_connection=False)
     app.state.mcp = server  # what operators and tests inspect (its connections)
-    app.router.routes.append(Route(PATH, endpoint=_Endpoint(server)))
+    # First, not last: the router tries its routes in order, and /mcp was matched against
+    # every API route before its own (35, a regular expression each) on every call.
+    app.router.routes.insert(0, Route(PATH, endpoint=_Endpoint(server)))
     outer = app.router.lifespan_context
 
     @asynccontextmanager

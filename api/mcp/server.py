@@ -11,6 +11,7 @@ import json
 import logging
 from typing import Any
 
+from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
@@ -41,6 +42,11 @@ class LedgerMCP(MCPServer[Any]):
         super().__init__("planledger", title="planledger", version=__version__,
                          instructions=INSTRUCTIONS, log_level="WARNING", tools=tools)
         self.connections = connections
+        # The SDK opens an OpenTelemetry span around every message, a no-op until an
+        # exporter is installed, and says to drop its middleware to opt out: nothing here
+        # installs one, and the span's set-up was a few percent of every tool call.
+        self.middleware[:] = [m for m in self.middleware
+                              if not isinstance(m, OpenTelemetryMiddleware)]
 
     async def call_tool(self, name: str, arguments: dict[str, Any],
                         context: Context[Any, Any] | None = None,
