@@ -14,6 +14,7 @@ import typer
 from rich.console import Console
 
 from planledger.api.cli import EXIT_BOUNCED, EXIT_ERROR, EXIT_NOTHING_READY
+from planledger.api.cli.direct import word_error
 from planledger.api.cli.options import (
     DbOption,
     FenceOption,
@@ -23,8 +24,7 @@ from planledger.api.cli.options import (
     TokenOption,
     UrlOption,
 )
-from planledger.api.client import Client, Unreachable, connect
-from planledger.api.errors import BOUNCE_REASONS, ConfigError, problem
+from planledger.api.client import Client, connect
 from planledger.ledger.domain.errors import InvalidInput
 
 # The commands' options (api.cli.options) are theirs from here too.
@@ -73,19 +73,11 @@ def answering_errors() -> Iterator[None]:
         yield
     except typer.Exit:
         raise
-    except Unreachable as error:
-        errors.print(f"cannot reach the server: {error}", markup=False)
-        raise typer.Exit(EXIT_ERROR) from None
-    except (ConfigError, ValueError) as error:
-        errors.print(str(error), markup=False)
-        raise typer.Exit(EXIT_ERROR) from None
-    except Exception as error:  # every refusal, local or remote, reads the same
-        status, body = problem(error)
-        if status == 500:
+    except Exception as error:  # worded by api.cli.direct, which answers without typer too
+        code = word_error(error)
+        if code is None:
             raise
-        errors.print(body.message, markup=False)
-        refused = status == 409 and body.reason in BOUNCE_REASONS
-        raise typer.Exit(EXIT_BOUNCED if refused else EXIT_ERROR) from None
+        raise typer.Exit(code) from None
 
 
 def emit(result: Any, as_json: bool, show: Callable[[Any], None]) -> None:

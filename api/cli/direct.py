@@ -27,6 +27,7 @@ from urllib.parse import quote, urlsplit
 from planledger.api.cli import EXIT_BOUNCED, EXIT_ERROR, EXIT_NOTHING_READY
 
 if TYPE_CHECKING:
+    from planledger.api.client import Client
     from planledger.api.runtime import Runtime
 
 Values = dict[str, Any]
@@ -164,6 +165,42 @@ COMMANDS: dict[tuple[str, ...], Command] = {
         exit_code=lambda v, answer: (EXIT_BOUNCED if v.get("exclusive_only")
                                      and answer["reserved"] else 0)),
 }
+
+
+def claim_paths(exclusive: list[str] | None, shared: list[str] | None) -> list[Any]:
+    """A claim's own paths (`--path`, `--shared-path`), as the ledger takes them."""
+    from planledger.ledger.domain.paths import PathSpec
+
+    return ([PathSpec(p) for p in exclusive or ()]
+            + [PathSpec(p, "shared") for p in shared or ()])
+
+
+# On the embedded store, what the full command line asks of its client (api.cli.plans,
+# work, paths), for the calls `here` does not answer: writes, and reads for a session.
+CLIENT_CALLS: dict[tuple[str, ...], Callable[["Client", Values], Any]] = {
+    ("plan", "list"): lambda c, v: c.plans(),
+    ("plan", "show"): lambda c, v: c.plan(v["slug"]),
+    ("ready",): lambda c, v: c.ready(v["plan"]),
+    ("step",): lambda c, v: c.step(v["step_id"]),
+    ("log",): lambda c, v: c.log(v.get("after", 0), v.get("limit", 100)),
+    ("session", "start"): lambda c, v: c.start_session(v.get("name")),
+    ("session", "end"): lambda c, v: c.end_session(),
+    ("session", "show"): lambda c, v: c.session(v["session_id"]),
+    ("claim",): lambda c, v: c.claim(v["step"], v.get("lease"), claim_paths(v.get("path"),
+                                                             v.get("shared_path"))),
+    ("claim-next",): lambda c, v: c.claim_next(v["plan"], v.get("lease"), v.get("wait", 0)),
+    ("heartbeat",): lambda c, v: c.heartbeat(v["step"], v.get("lease")),
+    ("complete",): lambda c, v: c.complete(v["step"], v.get("fence"), v.get("note")),
+    ("release",): lambda c, v: c.release(v["step"], v.get("fence"), v.get("note")),
+    ("drop",): lambda c, v: c.drop(v["step"], v.get("fence"), v.get("note")),
+    ("note",): lambda c, v: c.add_note(v["step"], v["text"]),
+    ("paths", "check"): lambda c, v: c.check_paths(v.get("patterns") or [],
+                                                   v.get("file") or [],
+                                                   v.get("exclusive_only", False),
+                                                   v.get("but")),
+}
+assert set(CLIENT_CALLS) == set(COMMANDS), "every command is answered on the embedded store"
+
 SHARED = {"--url": ("url", "str"), "--db": ("db", "str"), "--json": ("json", "flag")}
 ACTING = {"--session": ("session", "str"), "--token": ("token", "str")}
 # The checks of the requests' schemas (api.schemas.PathsCheckIn) the server would not see.
@@ -190,9 +227,8 @@ def parse(args: list[str]) -> tuple[Command, Values] | None:
         if name not in values and (command.token or not of_acting):
             # click ignores an empty one
             values[name] = os.environ.get(f"PLANLEDGER_{name.upper()}") or None
-    if values["url"] is None:  # the embedded store: only the reads that act for no session
-        acting = values.get("token") or values.get("session")
-        return (command, values) if command.here is not None and not acting else None
+    if values["url"] is None:  # the embedded store
+        return (command, values) if 0 <= values.get("wait", 0) <= MAX_WAIT_SECONDS else None
     return (command, values) if _acceptable(values) else None
 
 
@@ -271,7 +307,10 @@ def answer(args: list[str]) -> int | None:
         return None
     command, values = parsed
     if values["url"] is None:
-        return _answer_here(command, values)
+        acting = values.get("token") or values.get("session")
+        if command.here is not None and not acting:
+            return _answer_here(command, values)
+        return _answer_with_client(args, values)
     method, path, body, params, waits = command.request(values)
     from planledger.api.remote_http import Connection, NoAnswer
 
@@ -306,14 +345,41 @@ def _answer_here(command: Command, values: Values) -> int | None:
             result = command.here(runtime, values)
         finally:
             runtime.close()
-    except Exception as error:  # worded as the full command line words it
-        try:
-            return _as_the_full_path(error)
-        except Exception:
-            return None
-    mode = "json" if values.get("json") else "python"
-    return _show(command, values, [r.model_dump(mode=mode) for r in result]
-                 if isinstance(result, list) else result.model_dump(mode=mode))
+    except Exception as error:  # worded as the full command line words it, else left to it
+        return word_error(error)
+    return _show(command, values, _dumped(result, bool(values.get("json"))))
+
+
+def _answer_with_client(args: list[str], values: Values) -> int | None:
+    """The call on the embedded store through the client the full command line opens
+    (`connect`: the service, acting for the session), without typer or rich."""
+    words = tuple(args[:2]) if tuple(args[:2]) in COMMANDS else tuple(args[:1])
+    command = COMMANDS[words]
+    from planledger.api.client import connect
+
+    try:
+        client = connect(None, db=values["db"], token=values.get("token"),
+                         session=values.get("session"))
+    except Exception as error:  # nothing is written before the store is open
+        return word_error(error)
+    try:
+        result = CLIENT_CALLS[words](client, values)
+        return _show(command, values, _dumped(result, bool(values.get("json"))))
+    except Exception as error:
+        code = word_error(error)
+        if code is None:
+            raise
+        return code
+    finally:
+        client.close()
+
+
+def _dumped(result: Any, as_json: bool) -> Any:
+    """The answer's fields as api.cli.common.emit hands them on."""
+    mode = "json" if as_json else "python"
+    if isinstance(result, list):
+        return [r.model_dump(mode=mode) for r in result]
+    return result.model_dump(mode=mode)
 
 
 def _show(command: Command, values: Values, data: Any) -> int:
@@ -336,8 +402,8 @@ def _refused(message: str, code: int) -> int:
 
 
 def _error(status: int, raw: bytes) -> int:
-    """An error answer, worded and coded as the full command line does (api.cli.common:
-    the problem body's message; 3 for a bounce); what this cannot read goes there."""
+    """An error answer, worded and coded as the full command line does (`word_error`: the
+    problem body's message; 3 for a bounce), read without the schemas where it can be."""
     try:
         body = json.loads(raw)
     except ValueError:
@@ -346,10 +412,11 @@ def _error(status: int, raw: bytes) -> int:
             and isinstance(body.get("message"), str)):
         bounced = status == 409 and body["reason"] in BOUNCE_REASONS
         return _refused(body["message"], EXIT_BOUNCED if bounced else EXIT_ERROR)
-    return _answer_as_the_full_path(status, raw)
+    return _worded_answer(status, raw)
 
 
-def _answer_as_the_full_path(status: int, raw: bytes) -> int:
+def _worded_answer(status: int, raw: bytes) -> int:
+    """An error answer as RemoteClient raises it, worded by `word_error`."""
     from planledger.api.client import RemoteError
     from planledger.api.remote_http import Answer
 
@@ -358,18 +425,30 @@ def _answer_as_the_full_path(status: int, raw: bytes) -> int:
         error = answer.json()
     except ValueError:
         error = {"reason": "http", "message": answer.text[:500]}
-    return _as_the_full_path(RemoteError(status, error))
+    refused = RemoteError(status, error)
+    code = word_error(refused)
+    if code is None:
+        raise refused
+    return code
 
 
-def _as_the_full_path(error: Exception) -> int:
-    """The exit code (and message) api.cli.common gives `error`; raised on if it is none
-    of the errors it words."""
-    import typer
+def word_error(error: BaseException) -> int | None:
+    """What the command line says of an error (api.cli.common.answering_errors): its
+    message on stderr, and the exit code for its kind: 3 for a bounce, else 1. None for an
+    error it has no words for (a bug, to be raised on)."""
+    from planledger.api.cli import output
+    from planledger.api.client import Unreachable
+    from planledger.api.errors import BOUNCE_REASONS, ConfigError, problem
 
-    from planledger.api.cli.common import answering_errors
-
-    try:
-        with answering_errors():
-            raise error
-    except typer.Exit as done:
-        return int(done.exit_code)
+    if isinstance(error, Unreachable):
+        message, code = f"cannot reach the server: {error}", EXIT_ERROR
+    elif isinstance(error, ConfigError | ValueError):
+        message, code = str(error), EXIT_ERROR
+    else:  # every refusal, local or remote, reads the same
+        status, body = problem(error)
+        if status == 500:
+            return None
+        bounced = status == 409 and body.reason in BOUNCE_REASONS
+        message, code = body.message, EXIT_BOUNCED if bounced else EXIT_ERROR
+    output.line(message, markup=False, stderr=True)
+    return code

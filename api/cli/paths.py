@@ -1,14 +1,11 @@
 """Path reservations on the command line: `claim --path`, and `paths check` (who holds
 what)."""
 
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from planledger.api.cli.options import DbOption, JsonOption, UrlOption
-
-if TYPE_CHECKING:  # loaded when a command runs, not when the command line starts
-    from planledger.ledger.domain.paths import PathSpec
 
 paths_app = typer.Typer(help="Path reservations: who holds which paths.",
                         no_args_is_help=True)
@@ -19,14 +16,6 @@ PathOption = Annotated[list[str] | None, typer.Option(
 SharedPathOption = Annotated[list[str] | None, typer.Option(
     "--shared-path", metavar="GLOB", help="A path to reserve with the claim, shared with "
     "other shared reservations (repeat for more).")]
-
-
-def claim_paths(exclusive: list[str] | None, shared: list[str] | None) -> list["PathSpec"]:
-    """The claim's own paths, as the ledger takes them."""
-    from planledger.ledger.domain.paths import PathSpec
-
-    return ([PathSpec(p) for p in exclusive or ()]
-            + [PathSpec(p, "shared") for p in shared or ()])
 
 
 @paths_app.command("check")

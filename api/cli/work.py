@@ -7,6 +7,7 @@ import typer
 
 from planledger.api.cli import render
 from planledger.api.cli.common import EXIT_NOTHING_READY, emit, open_client
+from planledger.api.cli.direct import claim_paths
 from planledger.api.cli.options import (
     DbOption,
     FenceOption,
@@ -17,7 +18,7 @@ from planledger.api.cli.options import (
     TokenOption,
     UrlOption,
 )
-from planledger.api.cli.paths import PathOption, SharedPathOption, claim_paths
+from planledger.api.cli.paths import PathOption, SharedPathOption
 from planledger.ledger.commands import MAX_WAIT_SECONDS
 
 session_app = typer.Typer(help="Start, show and end sessions.", no_args_is_help=True)

@@ -6,6 +6,8 @@ relay sees both requests), and on an embedded store."""
 
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -233,29 +235,27 @@ def test_the_short_path_answers_what_it_covers(monkeypatch: pytest.MonkeyPatch) 
         monkeypatch.delenv(f"PLANLEDGER_{name}", raising=False)
     for args in (["plan", "list", "--url", "http://h"], ["claim", "x", "--url=http://h",
                                                         "--token", "t", "--lease", "5"],
-                 ["plan", "list"], ["ready", "p", "--db", "x.sqlite"]):
+                 ["plan", "list"], ["ready", "p", "--db", "x.sqlite"], ["claim", "x"],
+                 ["ready", "p", "--session", "s"], ["session", "start"]):
         assert direct.parse(args) is not None, args
-    # On the embedded store, writes and reads that act for a session take the full path.
-    for args in (["claim", "x"], ["ready", "p", "--session", "s"], ["session", "start"]):
+    for args in (["plan", "create", "plan.yaml"], ["timeline"], ["db", "info"], ["serve"],
+                 ["plan", "list", "--session", "s"]):
         assert direct.parse(args) is None, args
-    monkeypatch.setenv("PLANLEDGER_SESSION", "s")
-    assert direct.parse(["ready", "p"]) is None
-    assert direct.parse(["plan", "list"]) is not None  # it takes no session
 
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, str]]]:
     """An embedded store with a plan, one step held and a session holding nothing; its path
-    and step ids by key (and the idle session's id as "idle")."""
+    and step ids by key (and the sessions' ids as "holder" and "idle")."""
     directory = tmp_path_factory.mktemp("embedded")
     db = str(directory / "ledger.sqlite")
     plan = directory / "plan.yaml"
     plan.write_text(PLAN_YAML)
     made = _json_db(db, "plan", "create", str(plan))
     ids = {s["key"]: s["step_id"] for s in made["steps"]}
-    holder = _json_db(db, "session", "start", "--name", "agent a")["session_id"]
+    ids["holder"] = _json_db(db, "session", "start", "--name", "agent a")["session_id"]
     ids["idle"] = _json_db(db, "session", "start", "--name", "agent b")["session_id"]
-    _json_db(db, "claim", ids["s4"], "--session", holder)
+    _json_db(db, "claim", ids["s4"], "--session", ids["holder"])
     yield db, ids
 
 
@@ -278,6 +278,58 @@ def _both_here(db: str, *args: str, short_path: bool = True,
     assert short == full, args
     assert "Traceback" not in short[2] or not clean, short
     return short
+
+
+MOMENT = re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?|"
+                    r"\d+(\.\d+)? s left|\"seconds_left\": [\d.]+")
+
+
+def _both_on_copies(db: str, tmp_path: Path, *args: str) -> tuple[int, str, str]:
+    """Run a write both ways, each on its own copy of the store at `db`; assert they print
+    and exit the same, moments aside (each writes at its own)."""
+    outcomes = []
+    for way, command in (("short", [PLANLEDGER, *args]),
+                         ("full", [sys.executable, "-c", FULL, *args])):
+        copy = tmp_path / way
+        shutil.copytree(Path(db).parent, copy)
+        environment = {k: v for k, v in os.environ.items()
+                       if not k.startswith("PLANLEDGER_") and k != "COLUMNS"}
+        environment["PLANLEDGER_DB"] = str(copy / Path(db).name)
+        with mock.patch.dict(os.environ, environment, clear=True):
+            assert direct.parse(list(args)) is not None, args
+        code, out, err = _run(command, environment)
+        outcomes.append((code, MOMENT.sub("<moment>", out), MOMENT.sub("<moment>", err)))
+        shutil.rmtree(copy)
+    assert outcomes[0] == outcomes[1], args
+    assert "Traceback" not in outcomes[0][2], outcomes[0]
+    return outcomes[0]
+
+
+def test_embedded_work_prints_as_the_full_command_line(
+        store: tuple[str, dict[str, str]], tmp_path: Path) -> None:
+    db, ids = store
+    holder, idle, s4 = ids["holder"], ids["idle"], ids["s4"]
+    for output in ((), ("--json",)):
+        assert _both_on_copies(db, tmp_path, "ready", "auth-refresh", "--session", idle,
+                               *output)[0] == 0
+        assert _both_on_copies(db, tmp_path, "heartbeat", s4, "--lease", "600",
+                               "--session", holder, *output)[0] == 0
+        assert _both_on_copies(db, tmp_path, "complete", s4, "--note", "done", "--session",
+                               holder, *output)[0] == 0
+        assert _both_on_copies(db, tmp_path, "release", s4, "--session", holder,
+                               *output)[0] == 0
+        assert _both_on_copies(db, tmp_path, "note", s4, "see the PR", "--session", holder,
+                               *output)[0] == 0
+        assert _both_on_copies(db, tmp_path, "claim-next", "auth-refresh", "--session", idle,
+                               *output)[0] == 4
+        assert _both_on_copies(db, tmp_path, "session", "end", "--session", holder,
+                               *output)[0] == 0
+    bounced = _both_on_copies(db, tmp_path, "claim", s4, "--path", "src/**", "--session", idle)
+    assert bounced[0] == 3 and "task already claimed" in bounced[2]
+    assert _both_on_copies(db, tmp_path, "claim", ids["s5"], "--session", idle)[0] == 3
+    assert _both_on_copies(db, tmp_path, "drop", s4, "--session", idle)[0] == 3
+    assert _both_on_copies(db, tmp_path, "claim", s4)[0] == 1  # acts for no session
+    assert _both_on_copies(db, tmp_path, "complete", "01NOSUCHSTEP", "--session", holder)[0] == 1
 
 
 def test_embedded_reads_print_as_the_full_command_line(
@@ -307,7 +359,9 @@ def test_embedded_refusals_read_as_the_full_command_line(
     # no driver's error), which the short path leaves it to print.
     assert _both_here(db, "plan", "list", "--db", "postgresql://nobody@127.0.0.1:1/x",
                       clean=False)[0] == 1
-    assert _both_here(db, "ready", "auth-refresh", "--session", "x", short_path=False)[0] != 0
+    assert _both_here(db, "ready", "auth-refresh", "--session", "x")[0] == 1  # no such session
+    assert _both_here(db, "claim-next", "auth-refresh", "--wait", "301",
+                      short_path=False)[0] == 2
 
 
 def test_the_short_path_keeps_the_ledgers_constants() -> None:
