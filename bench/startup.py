@@ -85,8 +85,12 @@ def run(smoke: bool = False) -> list[Figure]:
              ["ready", "p", "--db", db, "--json"], 5.0)
         replica = start_replica(str(directory / "served.sqlite"))
         try:
+            subprocess.run([PLANLEDGER, "plan", "create", str(plan), "--url", replica.url],
+                           check=True, capture_output=True, timeout=120)
             call("`planledger plan list --url` (a running server), process included",
                  ["plan", "list", "--url", replica.url, "--json"], 3.0)
+            call("`planledger ready --url` (a running server), its tables for people, "
+                 "process included", ["ready", "p", "--url", replica.url], 3.0)
         finally:
             replica.stop()
         for name, measure in (("cold `planledger mcp` (stdio) answering initialize",
