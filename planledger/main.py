@@ -6,7 +6,9 @@ three meet only here, and nothing imports this module.
 A call imports only the command it names (`planledger claim …` loads api/cli/work.py and
 what it needs, not the web server, the MCP stack or the replays), and `planledger --help`
 lists the commands from their table without importing any: agents that drive the ledger
-through a shell pay the start-up on every call (bench/startup.py measures it).
+through a shell pay the start-up on every call (bench/startup.py measures it). Before any
+of that, api.cli.direct answers the calls it can without typer: every call to a server
+(`--url`), and the embedded store's work and reads.
 """
 
 import sys

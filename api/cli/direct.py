@@ -301,7 +301,7 @@ def _acceptable(values: Values) -> bool:
 
 def answer(args: list[str]) -> int | None:
     """Answer the call `args` (what follows `planledger`) and return its exit code; None
-    when the full command line must answer it (nothing was sent then)."""
+    when the full command line must answer it (nothing was sent or written then)."""
     parsed = parse(args)
     if parsed is None:
         return None
