@@ -73,3 +73,33 @@ def test_after_the_early_answer_the_sdk_serves_the_session_and_answers_initializ
     assert [a["id"] for a in answers] == [1, 2], done.stdout + done.stderr
     assert answers[0]["result"]["serverInfo"]["name"] == "planledger"
     assert any(t["name"] == "tasks_claim" for t in answers[1]["result"]["tools"])
+
+
+# Run as `planledger mcp` runs; when the early answer has been written, name what is loaded
+# (on stderr: stdout is the protocol's) and stop there.
+BEFORE_THE_ANSWER = """
+import sys
+from planledger.api.mcp import handshake
+taken = handshake.take_wire
+def take_and_tell():
+    wire = taken()
+    sys.stderr.write("LOADED " + " ".join(sorted(sys.modules)) + "\\n")
+    raise SystemExit(0)
+handshake.take_wire = take_and_tell
+from planledger.main import main
+main(["mcp", "--db", sys.argv[1]])
+"""
+# What costs CPU before the answer without being needed for it; eight servers started at
+# once on two cores wait for each other's (bench/startup.py).
+HEAVY = ("mcp", "mcp_types", "pydantic", "typer", "click", "anyio", "eventsourcing", "sqlite3",
+         "dataclasses", "inspect", "planledger.ledger", "planledger.api.mcp.server")
+
+
+def test_the_answer_is_written_before_anything_heavy_is_loaded(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-c", BEFORE_THE_ANSWER, str(tmp_path / "l.sqlite")],
+                          input=_request("2025-06-18"), capture_output=True, timeout=120,
+                          check=True)
+    assert json.loads(done.stdout)["result"]["serverInfo"]["name"] == "planledger"
+    loaded = done.stderr.decode().split("LOADED ", 1)[1].split()
+    heavy = [m for m in loaded if m in HEAVY or m.startswith(tuple(f"{h}." for h in HEAVY))]
+    assert heavy == [], heavy
