@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-from mcp import Client
+from mcp import Client, MCPDeprecationWarning
 
 from planledger.bench.disk_full import cpu_seconds
 from planledger.bench.servers import ROOMY, Agent, Replica, create_plan, start_replica
@@ -81,7 +81,7 @@ async def _mcp_round_trips(server: Replica, steps: list[str], claims: Calls,
         with warnings.catch_warnings():
             # Gone from the 2026-07-28 revision; the handshake-era sessions agents hold
             # (and this one) still have it.
-            warnings.simplefilter("ignore", DeprecationWarning)
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
             for _ in steps:
                 began = time.perf_counter()
                 await client.send_ping()
