@@ -4,6 +4,7 @@ HTTP sends the pair as the response, MCP turns the body's message into a tool er
 the CLI prints the message and picks its exit code from the status.
 """
 
+import sys
 from typing import Any
 
 from planledger.api.schemas import BlockerOut, ErrorOut
@@ -110,6 +111,8 @@ _STORE_TROUBLE = (
     (("disk is full", "no space"), "the store is full: writes are refused until space is "
                                    "freed; retry then"),
     (("locked", "busy"), "the store is locked by another process; retry shortly"),
+    (("connection failed", "connection refused", "could not connect", "timeout expired",
+      "name or service not known"), "cannot connect to the database; retry once it is up"),
     (("terminat", "closed", "connection", "server"), "the connection to the database was "
                                                       "lost; retry shortly"),
 )
@@ -143,7 +146,11 @@ def problem(error: BaseException) -> tuple[int, ErrorOut]:
 
     from eventsourcing.persistence import PersistenceError
 
-    if isinstance(error, PersistenceError | sqlite3.Error):
+    # The PostgreSQL driver's own errors (a pool that cannot connect at all) are store
+    # trouble too; looked up only where it was loaded, never imported for the question.
+    psycopg = sys.modules.get("psycopg")
+    driver_errors = (psycopg.Error,) if psycopg is not None else ()
+    if isinstance(error, (PersistenceError, sqlite3.Error, *driver_errors)):
         return 503, ErrorOut(reason="store_unavailable", message=store_trouble(error))
     return 500, ErrorOut(reason="internal", message="internal error; the server log has the "
                          "details")

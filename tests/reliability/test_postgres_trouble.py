@@ -136,6 +136,7 @@ def test_lost_connections_under_load_answer_503_and_the_server_reconnects() -> N
     # Lost at once, or not back within the answer deadline (api/http/deadline.py): 503 both.
     assert tally.unavailable
     assert tally.unavailable <= {"the connection to the database was lost; retry shortly",
+                                 "cannot connect to the database; retry once it is up",
                                  unanswered(1 + 1)}
 
 
