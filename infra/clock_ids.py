@@ -17,8 +17,6 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
-from ulid import ULID
-
 from planledger.ledger.ports import Clock, IdGenerator
 from planledger.ledger.store import EventStore
 
@@ -105,6 +103,10 @@ class DatabaseClock(Clock):
 
 class UlidGenerator(IdGenerator):
     def new_id(self) -> str:
+        # Here, not at the top: python-ulid reads its version through importlib.metadata
+        # (~28 ms), which a command that makes no id (a read) should not pay.
+        from ulid import ULID
+
         return str(ULID())
 
 
