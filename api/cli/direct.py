@@ -1,6 +1,6 @@
 """Command line calls answered without typer: a call to a server (`--url`, or
-PLANLEDGER_URL) without pydantic or the API's schemas either, and a read of the embedded
-store without the service around it.
+PLANLEDGER_URL) without pydantic or the API's schemas either, and a call on the embedded
+store without typer or rich.
 
 Agents drive the ledger through a shell, one process per call, and such a call did little
 but start: loading typer, rich and building the schemas took ~13x a bare interpreter start
@@ -8,14 +8,14 @@ but start: loading typer, rich and building the schemas took ~13x a bare interpr
 as click reads them. To a server, they send the request `RemoteClient` sends and print the
 server's JSON as it comes (`--json`) or through the same renderers (api.cli.render). On the
 embedded store, the reads that act for no session open the store and ask api.reads, as
-`LocalClient` does, without the service's metrics, waiting and idempotency.
+`LocalClient` does, without the service around it; writes, and reads for a session, go
+through the client the full command line opens (`CLIENT_CALLS`).
 
 Only what this module is sure of is answered here: a call it does not fully understand
-(`--help`, an unknown or malformed option, a missing argument, no URL, a value out of range,
-a command not in the table) is left to the full command line, which answers it as always;
-so is an error answer it cannot read, and any write on the embedded store.
-tests/e2e/test_cli_direct.py holds the output, the exit code and the error text of both
-paths equal, command by command.
+(`--help`, an unknown or malformed option, a missing argument, a value out of range, a
+command not in the table) is left to the full command line, which answers it as always;
+so is an error answer it cannot read. tests/e2e/test_cli_direct.py holds the output, the
+exit code and the error text of both paths equal, command by command.
 """
 
 import json
