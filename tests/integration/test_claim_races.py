@@ -22,6 +22,7 @@ from planledger.ledger.domain import errors
 from planledger.ledger.domain import events as ev
 from tests.support import OPERATOR
 from tests.support.postgres import fresh_schema
+from tests.support.processes import processes
 
 ROUNDS = 20
 BARRIER_TIMEOUT = 120
@@ -75,8 +76,8 @@ def _work_through(db: str, step_ids: list[str], seed: int, barrier: Barrier, out
 
 def _run_processes(agents: int, target: Callable[..., None],
                    args: Callable[[int, Barrier, Any], tuple[Any, ...]]) -> list[Any]:
-    """Start `agents` spawned processes released together by a barrier; their reports."""
-    ctx = mp.get_context("spawn")
+    """Start `agents` processes released together by a barrier; their reports."""
+    ctx = processes()
     barrier, out = ctx.Barrier(agents), ctx.Queue()
     procs = [ctx.Process(target=target, args=args(i, barrier, out)) for i in range(agents)]
     for p in procs:

@@ -1,7 +1,6 @@
 """The PostgreSQL follower: LISTEN/NOTIFY wakes it, it applies every event once and in order,
 and an append whose NOTIFY reached nobody still arrives within the resync interval."""
 
-import multiprocessing as mp
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -27,6 +26,7 @@ from planledger.projections.readmodel import ReadModel
 from tests.support import OPERATOR
 from tests.support.fakes import EPOCH
 from tests.support.postgres import BASE_URL, fresh_schema
+from tests.support.processes import processes
 
 NEVER = 3600.0  # a resync interval that never fires: only NOTIFY can wake the follower
 TIMEOUT = 60
@@ -73,7 +73,7 @@ def test_events_from_four_writer_processes_are_each_applied_once_in_log_order(
 ) -> None:
     seen = Collected()
     follower = PgFollower(store, seen, resync_seconds=NEVER).start()
-    ctx = mp.get_context("spawn")
+    ctx = processes()
     barrier = ctx.Barrier(4)
     writers = [ctx.Process(target=_start_sessions, args=(pg, 50, barrier)) for _ in range(4)]
     for w in writers:

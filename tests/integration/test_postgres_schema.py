@@ -1,6 +1,5 @@
 """Schema creation on PostgreSQL: one explicit, locked step that many processes may run."""
 
-import multiprocessing as mp
 import subprocess
 import sys
 from multiprocessing.synchronize import Barrier
@@ -15,6 +14,7 @@ from planledger.infra.pg_append import APPEND_FUNCTION
 from planledger.infra.pg_schema import init_schema, missing_objects
 from planledger.ledger.storage import postgres_options
 from tests.support.postgres import BASE_URL, fresh_schema
+from tests.support.processes import processes
 
 TIMEOUT = 60
 PLANLEDGER = str(Path(sys.executable).parent / "planledger")  # the installed command
@@ -30,7 +30,7 @@ def _init_together(url: str, barrier: Barrier, out: Any) -> None:
 
 def test_eight_processes_initialising_one_schema_at_once_create_it_exactly_once() -> None:
     with fresh_schema(init=False) as url:
-        ctx = mp.get_context("spawn")
+        ctx = processes()
         barrier, out = ctx.Barrier(8), ctx.Queue()
         procs = [ctx.Process(target=_init_together, args=(url, barrier, out)) for _ in range(8)]
         for p in procs:

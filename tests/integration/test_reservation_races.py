@@ -7,7 +7,6 @@ judge: replayed event by event, no reservation is ever made while another sessio
 one conflicts with it.
 """
 
-import multiprocessing as mp
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -26,6 +25,7 @@ from planledger.ledger.domain.paths import PathSpec, conflict
 from planledger.ledger.domain.reservations import specs
 from tests.support import OPERATOR
 from tests.support.postgres import fresh_schema
+from tests.support.processes import processes
 
 ROUNDS = 8
 TIMEOUT = 120
@@ -108,7 +108,7 @@ def test_processes_claiming_overlapping_paths_never_hold_them_together(db: str) 
     runtime = open_runtime(db)
     rounds = _seed(runtime, ROUNDS)
     runtime.close()
-    ctx = mp.get_context("spawn")
+    ctx = processes()
     barrier, out = ctx.Barrier(len(PATHS)), ctx.Queue()
     procs = [ctx.Process(target=_process_agent, args=(db, rounds, i, barrier, out))
              for i in range(len(PATHS))]

@@ -8,7 +8,6 @@ and then sits on a claim past its lease, ends its session and starts another, an
 some calls with a timeout too short to see the answer (their outcome is unknown).
 """
 
-import multiprocessing
 import random
 import time
 from dataclasses import asdict, dataclass
@@ -18,6 +17,7 @@ from typing import Any
 import httpx
 
 from tests.reliability.history import Call
+from tests.support.processes import processes
 
 TIMEOUT = 10.0
 IMPATIENT = 0.003  # a timeout that usually fires before the answer: an unknown outcome
@@ -124,6 +124,6 @@ def run_agents(urls: list[str], steps: list[str], agents: int, seconds: float, s
     made."""
     plans = [Plan(urls[i % len(urls)], tuple(steps), seconds, seed * 1000 + i)
              for i in range(agents)]
-    with multiprocessing.get_context("spawn").Pool(agents) as pool:
+    with processes().Pool(agents) as pool:
         results = pool.map(run_agent, plans)
     return [Call(**c) for calls in results for c in calls]
