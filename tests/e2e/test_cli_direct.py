@@ -1,8 +1,10 @@
 """A call answered by the short path (api.cli.direct: no typer; to a server, no schemas
 either) prints, exits and sends exactly as the full command line does, command by command.
-Both run as real processes: against a real server through a relay that passes the first's
-request on and answers the second's with the same answer (so both see one answer and the
-relay sees both requests), and on an embedded store."""
+Both run as real processes, the two ways of one call at the same time (each start costs
+most of a second of CPU here; run together they take about one on two cores): against a
+real server through a relay that passes the first request to arrive on and answers the
+other with the same answer (so both see one answer and the relay sees both requests), and
+on an embedded store."""
 
 import json
 import os
@@ -12,6 +14,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -36,31 +39,50 @@ Seen = tuple[str, str, str | None, bytes]  # method, path, Authorization, body
 
 @dataclass
 class Relay:
-    """An HTTP server in front of the ledger's: a request goes on to `upstream` unless an
-    answer is kept, which then answers it; `keep` keeps the next answer for the next
-    request. `canned`: answer every request with this instead."""
+    """An HTTP server in front of the ledger's: a request goes on to `upstream`; while
+    `pairing`, the first request to arrive goes on and the second waits for its answer and
+    is answered the same. `canned`: answer every request with this instead."""
 
     upstream: str
     seen: list[Seen] = field(default_factory=list)
-    kept: tuple[int, bytes] | None = None
-    keep: bool = False
+    pairing: bool = False
+    kept: "Future[tuple[int, bytes]] | None" = None
     canned: tuple[int, bytes] | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def pair(self, pairing: bool) -> None:
+        with self.lock:
+            self.pairing, self.kept = pairing, None
 
     def answer(self, method: str, path: str, auth: str | None, body: bytes) -> tuple[int, bytes]:
-        self.seen.append((method, path, auth, body))
-        if self.canned is not None:
-            return self.canned
-        if self.kept is not None:
-            kept, self.kept = self.kept, None
-            return kept
+        with self.lock:
+            self.seen.append((method, path, auth, body))
+            if self.canned is not None:
+                return self.canned
+            kept, first = self.kept, self.pairing and self.kept is None
+            if first:
+                kept = self.kept = Future()
+            elif self.pairing:
+                self.pairing = False  # the pair is answered: later requests go on
+        if kept is not None and not first:
+            return kept.result(timeout=60)
+        try:
+            answer = self._forward(method, path, auth, body)
+        except Exception as error:
+            if kept is not None:
+                kept.set_exception(error)
+            raise
+        if kept is not None:
+            kept.set_result(answer)
+        return answer
+
+    def _forward(self, method: str, path: str, auth: str | None, body: bytes,
+                 ) -> tuple[int, bytes]:
         headers = {"Content-Type": "application/json", **({"Authorization": auth} if auth
                                                           else {})}
         got = httpx.request(method, self.upstream + path, content=body or None,
                             headers=headers, timeout=60)
-        answer = got.status_code, got.content
-        if self.keep:
-            self.kept, self.keep = answer, False
-        return answer
+        return got.status_code, got.content
 
 
 def _serve(relay: Relay) -> tuple[ThreadingHTTPServer, str]:
@@ -125,6 +147,17 @@ def _run(command: list[str], env: dict[str, str]) -> tuple[int, str, str]:
     return done.returncode, done.stdout, done.stderr
 
 
+def _together(short: tuple[list[str], dict[str, str]], full: tuple[list[str], dict[str, str]],
+              at_once: bool = True) -> tuple[tuple[int, str, str], tuple[int, str, str]]:
+    """Run the short path's process and the full command line's at the same time (unless
+    not `at_once`: the short path's first); what each exited with and printed."""
+    if not at_once:
+        return _run(*short), _run(*full)
+    with ThreadPoolExecutor(2) as pool:
+        short_run, full_run = pool.submit(_run, *short), pool.submit(_run, *full)
+        return short_run.result(), full_run.result()
+
+
 def _both(world: World, *args: str, token: str | None = None, url: str | None = None,
           short_path: bool = True, env: dict[str, str] | None = None) -> tuple[int, str, str]:
     """Run `args` both ways (the short path first, which answers them if `short_path`);
@@ -137,10 +170,10 @@ def _both(world: World, *args: str, token: str | None = None, url: str | None = 
     with mock.patch.dict(os.environ, environment, clear=True):
         assert (direct.parse(list(args)) is not None) == short_path, args
     world.relay.seen.clear()
-    world.relay.keep = True
-    short = _run([PLANLEDGER, *args], environment)
-    full = _run([sys.executable, "-c", FULL, *args], environment)
-    world.relay.keep, world.relay.kept = False, None
+    world.relay.pair(True)
+    short, full = _together(([PLANLEDGER, *args], environment),
+                            ([sys.executable, "-c", FULL, *args], environment))
+    world.relay.pair(False)
     assert short == full, args
     assert "Traceback" not in short[2], short
     if world.relay.seen:
@@ -265,16 +298,17 @@ def _json_db(db: str, *args: str) -> Any:
     return json.loads(done.stdout)
 
 
-def _both_here(db: str, *args: str, short_path: bool = True,
-               env: dict[str, str] | None = None, clean: bool = True) -> tuple[int, str, str]:
-    """Run `args` on the embedded store both ways; assert they print and exit the same."""
+def _both_here(db: str, *args: str, short_path: bool = True, env: dict[str, str] | None = None,
+               clean: bool = True, at_once: bool = True) -> tuple[int, str, str]:
+    """Run `args` (a read) on the embedded store both ways at once (unless not `at_once`);
+    assert they print and exit the same."""
     environment = {k: v for k, v in os.environ.items()
                    if not k.startswith("PLANLEDGER_") and k not in ("COLUMNS", "FORCE_COLOR")}
     environment |= {"PLANLEDGER_DB": db, **(env or {})}
     with mock.patch.dict(os.environ, environment, clear=True):
         assert (direct.parse(list(args)) is not None) == short_path, args
-    short = _run([PLANLEDGER, *args], environment)
-    full = _run([sys.executable, "-c", FULL, *args], environment)
+    short, full = _together(([PLANLEDGER, *args], environment),
+                            ([sys.executable, "-c", FULL, *args], environment), at_once)
     assert short == full, args
     assert "Traceback" not in short[2] or not clean, short
     return short
@@ -285,9 +319,9 @@ MOMENT = re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)
 
 
 def _both_on_copies(db: str, tmp_path: Path, *args: str) -> tuple[int, str, str]:
-    """Run a write both ways, each on its own copy of the store at `db`; assert they print
-    and exit the same, moments aside (each writes at its own)."""
-    outcomes = []
+    """Run a write both ways at once, each on its own copy of the store at `db`; assert
+    they print and exit the same, moments aside (each writes at its own)."""
+    runs = []
     for way, command in (("short", [PLANLEDGER, *args]),
                          ("full", [sys.executable, "-c", FULL, *args])):
         copy = tmp_path / way
@@ -297,9 +331,11 @@ def _both_on_copies(db: str, tmp_path: Path, *args: str) -> tuple[int, str, str]
         environment["PLANLEDGER_DB"] = str(copy / Path(db).name)
         with mock.patch.dict(os.environ, environment, clear=True):
             assert direct.parse(list(args)) is not None, args
-        code, out, err = _run(command, environment)
-        outcomes.append((code, MOMENT.sub("<moment>", out), MOMENT.sub("<moment>", err)))
-        shutil.rmtree(copy)
+        runs.append((command, environment))
+    outcomes = [(code, MOMENT.sub("<moment>", out), MOMENT.sub("<moment>", err))
+                for code, out, err in _together(runs[0], runs[1])]
+    for way in ("short", "full"):
+        shutil.rmtree(tmp_path / way)
     assert outcomes[0] == outcomes[1], args
     assert "Traceback" not in outcomes[0][2], outcomes[0]
     return outcomes[0]
@@ -354,7 +390,9 @@ def test_embedded_refusals_read_as_the_full_command_line(
     assert _both_here(db, "ready", "nope")[0] == 1
     assert _both_here(db, "step", "01NOSUCHSTEP", "--json")[0] == 1
     assert _both_here(db, "log", "--limit", "0")[0] == 1
-    assert _both_here(db, "plan", "list", "--db", str(tmp_path / "fresh.sqlite"))[0] == 0
+    # (One after the other: the first creates the store, which is not what is compared.)
+    assert _both_here(db, "plan", "list", "--db", str(tmp_path / "fresh.sqlite"),
+                      at_once=False)[0] == 0
     # No database at that address: the full command line's traceback (api.errors words
     # no driver's error), which the short path leaves it to print.
     assert _both_here(db, "plan", "list", "--db", "postgresql://nobody@127.0.0.1:1/x",
