@@ -54,19 +54,21 @@ class Ledger(Ports):
     def __init__(self, store: EventStore, clock: Clock, ids: IdGenerator,
                  view: CandidateView, lease_default: int = DEFAULT_LEASE_SECONDS) -> None:
         super().__init__(store, clock, ids, view, lease_default)
+        self.plain = Execution(self)  # the run of every command that attaches nothing
 
     def execute(self, command: Command[R], attach: Attach | None = None) -> R:
         """Run the command's handler; `attach` adds facts to the append that answers it."""
-        result: R = HANDLERS[type(command)](Execution(self, attach), command)
+        run = self.plain if attach is None else Execution(self, attach)
+        result: R = HANDLERS[type(command)](run, command)
         return result
 
     # --- reads the interfaces share ---------------------------------------------------
 
     def step(self, step_id: str, *, fresh: bool = True) -> tuple[StepState, StepDef, PlanState]:
-        return Execution(self).step(step_id, fresh=fresh)
+        return self.plain.step(step_id, fresh=fresh)
 
     def live_session(self, session_id: str) -> SessionState:
-        return Execution(self).live_session(session_id)
+        return self.plain.live_session(session_id)
 
     # --- shorthands: a command built and executed, for tests, benches and scripts -------
 

@@ -9,9 +9,7 @@ another writer moved a stream in between, the append fails as a whole and the ha
 decides again, at a fresh `now`.
 """
 
-import contextlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
@@ -26,14 +24,22 @@ R = TypeVar("R")
 MAX_ATTEMPTS = 64
 
 
-@dataclass(frozen=True)
 class Outcome(Generic[R]):
     """An attempt's decision, and what the command answers if it lands: `result` when
     the decision grants, its refusal otherwise. (A handler running a sub-command whose
-    outcome is not its answer attaches nothing to it: claim-next's `as_next`.)"""
+    outcome is not its answer attaches nothing to it: claim-next's `as_next`.)
 
-    decision: Decision
-    result: R | None = None
+    Made by every attempt and read once: a plain class with slots, as a frozen dataclass
+    paid a guarded attribute write per field."""
+
+    __slots__ = ("decision", "result")
+
+    def __init__(self, decision: Decision, result: R | None = None) -> None:
+        self.decision = decision
+        self.result = result
+
+    def __repr__(self) -> str:
+        return f"Outcome(decision={self.decision!r}, result={self.result!r})"
 
 
 # Given the outcome about to be appended, the extra facts to append in its transaction.
@@ -54,7 +60,9 @@ class Ports:
 
 class Execution:
     """One command's run: the ports it reads and decides with, and what its caller
-    attaches to the outcome that answers it. Made per command, so never shared."""
+    attaches to the outcome that answers it. One that attaches nothing holds nothing of
+    its command, so the ledger runs every such command on the same one (`Ledger.plain`);
+    one that attaches is made for its command alone."""
 
     __slots__ = ("_attach", "clock", "ids", "lease_default", "ports", "store", "view")
 
@@ -95,11 +103,15 @@ class Execution:
         the step from this process's cache (`attempt(now, False)`, no read). A stale step
         cannot land, as the version it appends at is taken (a conflict, then fresh tries);
         a refusal is decided again on fresh state before it is recorded or raised."""
-        with contextlib.suppress(ConflictError), self.store.transaction():
-            first = attempt(self.clock.now(), False)
-            if first.decision.refusal is None:
-                self.append(first)
-                return _result(first)
+        try:
+            with self.store.transaction():
+                first = attempt(self.clock.now(), False)
+                if first.decision.refusal is None:
+                    self.append(first)
+                    assert first.result is not None, "a landed decision answers its command"
+                    return first.result
+        except ConflictError:
+            pass
         return self.decide(lambda at: attempt(at, True), stream)
 
     def attaching(self, attach: Attach | None) -> "Execution":
