@@ -6,11 +6,12 @@ fast-forwards them from the store on every read (a heartbeated step stays cheap 
 
 import contextlib
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
-from eventsourcing.application import AggregateNotFoundError, Application
+from eventsourcing.application import AggregateNotFoundError, Application, Cache, LRUCache
 from eventsourcing.persistence import EventStore as LibraryEventStore
 from eventsourcing.persistence import (
     InfrastructureFactory,
@@ -94,6 +95,48 @@ _STARTS: dict[type, Callable[..., Any]] = {ev.StepOpened: fold_step,
                                            ev.PathsReserved: fold_reservations}
 
 
+class _Appending(threading.local):
+    """What a thread's open transaction has appended, and what it last appended. Defaults
+    on the class: each command reads these several times, and plain attributes cost less
+    than asking for them with defaults."""
+
+    pending: list[tuple[Sequence[Fact], Sequence[int]]] | None = None  # events, positions
+    caught_up = False  # the open unit has looked at the log's end (ledger.followed)
+    position: int | None = None  # the log position of the thread's latest append
+
+
+_NOTHING_FOLDED: dict[str, Any] = {}  # never written to
+
+
+class StateCache(Cache[str, Any]):
+    """The aggregate cache: the library's LRU cache in the C of an OrderedDict. Ours is
+    asked on every read and told of every append (the library's relinks its own list in
+    Python, under its lock, each time)."""
+
+    def __init__(self, maxsize: int) -> None:
+        super().__init__()
+        self._states: OrderedDict[str, Any] = OrderedDict()
+        self.cache = self._states
+        self._maxsize = maxsize
+        self._lock = threading.Lock()
+
+    def get(self, key: str, *, evict: bool = False) -> Any:
+        with self._lock:
+            if evict:
+                return self._states.pop(key)
+            state = self._states[key]
+            self._states.move_to_end(key)
+            return state
+
+    def put(self, key: str, value: Any) -> None:
+        states = self._states
+        with self._lock:
+            states[key] = value
+            states.move_to_end(key)
+            if len(states) > self._maxsize:
+                states.popitem(last=False)
+
+
 def _fold_for(known: Any, event: Appended) -> Callable[..., Any] | None:
     if known is None:
         return _STARTS.get(type(event))
@@ -112,7 +155,13 @@ class EventStore(Application[str]):
         # string for the library to look up.
         self._persistence = persistence
         super().__init__(env=settings)
-        self._appended = threading.local()
+        self._appended = _Appending()
+        library_cache = self.repository.cache
+        if isinstance(library_cache, LRUCache):
+            self.repository.cache = StateCache(library_cache.maxsize)
+        self._cache = self.repository.cache  # asked for on every read
+        events = self.events  # what appends go through, typed once (not on every append)
+        self._sealer = events if isinstance(events, SealingEventStore) else None
         # One transaction per block where the recorder's datastore offers it (our SQLite
         # persistence, infra.sqlite_pool); the library's others run each statement alone.
         datastore = getattr(self.recorder, "datastore", None)
@@ -159,12 +208,13 @@ class EventStore(Application[str]):
         back). Elsewhere each read and append runs on its own, and an append to a stream
         that moved since it was read fails as a conflict. Commands read, then append once,
         last, so they behave the same on both. Nested blocks join the outer one."""
-        if getattr(self._appended, "pending", None) is not None:
+        appended = self._appended
+        if appended.pending is not None:
             yield
             return
         pending: list[tuple[Sequence[Fact], Sequence[int]]] = []  # events, positions
-        self._appended.pending = pending
-        self._appended.caught_up = False
+        appended.pending = pending
+        appended.caught_up = False
         try:
             with self._unit():
                 yield
@@ -172,8 +222,8 @@ class EventStore(Application[str]):
             self._forget_heads(pending)
             raise
         finally:
-            self._appended.pending = None
-        self._learn(pending, caught_up=self._appended.caught_up)
+            appended.pending = None
+        self._learn(pending, caught_up=appended.caught_up)
 
     @contextlib.contextmanager
     def without_waiting(self) -> Iterator[None]:
@@ -197,8 +247,9 @@ class EventStore(Application[str]):
         and the answers among them to the table beside the log (ledger.answers); raises
         ConflictError if any stream moved or an answer's key is taken."""
         answers = [f for f in facts if isinstance(f, Answer)]
-        # Most appends carry no answer: their events are the facts as given.
-        events = [f for f in facts if not isinstance(f, Answer)] if answers else facts
+        # Most appends carry no answer: their events are the facts as given (copied once,
+        # as the append keeps them until its transaction ends).
+        events = [f for f in facts if not isinstance(f, Answer)] if answers else list(facts)
         if not events and not answers:
             return []
         # The library's event store directly: `Application.save` would first test each
@@ -206,25 +257,32 @@ class EventStore(Application[str]):
         # aggregate, and then run hooks this application leaves empty. An append that is
         # its own transaction is encoded (and its new chains sealed) before the transaction
         # takes the write lock: other writers wait for its insert only.
-        assert isinstance(self.events, SealingEventStore)
-        own = getattr(self._appended, "pending", None) is None  # a transaction of its own
-        encoded = self.events.encode(list(events), ahead=own)
+        sealer = self._sealer
+        assert sealer is not None, "appends go through a SealingEventStore"
+        own = self._appended.pending is None  # a transaction of its own
+        encoded = sealer.encode(events, ahead=own)
         if own:
             with self.transaction():
-                positions = self._insert(encoded, answers)
+                positions = self._insert(sealer, encoded, answers)
         else:
-            positions = self._insert(encoded, answers)
-        return self.events.recordings(encoded, positions)
+            positions = self._insert(sealer, encoded, answers)
+        return sealer.recordings(encoded, positions)
 
-    def _insert(self, encoded: Encoded, answers: Sequence[Answer]) -> Sequence[int]:
+    def _insert(self, sealer: SealingEventStore, encoded: Encoded,
+                answers: Sequence[Answer]) -> Sequence[int]:
         """Insert inside the current transaction, and note the append as pending."""
-        assert isinstance(self.events, SealingEventStore)
-        if self._followed is not None:
-            self._catch_up(self._followed)
-        if answers and not callable(getattr(self.recorder, "select_answer", None)):
-            raise TypeError(f"{type(self.recorder).__name__} keeps no answers")
-        positions = self.events.insert(encoded, **({"answers": answers} if answers else {}))
-        self._appended.pending.append((encoded.events, positions))
+        appended = self._appended
+        followed = self._followed
+        if followed is not None and not appended.caught_up:
+            self._catch_up(followed)
+        if answers:
+            if not callable(getattr(self.recorder, "select_answer", None)):
+                raise TypeError(f"{type(self.recorder).__name__} keeps no answers")
+            positions = sealer.insert(encoded, answers=answers)
+        else:
+            positions = sealer.insert(encoded)
+        assert appended.pending is not None, "inserted inside a transaction"
+        appended.pending.append((encoded.events, positions))
         return positions
 
     def _learn(self, pending: Sequence[tuple[Sequence[Fact], Sequence[int]]], *,
@@ -234,7 +292,10 @@ class EventStore(Application[str]):
         milliseconds of folding, with the followed states' lock let go between turns."""
         for events, positions in pending:
             if len(events) <= TURN:  # most appends: one or two events, taken at once
-                self._fold_committed(events, positions, caught_up)
+                if caught_up and positions:
+                    self._fold_committed(events, positions, caught_up)
+                else:
+                    self._committed(events, positions, _NOTHING_FOLDED)
                 continue
             for part in turns(len(events)):
                 self._fold_committed(events[part], positions[part], caught_up)
@@ -296,8 +357,7 @@ class EventStore(Application[str]):
     def last_position(self) -> int | None:
         """The log position of the calling thread's latest append (None before any), so a
         caller can ask a read model to wait until its own write is applied."""
-        position: int | None = getattr(self._appended, "position", None)
-        return position
+        return self._appended.position
 
     def _snapshot_step(self, step_id: StepId, at: Fact) -> None:
         if self.snapshots is None:
@@ -311,9 +371,13 @@ class EventStore(Application[str]):
         """The stream's current state: inside a unit, from the followed states (after one
         look at the log's end per unit); elsewhere through the aggregate cache."""
         followed = self._followed
-        if followed is None or getattr(self._appended, "pending", None) is None:
+        if followed is None:
             return self._load_cached(stream, fold)
-        self._catch_up(followed)
+        appended = self._appended
+        if appended.pending is None:
+            return self._load_cached(stream, fold)
+        if not appended.caught_up:
+            self._catch_up(followed)
         state = followed.get(stream)
         if state is None:
             state = self._load_cached(stream, fold)  # its reads join the unit
@@ -331,7 +395,7 @@ class EventStore(Application[str]):
         a cached state is fast-forwarded here; the repository only reconstructs a missing
         one (from the latest snapshot).
         """
-        cache = self.repository.cache
+        cache = self._cache
         if cache is None:
             return self.repository.get(stream, projector_func=fold)
         try:
@@ -374,11 +438,11 @@ class EventStore(Application[str]):
         a state at the version right before an event is advanced: an older or newer one
         (another thread's read) is left to the next fast-forward. States the followed ones
         have just folded (`folded`, current as of this commit) are taken as they are."""
-        cache = self.repository.cache
+        cache = self._cache
         if cache is None:
             return
         for event in events:
-            if (state := folded.get(event.originator_id)) is not None:
+            if folded and (state := folded.get(event.originator_id)) is not None:
                 cache.put(event.originator_id, state)
                 continue
             try:
@@ -397,9 +461,9 @@ class EventStore(Application[str]):
         without a read (None of the store's guarantees: only for a caller that appends to
         the step at the next version, so that a stale state fails as a conflict). Where
         states follow the log, the fresh read is as cheap, and is taken."""
-        if cached and self._followed is None and self.repository.cache is not None:
+        if cached and self._followed is None and self._cache is not None:
             with contextlib.suppress(KeyError):
-                known = self.repository.cache.get(step_id)
+                known = self._cache.get(step_id)
                 if isinstance(known, StepState):
                     return known
         try:
