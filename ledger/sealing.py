@@ -124,13 +124,21 @@ class SealingEventStore(EventStore[str]):
         """Seal what `encode` could not (the write lock held: the stored heads stay put),
         insert, and note the new heads once the insert is accepted; the events' positions
         in the log."""
-        if encoded.sealed and "" in encoded.hashes:
+        sealed = encoded.sealed
+        if sealed and "" in encoded.hashes:
             self._seal(encoded, ahead=False)
         positions = self.recorder.insert_events(encoded.stored, **kwargs)
         if not positions:
             return []
-        if encoded.sealed:
-            self.heads.note(_last_of_each_stream(encoded, self.final))
+        if sealed:
+            stored, final = encoded.stored, self.final
+            if len(stored) == 1:  # most appends: the one event is its stream's newest
+                s = stored[0]
+                if s.topic not in final:
+                    self.heads.note(((str(s.originator_id), s.originator_version,
+                                      encoded.hashes[0]),))
+            else:
+                self.heads.note(_last_of_each_stream(encoded, final))
         return positions
 
     @staticmethod
@@ -139,9 +147,7 @@ class SealingEventStore(EventStore[str]):
         makes them after its commit: 4,002 objects for a 1,000-step plan)."""
         if not positions:
             return []
-        return [Recording(event, Notification(
-                    originator_id=s.originator_id, originator_version=s.originator_version,
-                    topic=s.topic, state=s.state, id=position))
+        return [_recording(event, s, position)
                 for event, s, position in zip(encoded.events, encoded.stored, positions,
                                               strict=True)]
 
@@ -166,23 +172,21 @@ class SealingEventStore(EventStore[str]):
             s, digest = stored[i], hashes[i]
             stream, version = str(s.originator_id), s.originator_version
             if not digest:
-                prev = self._chained_to(batch, stream, version, ahead=ahead)
-                if prev is None:
+                # What the event chains to: the event before it in this append, GENESIS
+                # for a first event, or the stored head (not `ahead`: left unsealed).
+                known = batch.get(stream)
+                if known and known[0] == version - 1:
+                    prev = known[1]
+                elif version <= 1:
+                    prev = GENESIS
+                elif ahead:
                     continue
+                else:
+                    prev = self._prev(stream, version)
                 state, digest = seal(prev, stream, version, s.topic, s.state)
                 stored[i] = StoredEvent(s.originator_id, version, s.topic, state)
                 hashes[i] = digest
             batch[stream] = (version, digest)
-
-    def _chained_to(self, batch: dict[str, tuple[int, str]], stream: str, version: int, *,
-                    ahead: bool) -> str | None:
-        """The hash the event at `version` chains to, or None to leave it unsealed."""
-        known = batch.get(stream)
-        if known and known[0] == version - 1:
-            return known[1]
-        if version <= 1:
-            return GENESIS
-        return None if ahead else self._prev(stream, version)
 
     def _prev(self, stream: str, version: int) -> str:
         """The hash of the stream's event before `version`; GENESIS for a first event, or
@@ -195,6 +199,23 @@ class SealingEventStore(EventStore[str]):
         found = self.recorder.select_events(stream, gt=version - 2, lte=version - 1, limit=1)
         digest = hash_of(found[0].state) if found else None
         return digest or GENESIS
+
+
+def _recording(event: Any, s: StoredEvent, position: int) -> Recording[str]:
+    """The library's record of an inserted event, made as the library makes domain events
+    (its state set whole): its frozen dataclasses' constructors guard each field's write,
+    the better part of an append's bookkeeping."""
+    notification = _new(Notification)
+    _set(notification, "__dict__", {
+        "originator_id": s.originator_id, "originator_version": s.originator_version,
+        "topic": s.topic, "state": s.state, "id": position})
+    recording: Recording[str] = _new(Recording)
+    _set(recording, "__dict__", {"domain_event": event, "notification": notification})
+    return recording
+
+
+_new = object.__new__
+_set = object.__setattr__
 
 
 def _last_of_each_stream(encoded: Encoded, final: frozenset[str],
