@@ -28,6 +28,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from types import TracebackType
 from typing import Any
 
 from eventsourcing.persistence import (
@@ -203,37 +204,10 @@ class UnitDatastore(SQLiteDatastore):
         else:  # the unit commits or rolls back, and maps what failed, once, at its end
             yield cursor
 
-    @contextmanager
-    def unit(self) -> Iterator[None]:
+    def unit(self) -> "_Unit":
         """One write transaction for everything inside the block: committed when the block
         ends, rolled back if it raises. Nested units join the outer one."""
-        units = self.open_units
-        if getattr(units, "cursor", None) is not None:
-            yield
-            return
-        eager = getattr(units, "eager", False)
-        units.eager = False  # only a block's first transaction may refuse to wait
-        disk = self._disk
-        if disk is not None:
-            disk.check()
-        connection = self._take_writer(eager)
-        try:
-            with _WriteLockFirst(connection, eager=eager, usual_ms=self._wait_ms) as cursor:
-                units.cursor = cursor
-                try:
-                    yield
-                finally:
-                    units.cursor = None
-                    cursor.sqlite_cursor.close()
-        except (PersistenceError, sqlite3.Error) as error:
-            if disk is not None:
-                disk.noticed(error)
-            raise
-        else:
-            if disk is not None:
-                disk.cleared()
-        finally:
-            self._writer_lock.release()
+        return _Unit(self)
 
     def full(self) -> bool:
         """Whether writes are being refused at once for a full disk (DiskWatch)."""
@@ -274,6 +248,74 @@ class UnitDatastore(SQLiteDatastore):
                 self._writer_connection.close()
                 self._writer_connection = None
         super().close()
+
+
+class _Unit:
+    """`UnitDatastore.unit()`. A class, not a generator: every command runs one, and a
+    generator's context manager cost a fifth of the unit's own work."""
+
+    __slots__ = ("_datastore", "_transaction")
+
+    def __init__(self, datastore: UnitDatastore) -> None:
+        self._datastore = datastore
+        self._transaction: _WriteLockFirst | None = None  # None: joined an outer unit
+
+    def __enter__(self) -> None:
+        datastore = self._datastore
+        units = datastore.open_units
+        if getattr(units, "cursor", None) is not None:
+            return
+        eager = getattr(units, "eager", False)
+        units.eager = False  # only a block's first transaction may refuse to wait
+        disk = datastore._disk
+        if disk is not None:
+            disk.check()
+        connection = datastore._take_writer(eager)
+        try:
+            transaction = _WriteLockFirst(connection, eager=eager,
+                                          usual_ms=datastore._wait_ms)
+            units.cursor = transaction.__enter__()
+        except BaseException as error:
+            self._failed(error)
+            raise
+        self._transaction = transaction
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        transaction = self._transaction
+        if transaction is None:
+            return
+        datastore = self._datastore
+        units = datastore.open_units
+        cursor: SQLiteCursor = units.cursor
+        units.cursor = None
+        try:
+            cursor.sqlite_cursor.close()
+        except BaseException as closing:  # the block's error now (it is rolled back)
+            kind, error, trace = type(closing), closing, closing.__traceback__
+        try:
+            # Commits, or rolls back and raises the block's error again (mapped to the
+            # library's errors as its transactions map them).
+            transaction.__exit__(kind, error, trace)
+        except BaseException as failure:
+            self._failed(failure)
+            raise
+        try:
+            if datastore._disk is not None:
+                datastore._disk.cleared()
+        finally:
+            datastore._writer_lock.release()
+
+    def _failed(self, error: BaseException) -> None:
+        """The unit ends on `error`: the disk hears of a database's failure, and the
+        writer is let go."""
+        datastore = self._datastore
+        try:
+            if datastore._disk is not None and isinstance(error, PersistenceError
+                                                          | sqlite3.Error):
+                datastore._disk.noticed(error)
+        finally:
+            datastore._writer_lock.release()
 
 
 class UnitRecorder(SQLiteApplicationRecorder):
