@@ -6,7 +6,8 @@ milliseconds instead of paying ~0.5-1 s of CPU for those imports (spawn's), whic
 2-core machine made the 16-process races spend most of their time starting up. The
 children are still separate processes forked from a single-threaded server (no lock or
 connection of the test process is inherited); each opens its own store and pool after it
-starts, as a spawned one does.
+starts, as a spawned one does. Unlike a spawned one, a child has the environment the fork
+server started with, not the test's of the moment: pass what a child needs as arguments.
 """
 
 import multiprocessing as mp
