@@ -17,17 +17,24 @@ such events: most of its append's CPU time, which claims no longer wait behind.
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from json.scanner import make_scanner
+from typing import Any, cast
 
 from eventsourcing.persistence import (
+    Cipher,
+    Compressor,
     EventStore,
+    JSONTranscoder,
     Mapper,
     Notification,
     Recording,
     StoredEvent,
+    Transcoder,
+    find_id_convertor,
 )
+from eventsourcing.utils import resolve_topic
 
 from planledger.ledger.chain import GENESIS, HASH_KEY, PREV_KEY, hash_of, seal
 from planledger.ledger.turns import TURN, each_in_turns
@@ -70,13 +77,60 @@ class Heads:
 
 
 class UnsealingMapper(Mapper[str]):
-    """The library's mapper; events read back lose their chain keys."""
+    """The library's mapper; events read back lose their chain keys.
+
+    Every read model folds every event it reads, so decoding is most of a read: an
+    event whose bytes are one JSON object, as stored, is decoded here the library's way
+    (its transcoder's object hook, its id convertor, upcasting) with what it looks up for
+    each event kept per kind, and the JSON scanned without the decoder's checks for
+    surrounding whitespace; anything else goes the library's own way, errors included."""
+
+    def __init__(self, transcoder: Transcoder, compressor: Compressor | None = None,
+                 cipher: Cipher | None = None) -> None:
+        super().__init__(transcoder, compressor, cipher)
+        # The decoder's own scanner (its object hook): what its `decode` runs, unwrapped.
+        self._scan: Callable[[str, int], tuple[Any, int]] | None = (
+            make_scanner(cast(Any, transcoder.decoder)) if isinstance(transcoder, JSONTranscoder)
+            and compressor is None and cipher is None else None)
+        self._kinds: dict[tuple[str, type], tuple[type, Callable[[Any], Any], int]] = {}
 
     def to_domain_event(self, stored_event: StoredEvent) -> Any:
-        event = super().to_domain_event(stored_event)
-        state = vars(event)
+        event = self._decoded(stored_event) if self._scan is not None else None
+        if event is None:
+            event = super().to_domain_event(stored_event)
+            state = vars(event)
+            state.pop(HASH_KEY, None)
+            state.pop(PREV_KEY, None)
+        return event
+
+    def _decoded(self, stored: StoredEvent) -> Any:
+        """The event, or None where the library's own way is needed."""
+        assert self._scan is not None
+        try:
+            text = stored.state.decode("utf8")
+            state, end = self._scan(text, 0)
+        except Exception:  # the library's way names what is wrong
+            return None
+        if end != len(text) or type(state) is not dict:
+            return None
+        origin = stored.originator_id
+        origin_type: Any = type(origin)
+        kind = self._kinds.get((stored.topic, origin_type))
+        if kind is None:
+            cls = resolve_topic(stored.topic)
+            kind = self._kinds[(stored.topic, origin_type)] = (
+                cls, find_id_convertor(cls, origin_type), getattr(cls, "class_version", 1))
+        cls, convert, class_version = kind
         state.pop(HASH_KEY, None)
         state.pop(PREV_KEY, None)
+        state["originator_id"] = convert(origin)
+        state["originator_version"] = stored.originator_version
+        from_version = state.pop("class_version", 1)
+        while from_version < class_version:
+            getattr(cls, f"upcast_v{from_version}_v{from_version + 1}")(state)
+            from_version += 1
+        event: Any = _new(cls)
+        _set(event, "__dict__", state)
         return event
 
 
