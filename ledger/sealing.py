@@ -209,9 +209,15 @@ class SealingEventStore(EventStore[str]):
             desc: bool = False, limit: int | None = None) -> Iterator[Any]:
         stored = self.recorder.select_events(originator_id, gt=gt, lte=lte, desc=desc,
                                              limit=limit)
-        self.heads.note((str(s.originator_id), s.originator_version, digest)
-                        for s in stored if s.topic not in self.final
-                        and (digest := hash_of(s.state)) is not None)
+        # Of what was read, the newest sealed event is the stream's head to note (one noted
+        # per event would be overtaken by the next); most reads find nothing new.
+        for s in stored if desc else reversed(stored):
+            if s.topic in self.final:
+                continue
+            digest = hash_of(s.state)
+            if digest is not None:
+                self.heads.note(((str(s.originator_id), s.originator_version, digest),))
+                break
         return map(self.mapper.to_domain_event, stored)
 
     def _seal(self, encoded: Encoded, *, ahead: bool) -> None:
