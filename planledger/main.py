@@ -78,14 +78,14 @@ def main(argv: list[str] | None = None) -> None:
     if not args or args[0] == "--help":
         sys.stdout.write(usage())
         raise SystemExit(0 if args else 2)  # no arguments is a usage error, as click says
+    named = [entry for entry in COMMANDS if entry.name == args[0]]
+    for entry in named:  # first: `mcp` answers initialize before anything more is loaded
+        entry.prepare(args[1:])
     from planledger.api.cli import direct
 
     answered = direct.answer(args)  # a call it answers without typer (api.cli.direct)
     if answered is not None:
         raise SystemExit(answered)
-    named = [entry for entry in COMMANDS if entry.name == args[0]]
-    for entry in named:
-        entry.prepare(args[1:])
     # Anything else (an unknown command, --show-completion) goes to the whole command line.
     build(tuple(named) if named else COMMANDS)(args, prog_name="planledger")
 
