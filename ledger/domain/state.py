@@ -227,9 +227,11 @@ def evolve_session(state: SessionState | None, event: ev.LedgerEvent) -> Session
             model=event.model,
         )
     assert state is not None, f"{type(event).__name__} before SessionStarted"
-    if isinstance(event, ev.SessionEnded):
-        return replace(state, version=version, ended=True)
-    return replace(state, version=version)
+    # Made whole, not with dataclasses.replace (which reads the fields by name each time):
+    # every claim, bounce and listing a session makes is one of these.
+    ended = state.ended or isinstance(event, ev.SessionEnded)
+    return SessionState(state.id, version, state.name, state.started_at, ended, state.cwd,
+                        state.source, state.model)
 
 
 def fold_session(
