@@ -15,16 +15,19 @@ of events that follow stored ones, wait for the write lock. A new 1,000-step pla
 such events: most of its append's CPU time, which claims no longer wait behind.
 """
 
+import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from json.scanner import make_scanner
 from typing import Any, cast
 
 from eventsourcing.persistence import (
     Cipher,
     Compressor,
+    DatetimeAsISO,
     EventStore,
     JSONTranscoder,
     Mapper,
@@ -88,10 +91,12 @@ class UnsealingMapper(Mapper[str]):
     def __init__(self, transcoder: Transcoder, compressor: Compressor | None = None,
                  cipher: Cipher | None = None) -> None:
         super().__init__(transcoder, compressor, cipher)
-        # The decoder's own scanner (its object hook): what its `decode` runs, unwrapped.
-        self._scan: Callable[[str, int], tuple[Any, int]] | None = (
-            make_scanner(cast(Any, transcoder.decoder)) if isinstance(transcoder, JSONTranscoder)
-            and compressor is None and cipher is None else None)
+        # What the transcoder's `decode` runs, unwrapped: its JSON scanner, with its object
+        # hook (`_typed`) written for the many dates of our events.
+        self._scan: Callable[[str, int], tuple[Any, int]] | None = None
+        if isinstance(transcoder, JSONTranscoder) and compressor is None and cipher is None:
+            self._names = transcoder.names
+            self._scan = make_scanner(cast(Any, json.JSONDecoder(object_hook=self._typed)))
         self._kinds: dict[tuple[str, type], tuple[type, Callable[[Any], Any], int]] = {}
 
     def to_domain_event(self, stored_event: StoredEvent) -> Any:
@@ -102,6 +107,17 @@ class UnsealingMapper(Mapper[str]):
             state.pop(HASH_KEY, None)
             state.pop(PREV_KEY, None)
         return event
+
+    def _typed(self, found: dict[str, Any]) -> Any:
+        """JSONTranscoder._decode_obj's answer: a registered type's value for a two-key
+        object naming it, else the object. A date the library's way, without its call."""
+        if len(found) != 2 or "_type_" not in found or "_data_" not in found:
+            return found
+        transcoding = self._names[found["_type_"]]  # unknown: the library's way names it
+        data = found["_data_"]
+        if type(transcoding) is DatetimeAsISO and type(data) is str:
+            return datetime.fromisoformat(data)
+        return transcoding.decode(data)
 
     def _decoded(self, stored: StoredEvent) -> Any:
         """The event, or None where the library's own way is needed."""
