@@ -437,7 +437,7 @@ def word_error(error: BaseException) -> int | None:
     message on stderr, and the exit code for its kind: 3 for a bounce, else 1. None for an
     error it has no words for (a bug, to be raised on)."""
     from planledger.api.cli import output
-    from planledger.api.client import Unreachable
+    from planledger.api.client import RemoteError, Unreachable
     from planledger.api.errors import BOUNCE_REASONS, ConfigError, problem
 
     if isinstance(error, Unreachable):
@@ -446,9 +446,11 @@ def word_error(error: BaseException) -> int | None:
         message, code = str(error), EXIT_ERROR
     else:  # every refusal, local or remote, reads the same
         status, body = problem(error)
-        if status == 500:
-            return None
+        if status == 500 and not isinstance(error, RemoteError):
+            return None  # a failure of this process's own: raised, with its traceback
         bounced = status == 409 and body.reason in BOUNCE_REASONS
         message, code = body.message, EXIT_BOUNCED if bounced else EXIT_ERROR
+        if status == 500:  # the server's own failure, not a refusal
+            message = f"the server failed ({status}): {message}"
     output.line(message, markup=False, stderr=True)
     return code

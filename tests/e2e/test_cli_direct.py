@@ -231,6 +231,15 @@ def test_refusals_and_bad_answers_read_as_the_full_command_line(world: World) ->
         assert _both(world, "claim", s5, token=world.tokens["a"])[0] == 1
     finally:
         world.relay.canned = None
+    world.relay.canned = (500, b'{"reason": "internal", "message": "internal error; the '
+                               b'server log has the details"}')
+    try:  # a server's failure is one line on both paths, never a traceback
+        failed = _both(world, "claim", s5, token=world.tokens["a"])
+        assert failed[0] == 1
+        assert failed[2].strip() == ("the server failed (500): internal error; the server "
+                                     "log has the details")
+    finally:
+        world.relay.canned = None
 
 
 def test_layouts_rich_must_draw_read_as_the_full_command_line(world: World) -> None:
