@@ -148,7 +148,9 @@ def test_a_clock_offset_is_estimated_from_joined_calls_reported_and_applied(
     straight = raced.merged()
 
     clock = figure.lanes[0].clock
-    assert clock.applied and clock.pairs == 6
+    # Every call joined on the straight clock is joined and counted on the shifted one (how
+    # many A made depends on whether it won the race: 6 as winner, fewer as loser).
+    assert clock.applied and clock.pairs == straight.lanes[0].clock.pairs >= 4
     assert clock.offset == pytest.approx(-37.25, abs=0.01)
     assert [f.kind for f in figure.findings] == ["clock_offset"]
     assert "37.2" in figure.findings[0].text and "ahead of the ledger's" in figure.findings[0].text
