@@ -61,13 +61,8 @@ class FollowedStates:
 
     def get(self, stream: str) -> Any | None:
         """The stream's state if kept and current, else None (read it and `put` it)."""
-        with self._lock:  # `_get`, written out: every read of every command asks
-            if stream in self._stale:
-                return None
-            state = self._states.get(stream)
-            if state is not None:
-                self._states.move_to_end(stream)
-            return state
+        with self._lock:
+            return self._get(stream)
 
     def put(self, stream: str, state: Any) -> None:
         with self._lock:

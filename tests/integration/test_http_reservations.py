@@ -40,6 +40,18 @@ def _plan(client: TestClient, headers: dict[str, str]) -> dict[str, str]:
     return {s["key"]: s["step_id"] for s in steps}
 
 
+def _b_holds_rotate(client: TestClient) -> tuple[dict[str, str], dict[str, str], str,
+                                                  dict[str, str]]:
+    """A's plan, with B holding `rotate` (and so internal/auth/**): steps, A's headers,
+    B's session and B's headers."""
+    _, as_a = session(client, "agent A")
+    b, as_b = session(client, "agent B")
+    steps = _plan(client, as_a)
+    held = client.post(f"/api/steps/{steps['rotate']}/claim", headers=as_b)
+    assert held.status_code == 200, held.text
+    return steps, as_a, b, as_b
+
+
 def test_a_claim_on_reserved_paths_is_409_naming_holder_step_and_patterns(
     client: TestClient,
 ) -> None:
@@ -68,10 +80,7 @@ def test_a_claim_on_reserved_paths_is_409_naming_holder_step_and_patterns(
 def test_ready_puts_colliding_steps_last_and_names_what_they_would_meet(
     client: TestClient,
 ) -> None:
-    _, as_a = session(client, "agent A")
-    b, as_b = session(client, "agent B")
-    steps = _plan(client, as_a)
-    client.post(f"/api/steps/{steps['rotate']}/claim", headers=as_b)
+    steps, as_a, b, _ = _b_holds_rotate(client)
 
     ready = client.get("/api/plans/auth/ready").json()
 
@@ -88,14 +97,10 @@ def test_ready_puts_colliding_steps_last_and_names_what_they_would_meet(
     assert next_one["claimed"]["step_id"] == steps["docs"]  # limit is passed by
 
 
-
 def test_a_sessions_own_reservations_are_no_collision_in_the_ready_list_it_is_shown(
     client: TestClient,
 ) -> None:
-    _, as_a = session(client, "agent A")
-    b, as_b = session(client, "agent B")
-    steps = _plan(client, as_a)
-    client.post(f"/api/steps/{steps['rotate']}/claim", headers=as_b)
+    steps, as_a, b, as_b = _b_holds_rotate(client)
 
     for_b = client.post("/api/plans/auth/ready", headers=as_b).json()
     for_a = client.post("/api/plans/auth/ready", headers=as_a).json()
@@ -116,10 +121,7 @@ def _check(client: TestClient, **asked: Any) -> list[dict[str, Any]]:
 
 
 def test_reservations_answer_who_holds_what_until_the_claim_ends(client: TestClient) -> None:
-    _, as_a = session(client, "agent A")
-    b, as_b = session(client, "agent B")
-    steps = _plan(client, as_a)
-    client.post(f"/api/steps/{steps['rotate']}/claim", headers=as_b)
+    steps, as_a, b, as_b = _b_holds_rotate(client)
     client.post(f"/api/steps/{steps['docs']}/claim", headers=as_a)
 
     everything = client.get("/api/reservations").json()["reserved"]
