@@ -5,6 +5,7 @@ the session as if it had answered it."""
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -66,13 +67,36 @@ def test_after_the_early_answer_the_sdk_serves_the_session_and_answers_initializ
     messages = [_request("2025-06-18"),
                 b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n',
                 b'{"jsonrpc":"2.0","id":2,"method":"tools/list"}\n']
-    done = subprocess.run([PLANLEDGER, "mcp", "--db", str(tmp_path / "l.sqlite")],
-                          input=b"".join(messages), capture_output=True, timeout=120,
-                          check=False)
-    answers = [json.loads(line) for line in done.stdout.splitlines()]
-    assert [a["id"] for a in answers] == [1, 2], done.stdout + done.stderr
+    answers = _answers_then_close(
+        [PLANLEDGER, "mcp", "--db", str(tmp_path / "l.sqlite")], b"".join(messages), 2)
+    assert [a["id"] for a in answers] == [1, 2], answers
     assert answers[0]["result"]["serverInfo"]["name"] == "planledger"
     assert any(t["name"] == "tasks_claim" for t in answers[1]["result"]["tools"])
+
+
+def _answers_then_close(command: list[str], messages: bytes, count: int) -> list[Any]:
+    """Send the messages and read `count` answers before closing stdin, as a client does:
+    at end of input the SDK cancels the requests still in flight (its dispatcher's rule),
+    so closing at once would race the answers. A kill after 120 s bounds a hung server."""
+    with subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          stderr=subprocess.DEVNULL) as server:
+        assert server.stdin is not None and server.stdout is not None
+        killer = threading.Timer(120, server.kill)
+        killer.start()
+        try:
+            server.stdin.write(messages)
+            server.stdin.flush()
+            answers = []
+            for line in iter(server.stdout.readline, b""):
+                answers.append(json.loads(line))
+                if len(answers) == count:
+                    break
+            server.stdin.close()
+            server.wait()
+            return answers
+        finally:
+            killer.cancel()
+            server.kill()
 
 
 # Run as `planledger mcp` runs; when the early answer has been written, name what is loaded
