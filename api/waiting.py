@@ -71,6 +71,9 @@ class Ticket:
         self._loop = loop
         self._woken = asyncio.Event()
         self.told = False  # a step of its plan may have been freed: try
+        # Told to try on no news of a freed step (first in line on joining, or after a
+        # claim): news of one is told to it first, not to the next in line as well.
+        self.hunch = False
         self.trying = False
 
     def wake(self) -> None:
@@ -110,15 +113,16 @@ class Lines:
         with self._lock:
             line = self._lines.setdefault(plan, _Line())
             line.tickets.append(ticket)
-            ticket.told = len(line.tickets) == 1  # first in line: try at once
+            ticket.told = ticket.hunch = len(line.tickets) == 1  # first: try at once
             self._moved.notify_all()
 
     def leave(self, plan: PlanSlug, ticket: Ticket, served: bool) -> None:
         """The ticket is answered (`served`: with a claim) or gave up. A wake-up it was
-        told and did not try on is told to another. A new first in line tries at once
-        after a first that claimed (what woke that one, a lapse say, may have freed more
-        than one step), else it times its sleep to the plan's next lapse. (A ticket that
-        never joined is ignored.)"""
+        told and did not try on is told to another (a hunch, to the first in line). After
+        a claim, the first in line tries at once, on a hunch: what woke the one that
+        claimed (a lapse, say, or news told while it tried, which may be of the step it
+        took) may have freed more than one step. Else a new first in line times its sleep
+        to the plan's next lapse. (A ticket that never joined is ignored.)"""
         with self._lock:
             line = self._lines.get(plan)
             if line is None or ticket not in line.tickets:
@@ -127,11 +131,10 @@ class Lines:
             line.tickets.remove(ticket)
             if not line.tickets:
                 del self._lines[plan]
-            elif ticket.told:
+            elif ticket.told and not (served or ticket.hunch):
                 self._tell(line, 1)
-            elif first and served and not (line.tickets[0].told or line.tickets[0].trying):
-                line.tickets[0].told = True
-                line.tickets[0].wake()
+            elif (served and (first or ticket.told)) or ticket.hunch:
+                self._hint(line.tickets[0])
             elif first:
                 line.tickets[0].wake()
             self._moved.notify_all()
@@ -155,7 +158,7 @@ class Lines:
             due = first and line.due is not None and now >= line.due
             if not (ticket.told or due):
                 return False
-            ticket.told, ticket.trying = False, True
+            ticket.told, ticket.hunch, ticket.trying = False, False, True
             if first:
                 line.due = None  # its try finds the next lapse
             return True
@@ -205,10 +208,20 @@ class Lines:
 
     @staticmethod
     def _tell(line: _Line, count: int) -> None:
-        """Tell the `count` longest waiting not told yet. One told while it tries tries
-        again: it may have read the plan before what it is told of."""
-        for ticket in [t for t in line.tickets if not t.told][:count]:
-            ticket.told = True
+        """Tell the `count` longest waiting not told of a step yet. One told while it
+        tries tries again: it may have read the plan before what it is told of. One told
+        on a hunch is told first (else it and the next would race for the one step, and
+        the next could win)."""
+        for ticket in [t for t in line.tickets if t.hunch or not t.told][:count]:
+            ticket.told, ticket.hunch = True, False
+            ticket.wake()
+
+    @staticmethod
+    def _hint(ticket: Ticket) -> None:
+        """Tell the ticket to try (again, if it is trying) on a hunch, unless it is told
+        of a step already: then its try comes after anyway."""
+        if not ticket.told:
+            ticket.told = ticket.hunch = True
             ticket.wake()
 
     @staticmethod
