@@ -16,7 +16,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, InputRequiredResult, TextContent
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from planledger import __version__
 from planledger.api.errors import problem
@@ -63,14 +63,39 @@ class LedgerMCP(MCPServer[Any]):
                                                       "message": unexpected},
                                   is_error=True)
         try:
-            result = await super().call_tool(name, arguments, context)
+            return await self._answer(name, arguments, context)
         except ToolError as error:
             refused = refusal_result(error.__cause__)
             if refused is None:
                 raise
             log.info("tool %s refused: %s", name, refused.content[0])
             return refused
-        return one_json_block(result)
+
+    async def _answer(self, name: str, arguments: dict[str, Any],
+                      context: Context[Any, Any] | None,
+                      ) -> CallToolResult | InputRequiredResult:
+        """The tool's answer as one JSON block. The SDK's `Tool.run` validates the
+        arguments, runs the tool and wraps its failures as the SDK does; its conversion is
+        left out when the tool answers its declared model: that conversion rendered the
+        answer as indented JSON text that `one_json_block` replaced, and checked the model
+        against itself (pydantic passes an instance of the model through unchanged)."""
+        tool = self._tool_manager.get_tool(name)
+        if tool is None or context is None:
+            return one_json_block(await super().call_tool(name, arguments, context))
+        result = await tool.run(arguments, context)
+        model = tool.fn_metadata.output_model
+        if (isinstance(model, type) and isinstance(result, model)
+                and isinstance(result, BaseModel) and not tool.fn_metadata.wrap_output):
+            return answer_of(result)
+        return one_json_block(tool.fn_metadata.convert_result(result))
+
+
+def answer_of(model: BaseModel) -> CallToolResult:
+    """A tool's model as its structured content and, equal to it, one JSON text block."""
+    structured = model.model_dump(mode="json", by_alias=True)
+    text = json.dumps(structured, ensure_ascii=False, separators=(",", ":"))
+    return CallToolResult(content=[TextContent(type="text", text=text)],
+                          structured_content=structured)
 
 
 def one_json_block(result: CallToolResult | InputRequiredResult,
