@@ -22,10 +22,12 @@ from typing import Any, Literal
 from eventsourcing.persistence import (
     ApplicationRecorder,
     InfrastructureFactory,
+    Mapper,
     OperationalError,
     Recording,
 )
 
+from planledger.bench.simulation.decoding import Decodings, RememberingMapper
 from planledger.ledger.answers import Answer
 from planledger.ledger.ports import Clock
 from planledger.ledger.store import ConflictError, EventStore, Fact
@@ -64,11 +66,15 @@ class FaultPlan:
 class FaultyEventStore(EventStore):
     """The real event store (sealing, caches, snapshots), whose appends meet the world's
     faults. Given `recorder`, it shares another store's log: a second process on the same
-    database (the in-memory store has no file to open twice)."""
+    database (the in-memory store has no file to open twice). Given `decodings`, it shares
+    its decoded events with the world's other stores (simulation.decoding)."""
 
     def __init__(self, settings: dict[str, str], persistence: type[InfrastructureFactory[Any]],
-                 faults: FaultPlan, recorder: ApplicationRecorder | None = None) -> None:
-        self._shared_recorder = recorder  # read by construct_recorder, during super().__init__
+                 faults: FaultPlan, recorder: ApplicationRecorder | None = None, *,
+                 decodings: Decodings | None = None) -> None:
+        # Read by construct_recorder and construct_mapper, during super().__init__
+        self._shared_recorder = recorder
+        self._decodings = decodings
         self.faults = faults
         self._depth = 0
         self._lose_ack = False
@@ -78,6 +84,13 @@ class FaultyEventStore(EventStore):
         if self._shared_recorder is not None:
             return self._shared_recorder
         return super().construct_recorder()
+
+    def construct_mapper(self) -> Mapper[str]:
+        mapper = self.factory.mapper(transcoder=self.construct_transcoder(),
+                                     mapper_class=RememberingMapper)
+        assert isinstance(mapper, RememberingMapper)
+        mapper.decodings = self._decodings
+        return mapper
 
     def transaction(self) -> contextlib._GeneratorContextManager[None]:
         # Only a lost acknowledgement needs a hand in the transaction (it fails the call

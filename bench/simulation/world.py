@@ -30,6 +30,7 @@ from planledger.bench.simulation.actions import COMMANDS, Action, choose
 from planledger.bench.simulation.calls import Answer, Request
 from planledger.bench.simulation.checks import Checks, Violation
 from planledger.bench.simulation.clock import EPOCH, CountingIds, VirtualClock
+from planledger.bench.simulation.decoding import Decodings
 from planledger.bench.simulation.faults import FaultPlan, FaultyEventStore
 from planledger.bench.simulation.reference import Reference
 from planledger.infra.persistence import persistence_for
@@ -96,6 +97,7 @@ class World:
         self.ids = CountingIds()
         self.faults = FaultPlan(self.clock)
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        self.decodings: Decodings = {}  # shared by its processes (simulation.decoding)
         self.db = store
         if store != MEMORY:
             self._tmp = tempfile.TemporaryDirectory(prefix="planledger-sim-")
@@ -120,7 +122,7 @@ class World:
         shared = self.processes[0].store.shared_recorder() if (
             self.db == MEMORY and self.processes) else None
         store = self.store_class(store_settings(self.db), persistence_for(self.db), self.faults,
-                                 shared)
+                                 shared, decodings=self.decodings)
         reads = ReadModel(store, self.clock, secret=SECRET)
         ledger = Ledger(store, self.clock, self.ids, reads)
         runtime = Runtime(self.db, store, ledger, reads, SECRET)
