@@ -23,6 +23,7 @@ from pydantic import BaseModel
 from planledger.api.errors import ApiError, Replayed, problem
 from planledger.api.idempotency import Idempotency
 from planledger.api.identity import Identity
+from planledger.api.metrics import Metrics
 from planledger.api.runtime import Runtime
 from planledger.api.service import Service
 from planledger.api.settings import Settings
@@ -102,6 +103,9 @@ class World:
         if store != MEMORY:
             self._tmp = tempfile.TemporaryDirectory(prefix="planledger-sim-")
             self.db = str(Path(self._tmp.name) / "ledger.sqlite")
+        # One registry of counters for the world's processes: nothing here reads them, and
+        # making a registry was a third of a restart
+        self.metrics = Metrics()
         self.processes: list[Process] = []
         for _ in range(self.shape.processes):
             self.processes.append(self._open())
@@ -114,6 +118,7 @@ class World:
         self.history: list[Action] = []
         self.commands = 0  # ledger commands sent (retries included)
         self._idempotency: Idempotency | None = None
+        self._answer_streams: dict[tuple[str | None, str], str] = {}  # (actor, key) -> stream
         self.sync()
 
     # --- processes ---------------------------------------------------------------
@@ -126,7 +131,8 @@ class World:
         reads = ReadModel(store, self.clock, secret=SECRET)
         ledger = Ledger(store, self.clock, self.ids, reads)
         runtime = Runtime(self.db, store, ledger, reads, SECRET)
-        return Process(store, reads, Service(runtime, Settings(db=self.db), Identity(SECRET)))
+        return Process(store, reads, Service(runtime, Settings(db=self.db), Identity(SECRET),
+                                             self.metrics))
 
     def crash(self, index: int) -> None:
         """The process dies between two requests: its caches and read model are gone; a
@@ -275,6 +281,8 @@ class World:
         """Fold what was appended since into the reference model; the new events."""
         store = self.processes[0].store
         new: list[tuple[int, object]] = []
+        if store.log_end() == self.reference.position:  # nothing appended since (a refusal, a tick)
+            return new
         while True:
             notes = page_after(store, self.reference.position, _PAGE)
             events = decode(store, notes)
@@ -289,7 +297,12 @@ class World:
         runtime = self.processes[0].service.runtime
         if self._idempotency is None or self._idempotency.runtime is not runtime:
             self._idempotency = Idempotency(runtime)  # its key derived once per process
-        found = self._idempotency.lookup(self._idempotency.stream(request.actor, request.key))
+        # A key's stream is a keyed hash of the actor and the key (the world's one secret)
+        named = (request.actor, request.key)
+        stream = self._answer_streams.get(named)
+        if stream is None:
+            stream = self._answer_streams[named] = self._idempotency.stream(*named)
+        found = self._idempotency.lookup(stream)
         return None if found is None else (found.status, found.body)
 
 
