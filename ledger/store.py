@@ -404,7 +404,9 @@ class EventStore(Application[str]):
             state = self.repository.get(stream, projector_func=fold)
         else:
             newer = list(self.events.get(stream, gt=cached.version))
-            state = fold(cached, newer) if newer else cached
+            if not newer:  # most reads: nothing new, and `get` has marked it used
+                return cached
+            state = fold(cached, newer)
             if state is None:  # asked as another kind of stream: the cache stays as it was
                 raise AggregateNotFoundError(stream)
         cache.put(stream, state)
