@@ -1,8 +1,10 @@
 """Opening a ledger: the store named by `--db`, the read model, the clock and the ids."""
 
-from dataclasses import dataclass, field
+import threading
+from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from planledger.api.derived_keys import derived_key
 from planledger.infra.clock_ids import UlidGenerator, ledger_clock
@@ -10,7 +12,6 @@ from planledger.infra.persistence import open_event_store
 from planledger.infra.pg_follower import PgFollower
 from planledger.infra.secret import SecretError, load_secret
 from planledger.infra.sqlite_checkpoints import sqlite_checkpoints
-from planledger.ledger.application import Ledger
 from planledger.ledger.log_head import HEAD_PURPOSE
 from planledger.ledger.notification_log import sign_heads_with
 from planledger.ledger.ports import Clock, IdGenerator
@@ -19,15 +20,38 @@ from planledger.ledger.store import EventStore
 from planledger.projections.checkpoints import CheckpointRecorder, MemoryCheckpointRecorder
 from planledger.projections.readmodel import ReadModel
 
+if TYPE_CHECKING:
+    from planledger.ledger.application import Ledger
 
-@dataclass
+
 class Runtime:
-    db: str
-    store: EventStore
-    ledger: Ledger
-    reads: ReadModel
-    given_secret: bytes | None = field(default=None, repr=False)
-    closed: bool = field(default=False, init=False)
+    """The store, the read model and the ledger that runs commands on them. `ledger` may be
+    given as what makes it: it is then made when first asked for, so a process that only
+    reads (an embedded `planledger ready`) never loads the write side (issue 19)."""
+
+    def __init__(self, db: str, store: EventStore, ledger: "Ledger | Callable[[], Ledger]",
+                 reads: ReadModel, given_secret: bytes | None = None) -> None:
+        self.db = db
+        self.store = store
+        self.reads = reads
+        self.given_secret = given_secret
+        self.closed = False
+        self._ledger = None if callable(ledger) else ledger
+        self._make_ledger = ledger if callable(ledger) else lambda: ledger
+        self._making = threading.Lock()
+
+    def __repr__(self) -> str:  # the secret stays out of it
+        return f"Runtime(db={self.db!r}, closed={self.closed})"
+
+    @property
+    def ledger(self) -> "Ledger":
+        """The write side (ledger.application), made at the first command: once, whichever
+        threads ask at the same time."""
+        if self._ledger is None:
+            with self._making:
+                if self._ledger is None:
+                    self._ledger = self._make_ledger()
+        return self._ledger
 
     @cached_property
     def secret(self) -> bytes:
@@ -68,10 +92,17 @@ def open_runtime(
     reads = ReadModel(store, the_clock, secret=lambda: runtime.secret,
                       checkpoints=open_checkpoints(resolved) if checkpoints else None,
                       tail=PgFollower if is_postgres(resolved) else None)
-    ledger = Ledger(store, the_clock, ids or UlidGenerator(), reads)
-    runtime = Runtime(resolved, store, ledger, reads, secret)
+    runtime = Runtime(resolved, store, lambda: _ledger(store, the_clock, ids, reads), reads,
+                      secret)
     sign_heads_with(store, lambda: head_key(runtime))  # where it keeps one (ledger.log_head)
     return runtime
+
+
+def _ledger(store: EventStore, clock: Clock, ids: IdGenerator | None,
+            reads: ReadModel) -> "Ledger":
+    from planledger.ledger.application import Ledger
+
+    return Ledger(store, clock, ids or UlidGenerator(), reads)
 
 
 def open_checkpoints(db: str) -> CheckpointRecorder:
