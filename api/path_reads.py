@@ -19,7 +19,6 @@ from planledger.api.schemas import (
 from planledger.ledger.domain.errors import InvalidInput
 from planledger.ledger.domain.ids import SessionId
 from planledger.ledger.domain.paths import MAX_PATHS, PathSpec, check_file, check_pattern
-from planledger.ledger.domain.state import StepDef
 from planledger.projections import reservations
 from planledger.projections.reservations import HeldPaths, Meeting
 from planledger.projections.view import LedgerView
@@ -57,21 +56,6 @@ def annotated(view: LedgerView, moment: datetime, steps: list[StepOut],
             update["collides_with"] = [_collision(m) for m in found]
         shown.append(step.model_copy(update=update) if update else step)
     return shown
-
-
-def free_first(view: LedgerView, moment: datetime, steps: list[StepDef],
-               asker: SessionId | None = None) -> list[StepDef]:
-    """Claimable steps, those a claim by the `asker` would not bounce off a reservation
-    first (each group in its own order)."""
-    held = reservations.live(view, moment)
-    if not held:
-        return steps
-    free: list[StepDef] = []
-    colliding: list[StepDef] = []
-    for definition in steps:
-        bounced = reservations.collisions(view, definition.paths, moment, asker, held)
-        (colliding if bounced else free).append(definition)
-    return free + colliding
 
 
 def reservation_out(held: HeldPaths, patterns: Sequence[str] = ()) -> ReservationOut:

@@ -10,10 +10,12 @@ from dataclasses import fields
 from datetime import datetime
 from typing import Any
 
-from planledger.api.path_reads import annotated, free_first, with_reserved_paths
+from planledger.api import plain_answers
+from planledger.api.path_reads import annotated, with_reserved_paths
+from planledger.api.plain_answers import in_order as _in_order
+from planledger.api.plain_answers import plan_of as _plan
 from planledger.api.runtime import Runtime
 from planledger.api.schemas import (
-    BlockerOut,
     EventOut,
     HeldOut,
     LogPageOut,
@@ -26,7 +28,6 @@ from planledger.api.schemas import (
     StepDetailOut,
     StepOut,
     TimelineOut,
-    paths_out,
 )
 from planledger.ledger.domain import errors
 from planledger.ledger.domain import events as ev
@@ -37,23 +38,17 @@ from planledger.projections import queries
 from planledger.projections.timeline import TimelineModel
 from planledger.projections.view import LedgerView
 
-MAX_PAGE = 1000
+MAX_PAGE = plain_answers.MAX_PAGE  # steps or events in one page
+check_page = plain_answers.check_page
 MAX_TIMELINE_PAGE = 100_000  # entries in one page of /api/timeline
 _BASE_FIELDS = {"originator_id", "originator_version", "timestamp", "session_id", "actor"}
 
 
 def now(runtime: Runtime) -> datetime:
-    return runtime.ledger.clock.now()
+    return runtime.reads.clock.now()  # the ledger's own clock (api.runtime)
 
 
 # --- plans and steps -------------------------------------------------------------------
-
-
-def _plan(view: LedgerView, slug: str) -> PlanState:
-    plan = view.plans.get(PlanSlug(slug))
-    if plan is None:
-        raise errors.UnknownPlan(slug[:100])
-    return plan
 
 
 def _plan_view(view: LedgerView, plan: PlanState, moment: datetime,
@@ -64,47 +59,18 @@ def _plan_view(view: LedgerView, plan: PlanState, moment: datetime,
     return annotated(view, moment, steps), (queries.progress(view, plan.slug, moment))
 
 
-def _in_order(view: LedgerView, plan: PlanState) -> list[StepDef]:
-    """The plan's steps the view holds, oldest first (their `position` grows with it)."""
-    return [d for d in sorted(plan.steps.values(), key=lambda d: (d.added_at, d.id))
-            if d.id in view.steps]
-
-
 def step_out(
     definition: StepDef, state: StepState, verdict: Verdict | None,
     definitions: dict[StepId, StepDef],
 ) -> StepOut:
-    kind = verdict.kind if verdict else "closed"
-    holder = verdict.holder if verdict and kind == "held" else None
-    return StepOut(
-        step_id=definition.id, plan=state.plan, position=definition.position,
-        title=definition.title, priority=definition.priority, body=definition.body,
-        depends_on=list(definition.depends_on),
-        # A step claimable after a lapse reads as open: its lease no longer holds it.
-        status="open" if kind == "claimable" else state.status,
-        claimable=kind == "claimable", holder=holder,
-        lapsed_holder=verdict.holder if verdict and kind == "claimable" else None,
-        fence=state.fence, expires_at=state.expires_at if holder else None,
-        blockers=[BlockerOut(step_id=b, title=_title(definitions, b), status=s)
-                  for b, s in (verdict.blockers if verdict else ())],
-        paths=paths_out(definition.paths),
-    )
-
-
-def _title(definitions: dict[StepId, StepDef], step_id: StepId) -> str:
-    found = definitions.get(step_id)
-    return found.title if found else ""
+    return StepOut.model_validate(plain_answers.step_fields(definition, state, verdict,
+                                                            definitions))
 
 
 def plans(runtime: Runtime) -> list[PlanSummaryOut]:
     """Every plan with its progress, oldest first (finished ones retired from the read
     model too)."""
-    with runtime.reads.reading() as (view, moment):
-        held = [(p.created_at, p.slug, p.title) for p in view.plans.values()]
-        retired = [(f.created_at, f.slug, f.title) for f in view.finished.values()]
-        return [PlanSummaryOut(slug=slug, title=title, created_at=created,
-                               progress=(queries.progress(view, slug, moment)))
-                for created, slug, title in sorted(held + retired)]
+    return [PlanSummaryOut.model_validate(p) for p in plain_answers.plans(runtime)]
 
 
 def plan(runtime: Runtime, slug: str, limit: int | None = None, after: int = -1) -> PlanOut:
@@ -124,11 +90,6 @@ def plan(runtime: Runtime, slug: str, limit: int | None = None, after: int = -1)
     return PlanOut(slug=state.slug, title=state.title, created_at=state.created_at,
                    progress=progress, constraints=dict(state.constraints), steps=steps,
                    more=more, next_after=steps[-1].position if steps else after)
-
-
-def check_page(limit: int) -> None:
-    if not 1 <= limit <= MAX_PAGE:
-        raise errors.InvalidInput("limit", f"{limit} is outside 1..{MAX_PAGE}")
 
 
 def _steps_out(view: LedgerView, plan: PlanState, shown: Sequence[StepDef],
@@ -153,35 +114,7 @@ def ready(runtime: Runtime, slug: str, listed: Sequence[StepId] | None = None,
     oldest first; with `limit`, at most that many of each, and how many there are. The
     `asker`'s own reservations are no collision for it (a claim of its own never bounces
     off them)."""
-    if limit is not None:
-        check_page(limit)
-    with runtime.reads.reading() as (live, moment):
-        view = runtime.reads.detail(live, PlanSlug(slug))
-        state = _plan(view, slug)
-        judged = dict(queries.verdicts(view, state.slug, moment))
-        order = _in_order(view, state)
-        kinds: dict[str, list[StepDef]] = {"claimable": [], "held": [], "blocked": []}
-        for d in order:
-            verdict = judged.get(d.id)
-            if verdict is not None and verdict.kind in kinds:
-                kinds[verdict.kind].append(d)
-        kinds["claimable"].sort(key=lambda d: (d.priority, d.added_at, d.id))  # claim order
-        totals = {k: len(v) for k, v in kinds.items()}
-        if listed is not None:
-            known = {d.id: d for d in order}
-            kinds["claimable"] = [known[s] for s in listed if s in known]
-        kinds["claimable"] = free_first(view, moment, kinds["claimable"], asker)
-        cut = {k: v[:limit] if limit is not None else v for k, v in kinds.items()}
-
-        def out(ds: list[StepDef]) -> list[StepOut]:
-            return annotated(view, moment, [step_out(d, view.steps[d.id], judged.get(d.id),
-                                                     state.steps) for d in ds], asker)
-
-        line = queries.progress(view, state.slug, moment).line
-    return ReadyOut(plan=slug, ready=out(cut["claimable"]), held=out(cut["held"]),
-                    blocked=out(cut["blocked"]), progress=line,
-                    ready_total=totals["claimable"], held_total=totals["held"],
-                    blocked_total=totals["blocked"])
+    return ReadyOut.model_validate(plain_answers.ready(runtime, slug, listed, limit, asker))
 
 
 def plan_progress(runtime: Runtime, slug: str) -> ProgressOut:

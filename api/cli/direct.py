@@ -21,6 +21,7 @@ exit code and the error text of both paths equal, command by command.
 import json
 import os
 from collections.abc import Callable
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import quote, urlsplit
 
@@ -62,6 +63,14 @@ def _reads() -> Any:
     from planledger.api import reads
 
     return reads
+
+
+def _plain() -> Any:
+    """The answers read as plain fields, without the schemas (api.plain_answers): printed
+    as the schemas' would be."""
+    from planledger.api import plain_answers
+
+    return plain_answers
 
 
 def _paths_check(runtime: "Runtime", v: Values) -> Any:
@@ -116,12 +125,12 @@ LEASE = {"--lease": ("lease", "int")}
 
 COMMANDS: dict[tuple[str, ...], Command] = {
     ("plan", "list"): Command((), {}, lambda v: ("GET", "/api/plans", None, None, 0),
-                              "plans", here=lambda r, v: _reads().plans(r)),
+                              "plans", here=lambda r, v: _plain().plans(r)),
     ("plan", "show"): Command(("slug",), {}, lambda v: (
         "GET", f"/api/plans/{v['slug']}", None, None, 0), "plan",
         here=lambda r, v: _reads().plan(r, v["slug"])),
     ("ready",): Command(("plan",), {}, _ready, "ready", token=True,
-                        here=lambda r, v: _reads().ready(r, v["plan"])),
+                        here=lambda r, v: _plain().ready(r, v["plan"])),
     ("step",): Command(("step_id",), {}, lambda v: (
         "GET", f"/api/steps/{v['step_id']}", None, None, 0), "step",
         here=lambda r, v: _reads().step_detail(r, v["step_id"])),
@@ -375,23 +384,32 @@ def _answer_with_client(args: list[str], values: Values) -> int | None:
 
 
 def _dumped(result: Any, as_json: bool) -> Any:
-    """The answer's fields as api.cli.common.emit hands them on."""
+    """The answer's fields as api.cli.common.emit hands them on (plain fields as they are:
+    `_show` writes their moments as the schemas' JSON does)."""
     mode = "json" if as_json else "python"
     if isinstance(result, list):
-        return [r.model_dump(mode=mode) for r in result]
-    return result.model_dump(mode=mode)
+        return [r if isinstance(r, dict) else r.model_dump(mode=mode) for r in result]
+    return result if isinstance(result, dict) else result.model_dump(mode=mode)
 
 
 def _show(command: Command, values: Values, data: Any) -> int:
     from planledger.api.cli import output
 
     if values.get("json"):
-        output.echo(json.dumps(data, indent=2))
+        output.echo(json.dumps(data, indent=2, default=_json_moment))
     else:
         from planledger.api.cli import render
 
         getattr(render, command.show)(data)
     return command.exit_code(values, data)
+
+
+def _json_moment(value: object) -> str:
+    """A moment of plain fields as pydantic writes a datetime in JSON: ISO 8601, UTC as Z."""
+    if not isinstance(value, datetime):
+        raise TypeError(f"{type(value).__name__} is not JSON")
+    text = value.isoformat()
+    return text[:-6] + "Z" if text.endswith("+00:00") else text
 
 
 def _refused(message: str, code: int) -> int:

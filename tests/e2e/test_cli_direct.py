@@ -393,6 +393,40 @@ def test_embedded_reads_print_as_the_full_command_line(
     assert _both_here(db, "ready", "auth-refresh", env={"FORCE_COLOR": "1"})[0] == 0
 
 
+PATHS_PLAN = """\
+slug: paths
+title: Paths
+steps:
+  - key: api
+    title: Touch the API
+    paths: ["src/**"]
+  - key: handlers
+    title: Touch the handlers
+    priority: 0
+    paths: ["src/api/**", {pattern: docs/, mode: shared}]
+  - key: free
+    title: Touch nothing
+"""
+
+
+def test_embedded_ready_with_reservations_prints_as_the_full_command_line(
+        tmp_path: Path) -> None:
+    """What a claim reserves, what a ready step would collide with, and the colliding step
+    listed last, read by the short path without the schemas."""
+    db = str(tmp_path / "ledger.sqlite")
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(PATHS_PLAN)
+    ids = {s["key"]: s["step_id"] for s in _json_db(db, "plan", "create", str(plan))["steps"]}
+    holder = _json_db(db, "session", "start", "--name", "agent a")["session_id"]
+    _json_db(db, "claim", ids["api"], "--path", "go.mod", "--session", holder)
+    shown = json.loads(_both_here(db, "ready", "paths", "--json")[1])
+    assert [s["step_id"] for s in shown["ready"]] == [ids["free"], ids["handlers"]]
+    assert shown["ready"][1]["collides_with"][0]["holder"] == holder
+    assert [p["pattern"] for p in shown["held"][0]["reserved"]] == ["src/**", "go.mod"]
+    assert _both_here(db, "ready", "paths")[0] == 0
+    assert _both_here(db, "plan", "list", "--json")[0] == 0
+
+
 def test_embedded_refusals_read_as_the_full_command_line(
         store: tuple[str, dict[str, str]], tmp_path: Path) -> None:
     db, _ = store

@@ -1,0 +1,174 @@
+"""Read answers as plain fields: the dicts the API's schemas are made from (api.schemas'
+StepOut, ReadyOut, PlanSummaryOut), built without pydantic.
+
+api.reads makes its schemas from these; the command line's short path on the embedded
+store (api.cli.direct) prints them as they are, so an embedded `planledger ready` or
+`planledger plan list` loads neither pydantic nor the schemas: they were ~130 ms of a
+~300 ms call (issue 19). Each dict holds every field of its schema, defaults included, in
+the schema's order, with the values its `model_dump()` gives (moments as datetimes);
+tests/unit/test_plain_answers.py holds the two equal.
+"""
+
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict
+from datetime import datetime
+from typing import Any
+
+from planledger.api.runtime import Runtime
+from planledger.ledger.domain import errors
+from planledger.ledger.domain.claims import Verdict
+from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId
+from planledger.ledger.domain.paths import PathSpec
+from planledger.ledger.domain.state import PlanState, StepDef, StepState
+from planledger.projections import queries, reservations
+from planledger.projections.reservations import HeldPaths, Meeting
+from planledger.projections.view import LedgerView
+
+Fields = dict[str, Any]
+
+MAX_PAGE = 1000
+
+
+def check_page(limit: int) -> None:
+    if not 1 <= limit <= MAX_PAGE:
+        raise errors.InvalidInput("limit", f"{limit} is outside 1..{MAX_PAGE}")
+
+
+def plan_of(view: LedgerView, slug: str) -> PlanState:
+    plan = view.plans.get(PlanSlug(slug))
+    if plan is None:
+        raise errors.UnknownPlan(slug[:100])
+    return plan
+
+
+def in_order(view: LedgerView, plan: PlanState) -> list[StepDef]:
+    """The plan's steps the view holds, oldest first (their `position` grows with it)."""
+    return [d for d in sorted(plan.steps.values(), key=lambda d: (d.added_at, d.id))
+            if d.id in view.steps]
+
+
+# --- steps -----------------------------------------------------------------------------
+
+
+def paths_fields(paths: Iterable[PathSpec]) -> list[Fields]:
+    """PathOut's fields of each path."""
+    return [{"pattern": p.pattern, "mode": p.mode} for p in paths]
+
+
+def step_fields(definition: StepDef, state: StepState, verdict: Verdict | None,
+                definitions: dict[StepId, StepDef]) -> Fields:
+    """StepOut's fields of a step, judged by `verdict` (None: closed), before what its
+    claim reserves or would collide with (`annotate`)."""
+    kind = verdict.kind if verdict else "closed"
+    holder = verdict.holder if verdict and kind == "held" else None
+    return {
+        "step_id": definition.id, "id": definition.id, "plan": state.plan,
+        "position": definition.position, "title": definition.title,
+        "priority": definition.priority, "body": definition.body,
+        "depends_on": list(definition.depends_on),
+        # A step claimable after a lapse reads as open: its lease no longer holds it.
+        "status": "open" if kind == "claimable" else state.status,
+        "claimable": kind == "claimable", "holder": holder,
+        "lapsed_holder": verdict.holder if verdict and kind == "claimable" else None,
+        "fence": state.fence, "expires_at": state.expires_at if holder else None,
+        "blockers": [{"step_id": b, "title": _title(definitions, b), "status": s}
+                     for b, s in (verdict.blockers if verdict else ())],
+        "paths": paths_fields(definition.paths), "reserved": [], "collides_with": [],
+    }
+
+
+def _title(definitions: dict[StepId, StepDef], step_id: StepId) -> str:
+    found = definitions.get(step_id)
+    return found.title if found else ""
+
+
+def annotate(view: LedgerView, moment: datetime, steps: Sequence[tuple[StepDef, Fields]],
+             asker: SessionId | None = None) -> list[Fields]:
+    """The steps' fields with what their live claims reserved and, for claimable ones, the
+    live reservations of sessions other than the `asker` they would bounce off (as
+    api.path_reads.annotated does to schemas)."""
+    held = reservations.live(view, moment)
+    if held:
+        by_step: dict[str, HeldPaths] = {h.step_id: h for h in held}
+        for definition, fields in steps:
+            mine = by_step.get(definition.id)
+            if mine is not None:
+                fields["reserved"] = paths_fields(mine.paths)
+            if fields["claimable"] and definition.paths:
+                found = reservations.collisions(view, definition.paths, moment, asker, held)
+                fields["collides_with"] = [_collision(m) for m in found]
+    return [fields for _, fields in steps]
+
+
+def _collision(found: Meeting) -> Fields:
+    held = found.held
+    return {"holder": held.session_id, "holder_name": held.session_name,
+            "step_id": held.step_id, "title": held.title, "patterns": list(found.patterns)}
+
+
+def free_first(view: LedgerView, moment: datetime, steps: list[StepDef],
+               asker: SessionId | None = None) -> list[StepDef]:
+    """Claimable steps, those a claim by the `asker` would not bounce off a reservation
+    first (each group in its own order)."""
+    held = reservations.live(view, moment)
+    if not held:
+        return steps
+    free: list[StepDef] = []
+    colliding: list[StepDef] = []
+    for definition in steps:
+        bounced = reservations.collisions(view, definition.paths, moment, asker, held)
+        (colliding if bounced else free).append(definition)
+    return free + colliding
+
+
+# --- answers ---------------------------------------------------------------------------
+
+
+def plans(runtime: Runtime) -> list[Fields]:
+    """PlanSummaryOut's fields of every plan, oldest first (finished ones retired from the
+    read model too)."""
+    with runtime.reads.reading() as (view, moment):
+        held = [(p.created_at, p.slug, p.title) for p in view.plans.values()]
+        retired = [(f.created_at, f.slug, f.title) for f in view.finished.values()]
+        return [{"slug": slug, "title": title, "created_at": created,
+                 "progress": asdict(queries.progress(view, slug, moment))}
+                for created, slug, title in sorted(held + retired)]
+
+
+def ready(runtime: Runtime, slug: str, listed: Sequence[StepId] | None = None,
+          limit: int | None = None, asker: SessionId | None = None) -> Fields:
+    """ReadyOut's fields: the plan's ready steps (or the `listed` ones a session was
+    shown), held and blocked, oldest first; with `limit`, at most that many of each, and
+    how many there are. The `asker`'s own reservations are no collision for it (a claim of
+    its own never bounces off them)."""
+    if limit is not None:
+        check_page(limit)
+    with runtime.reads.reading() as (live, moment):
+        view = runtime.reads.detail(live, PlanSlug(slug))
+        state = plan_of(view, slug)
+        judged = dict(queries.verdicts(view, state.slug, moment))
+        order = in_order(view, state)
+        kinds: dict[str, list[StepDef]] = {"claimable": [], "held": [], "blocked": []}
+        for d in order:
+            verdict = judged.get(d.id)
+            if verdict is not None and verdict.kind in kinds:
+                kinds[verdict.kind].append(d)
+        kinds["claimable"].sort(key=lambda d: (d.priority, d.added_at, d.id))  # claim order
+        totals = {k: len(v) for k, v in kinds.items()}
+        if listed is not None:
+            known = {d.id: d for d in order}
+            kinds["claimable"] = [known[s] for s in listed if s in known]
+        kinds["claimable"] = free_first(view, moment, kinds["claimable"], asker)
+        cut = {k: v[:limit] if limit is not None else v for k, v in kinds.items()}
+
+        def out(ds: list[StepDef]) -> list[Fields]:
+            return annotate(view, moment, [(d, step_fields(d, view.steps[d.id],
+                                                           judged.get(d.id), state.steps))
+                                           for d in ds], asker)
+
+        answer = {"plan": slug, "ready": out(cut["claimable"]), "held": out(cut["held"]),
+                  "blocked": out(cut["blocked"]),
+                  "progress": queries.progress(view, state.slug, moment).line,
+                  "ready_total": totals["claimable"], "held_total": totals["held"],
+                  "blocked_total": totals["blocked"]}
+    return answer
