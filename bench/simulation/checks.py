@@ -11,8 +11,9 @@ After each action (cheap, incremental):
 - one process's ready lists are the reference model's (compared again once the log or
   the clock moved since that process's lists last agreed with the reference model's).
 Every `every` actions and at the end (full): every process's ready lists; each read model
-rebuilt from the log equals the one kept incrementally; each process's write-side state
-of every step is the reference model's; every acknowledged event is still in the log.
+rebuilt from the log (decoding every event afresh) equals the one kept incrementally; each
+process's write-side state of every step is the reference model's; every acknowledged
+event is still in the log.
 """
 
 from collections.abc import Sequence, Sized
@@ -21,6 +22,7 @@ from typing import Any, Protocol
 
 from planledger.bench.simulation.actions import Action
 from planledger.bench.simulation.calls import Answer, Request
+from planledger.bench.simulation.decoding import decoding_afresh
 from planledger.bench.simulation.reference import Reference
 from planledger.ledger.domain.ids import PlanSlug, StepId
 from planledger.ledger.ports import Clock
@@ -175,7 +177,8 @@ class Checks:
         world = self.world
         # Every process reads the one log: one read model rebuilt from it stands for all
         rebuilt = ReadModel(world.processes[0].store, world.clock)
-        rebuilt.catch_up()
+        with decoding_afresh(world.processes[0].store):  # none of the shared decodings
+            rebuilt.catch_up()
         facts = rebuilt.facts()
         for number, process in enumerate(world.processes):
             self._ready(process.reads)

@@ -7,14 +7,19 @@ cache (9.7 decodings an event in all, an eighth of a run's instructions). Decodi
 pure function of an event as stored, and events are immutable, so the first decoding is
 kept and handed to every later reader of the same stored event. The first reader of each
 event still decodes it with the product's own mapper, and a stored event whose bytes
-differ from the kept one's is decoded afresh.
+differ from the kept one's is decoded afresh. The read model the full checks rebuild from
+the log decodes every event itself (`decoding_afresh`), so the incremental read models,
+folded from shared decodings, are compared with a fold of the mapper's own.
 """
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 from eventsourcing.persistence import StoredEvent
 
 from planledger.ledger.sealing import UnsealingMapper
+from planledger.ledger.store import EventStore
 
 # (stream, version, topic) -> (the event's stored bytes, the decoded event)
 Decodings = dict[tuple[str, int, str], tuple[bytes, Any]]
@@ -37,3 +42,17 @@ class RememberingMapper(UnsealingMapper):
         event = super().to_domain_event(stored_event)
         decodings[key] = (stored_event.state, event)
         return event
+
+
+@contextlib.contextmanager
+def decoding_afresh(store: EventStore) -> Iterator[None]:
+    """Inside the block, the store decodes each event it reads itself, sharing nothing."""
+    mapper = store.mapper
+    if not isinstance(mapper, RememberingMapper):
+        yield
+        return
+    kept, mapper.decodings = mapper.decodings, None
+    try:
+        yield
+    finally:
+        mapper.decodings = kept
