@@ -2,8 +2,8 @@
 same seed replays the same history, faults of every kind are met, and a planted bug (a
 store that acknowledges commits it never wrote) is caught, named and shrunk.
 
-PLANLEDGER_SIM_OPS sets the CI run's size (default CI_OPS actions: about 43 CPU seconds, 67 s
-of wall time on two cores shared with other busy processes at a load of 7-10, so the whole
+PLANLEDGER_SIM_OPS sets the CI run's size (default CI_OPS actions: 43-49 CPU seconds, 49-67 s
+of wall time on two cores shared with other busy processes at a load of 2-10, so the whole
 suite stays near ten minutes). 1,000,000 actions are about 230 CPU seconds (4,350 actions a
 CPU second; 265 s of wall time on the same two cores at a load of 3-7): more than CI's two
 minutes even on two idle cores, so CI runs fewer; see bench/simulate.py for a longer run.
