@@ -108,10 +108,14 @@ def consoles(server: Replica, count: int, reader: Reader) -> Iterator[None]:
         yield
     finally:
         stop.set()
-        for response in opened:
-            response.close()
+        # A stream blocked waiting for its next message sees `stop` only when one comes:
+        # a session started is one (closing the response from here does not wake it).
+        httpx.post(f"{server.url}/api/sessions", json={"name": "consoles-closed"},
+                   timeout=60).raise_for_status()
         for thread in threads:
             thread.join(5)
+        for response in opened:
+            response.close()
 
 
 def claim_times(agent: Agent, steps: Iterator[str], claims: int) -> list[float]:
