@@ -5,7 +5,12 @@ the lock the events are, so both land or neither."""
 from collections.abc import Sequence
 from typing import Any
 
-from eventsourcing.persistence import ApplicationRecorder, IntegrityError, StoredEvent
+from eventsourcing.persistence import (
+    ApplicationRecorder,
+    IntegrityError,
+    Notification,
+    StoredEvent,
+)
 from eventsourcing.popo import POPOApplicationRecorder, POPOFactory
 
 from planledger.ledger.answers import Answer
@@ -51,6 +56,26 @@ class AnswerKeepingRecorder(POPOApplicationRecorder):
             if self._answers[oldest].recorded_at >= cutoff:
                 return
             del self._answers[oldest]
+
+    def select_notifications(
+        self,
+        start: int | None,
+        limit: int,
+        stop: int | None = None,
+        topics: Sequence[str] = (),
+        *,
+        inclusive_of_start: bool = True,
+    ) -> Sequence[Notification]:
+        """The library's, answering "nothing new" at the log's end at once: its loop finds
+        the end by raising and catching an IndexError, half the cost of a read model's
+        usual read (there is seldom anything new)."""
+        first = 1 if start is None else start + (0 if inclusive_of_start else 1)
+        # Reading the length needs no lock: a log only grows, and an append racing this
+        # read may land just after it either way.
+        if first > len(self._stored_events):
+            return []
+        return super().select_notifications(start, limit, stop, topics,
+                                            inclusive_of_start=inclusive_of_start)
 
     def select_answer(self, key: str) -> Answer | None:
         """The answer kept under `key` (ledger.answers.AnswerTable)."""
