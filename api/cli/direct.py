@@ -8,7 +8,9 @@ but start: loading typer, rich and building the schemas took ~13x a bare interpr
 as click reads them. To a server, they send the request `RemoteClient` sends and print the
 server's JSON as it comes (`--json`) or through the same renderers (api.cli.render). On the
 embedded store, the reads that act for no session open the store and ask api.reads, as
-`LocalClient` does, without the service around it; writes, and reads for a session, go
+`LocalClient` does, without the service around it (`ready` and `plan list` ask
+api.plain_answers, the fields the schemas are made from: the schemas and the write side
+were two thirds of such a call's start-up); writes, and reads for a session, go
 through the client the full command line opens (`CLIENT_CALLS`).
 
 Only what this module is sure of is answered here: a call it does not fully understand
