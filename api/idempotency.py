@@ -152,24 +152,25 @@ class Idempotency:
             result = write.run(rider)
         except (LedgerError, AlreadyAnswered) as error:
             failure = error
-        if (found := self.lookup(stream)) is not None:  # ours, or a concurrent twin's
-            # Ours when the last outcome offered carried our record and its append held
-            # (the command returned, or raised that outcome's own refusal after it).
-            offered = rider.offered
-            ours = offered is not None and (
-                failure is None or failure is offered.decision.refusal)
-            return Answered(self._replay(write, found, request), replayed=not ours)
+        # Ours when the last outcome offered carried our record and its append held (the
+        # command returned, or raised that outcome's own refusal after it): the record is
+        # kept as we made it, so it answers without being read back.
+        offered = rider.offered
+        if offered is not None and (failure is None or failure is offered.decision.refusal):
+            assert rider.given is not None, "an offered outcome carries our record"
+            return Answered(_first(write, rider.given), replayed=False)
+        if (found := self.lookup(stream)) is not None:  # a concurrent twin's
+            return Answered(self._replay(write, found, request), replayed=True)
         if isinstance(failure, AlreadyAnswered):
             raise RuntimeError("an idempotent answer vanished")  # cannot happen: logged, 500
-        answer = _answer(write, result, failure)
-        if answer[0] >= 500 and failure is not None:
+        given = _answer(write, result, failure)
+        if given.status >= 500 and failure is not None:
             raise failure  # a passing failure (contention) is not the answer: retry afresh
-        ours = True
         try:
-            self.runtime.store.append([self._record(stream, scope, request, answer)])
+            self.runtime.store.append([self._record(stream, scope, request, given)])
         except ConflictError:  # a concurrent twin recorded it first
-            ours = False
-        return Answered(self._replay(write, self._must(stream), request), replayed=not ours)
+            return Answered(self._replay(write, self._must(stream), request), replayed=True)
+        return Answered(_first(write, given), replayed=False)
 
     def _must(self, stream: str) -> Answer:
         found = self.lookup(stream)
@@ -178,9 +179,9 @@ class Idempotency:
         return found
 
     def _record(self, stream: str, scope: str | None, request: str,
-                answer: tuple[int, dict[str, Any]]) -> Answer:
+                given: "_Given[Any]") -> Answer:
         now = self.runtime.ledger.clock.now()
-        return Answer(stream, scope, request, answer[0], answer[1], now,
+        return Answer(stream, scope, request, given.status, given.body, now,
                       drops_before=now - self.retention)
 
     @staticmethod
@@ -193,12 +194,33 @@ class Idempotency:
         return write.out.model_validate(found.body)
 
 
-def _answer(write: Write[R, M], result: R | None, failure: Exception | None,
-            ) -> tuple[int, dict[str, Any]]:
+@dataclass(frozen=True)
+class _Given(Generic[M]):
+    """An answer this process made and recorded: its status and body (as recorded), and
+    the schema it was rendered as (None for a refusal), whose dump the body is."""
+
+    status: int
+    body: dict[str, Any]
+    model: M | None
+
+
+def _answer(write: Write[R, M], result: R | None, failure: Exception | None) -> _Given[M]:
     if failure is not None:
         status, body = problem(failure)
-        return status, body.model_dump(mode="json", exclude_none=True)
-    return 200, write.render(result).model_dump(mode="json")  # type: ignore[arg-type]
+        return _Given(status, body.model_dump(mode="json", exclude_none=True), None)
+    model = write.render(result)  # type: ignore[arg-type]
+    return _Given(200, model.model_dump(mode="json"), model)
+
+
+def _first(write: Write[R, M], given: _Given[M]) -> M:
+    """The first answer, as a replay of its record gives it: the refusal raised as
+    replayed, or the schema rendered, whose dump the record holds (validating that dump
+    back gives an equal schema; any other type is read back as a replay reads it)."""
+    if given.status >= 400:
+        raise Replayed(given.status, given.body)
+    if type(given.model) is write.out:
+        return given.model
+    return write.out.model_validate(given.body)
 
 
 class _Rider:
@@ -210,6 +232,7 @@ class _Rider:
         self.scope, self.request = scope, request
         self.calls = 0
         self.offered: Outcome[Any] | None = None  # the latest outcome, if it carries our record
+        self.given: _Given[Any] | None = None  # the answer that record holds
 
     def __call__(self, outcome: Outcome[Any]) -> list[Answer]:
         self.calls += 1
@@ -217,6 +240,6 @@ class _Rider:
         if self.calls > 1 and self.owner.lookup(self.stream) is not None:
             raise AlreadyAnswered(self.stream)
         refusal = outcome.decision.refusal
-        answer = _answer(self.write, None if refusal else outcome.result, refusal)
+        self.given = _answer(self.write, None if refusal else outcome.result, refusal)
         self.offered = outcome
-        return [self.owner._record(self.stream, self.scope, self.request, answer)]
+        return [self.owner._record(self.stream, self.scope, self.request, self.given)]
