@@ -12,7 +12,6 @@ of that, api.cli.direct answers the calls it can without typer: every call to a 
 """
 
 import sys
-import textwrap
 from typing import TYPE_CHECKING, Any
 
 from planledger.api.cli import COMMANDS as INTERFACES
@@ -60,6 +59,7 @@ def build(entries: tuple[Entry, ...] = COMMANDS) -> "typer.Typer":
 
 def usage(width: int = 88) -> str:
     """`planledger --help`, from the table: the options and every command's summary."""
+    import textwrap  # here: no other call needs it
 
     def rows(pairs: list[tuple[str, str]]) -> list[str]:
         column = max(len(name) for name, _ in pairs) + 4
