@@ -61,6 +61,8 @@ def seal(prev: str, stream: str, version: int, topic: str, body: bytes) -> tuple
 
 @dataclass(frozen=True)
 class Sealed:
+    """A stored event's body, the hash it chains to, and its own hash."""
+
     body: bytes
     prev: str
     hash: str
@@ -117,6 +119,8 @@ class Broken:
 
 @dataclass(frozen=True)
 class Verified:
+    """What a chain check found: events and streams checked, and their digest."""
+
     events: int
     streams: int
     digest: str  # sha256 over every stream's head (stream, version, hash), sorted

@@ -35,6 +35,8 @@ _CONTEXT = b"planledger/log-head\n"
 
 @dataclass(frozen=True)
 class SignedHead:
+    """The log's tip at a position, authenticated with the store's secret."""
+
     position: int
     tip: str
     mac: str | None  # None: not signed yet (a process without the secret moved it)

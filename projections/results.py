@@ -32,6 +32,8 @@ class Blocker:
 
 @dataclass(frozen=True)
 class BlockedStep:
+    """A step that waits, and on what."""
+
     step_id: StepId
     plan: PlanSlug
     title: str

@@ -32,6 +32,8 @@ RefFn = Callable[[str], str]
 
 @dataclass(frozen=True)
 class StepInfo:
+    """What an entry says of its step: plan, number, title."""
+
     plan: str
     number: int  # 1-based place in its plan
     title: str

@@ -24,6 +24,8 @@ TOPIC_PREFIX = "ledger.domain.events:"
 
 @dataclass(frozen=True)
 class LedgerEvent:
+    """What every event carries: its stream, its place in it, when, for which session, by whom."""
+
     TOPIC: ClassVar[str]
 
     originator_id: str
@@ -61,6 +63,8 @@ def author_of(event: LedgerEvent) -> str | None:
 
 @dataclass(frozen=True)
 class PlanCreated(LedgerEvent):
+    """A plan made, with its slug, title and constraints."""
+
     slug: str
     title: str
     constraints: dict[str, str]
@@ -68,6 +72,8 @@ class PlanCreated(LedgerEvent):
 
 @dataclass(frozen=True)
 class StepAdded(LateFields, LedgerEvent):
+    """A step added to a plan, with what it waits on."""
+
     step_id: str
     title: str
     body: str
@@ -78,6 +84,8 @@ class StepAdded(LateFields, LedgerEvent):
 
 @dataclass(frozen=True)
 class StepRevised(LateFields, LedgerEvent):
+    """A step's title, body or priority changed (None: unchanged)."""
+
     step_id: str
     title: str | None
     body: str | None
@@ -87,6 +95,8 @@ class StepRevised(LateFields, LedgerEvent):
 
 @dataclass(frozen=True)
 class DependenciesDeclared(LedgerEvent):
+    """More steps the step waits on."""
+
     step_id: str
     depends_on: list[str]
 
@@ -96,11 +106,15 @@ class DependenciesDeclared(LedgerEvent):
 
 @dataclass(frozen=True)
 class StepOpened(LedgerEvent):
+    """A step's own stream begun, naming its plan."""
+
     plan: str
 
 
 @dataclass(frozen=True)
 class StepClaimed(LedgerEvent):
+    """The step granted to a session under a new fence, until `expires_at`."""
+
     fence: int
     lease_seconds: int
     expires_at: datetime
@@ -108,6 +122,8 @@ class StepClaimed(LedgerEvent):
 
 @dataclass(frozen=True)
 class LeaseRenewed(LedgerEvent):
+    """The holder's heartbeat: the same fence, a lease ending later."""
+
     fence: int
     lease_seconds: int
     expires_at: datetime
@@ -115,6 +131,8 @@ class LeaseRenewed(LedgerEvent):
 
 @dataclass(frozen=True)
 class StepReleased(LedgerEvent):
+    """The step let go by its holder, its session's end, or the admin."""
+
     fence: int
     holder: str
     reason: ReleaseReason
@@ -122,17 +140,21 @@ class StepReleased(LedgerEvent):
 
 @dataclass(frozen=True)
 class StepCompleted(LedgerEvent):
+    """The step done by the holder of `fence`."""
+
     fence: int
 
 
 @dataclass(frozen=True)
 class StepDropped(LedgerEvent):
+    """The step given up for good (fence None: dropped while nobody held it)."""
+
     fence: int | None
 
 
 @dataclass(frozen=True)
 class StepReopened(LedgerEvent):
-    pass
+    """A done or dropped step open again."""
 
 
 @dataclass(frozen=True)
@@ -149,6 +171,8 @@ class StepNoted(LedgerEvent):
 
 @dataclass(frozen=True)
 class SessionStarted(LateFields, LedgerEvent):
+    """An agent's session begun."""
+
     name: str | None
     # Where the agent works, as it said (older logs: None): its directory, its client
     # (e.g. "claude-code") and its model.
@@ -160,6 +184,8 @@ class SessionStarted(LateFields, LedgerEvent):
 
 @dataclass(frozen=True)
 class SessionEnded(LateFields, LedgerEvent):
+    """A session ended, with the steps that released."""
+
     released: list[str]
     findings: str | None = None  # what the agent reported when it stopped
     LATE_FIELDS = ("findings",)

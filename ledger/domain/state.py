@@ -35,6 +35,8 @@ class StepDef:
 
 @dataclass(frozen=True)
 class PlanState:
+    """A plan as its events left it."""
+
     id: str
     version: int
     slug: PlanSlug
@@ -56,6 +58,8 @@ class Note:
 
 @dataclass(frozen=True)
 class StepState:
+    """A step as its events left it."""
+
     id: StepId
     version: int
     plan: PlanSlug
@@ -86,6 +90,8 @@ class StepSnapshot:
 
 @dataclass(frozen=True)
 class SessionState:
+    """A session as its events left it."""
+
     id: SessionId
     version: int
     name: str | None
