@@ -13,6 +13,7 @@ from planledger.ledger.domain.errors import LedgerError
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
+
 class Children:
     """A counter's labelled children, kept per label value once first asked for:
     prometheus_client's `labels` checks the names and takes a lock on every call, and a
