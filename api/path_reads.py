@@ -1,61 +1,24 @@
-"""Path reservations in the read answers: what a step's live claim holds reserved, what a
-claimable step would collide with (ready lists those that would not first), and who holds
-what some paths or files meet (`check`: the `paths_check` tool, `GET /api/reservations`,
-`planledger paths check` and the commit guard)."""
+"""Path reservations in the read answers: a holder's card, and who holds what some paths
+or files meet (`check`: the `paths_check` tool, `GET /api/reservations`, `planledger paths
+check` and the commit guard). What a step's live claim holds reserved and what a claimable
+step would collide with are in api.plain_answers."""
 
 from collections.abc import Sequence
-from datetime import datetime
 
 from planledger.api.runtime import Runtime
 from planledger.api.schemas import (
-    CollisionOut,
     HeldOut,
-    PathOut,
     PathsCheckOut,
     ReservationOut,
-    StepOut,
     paths_out,
 )
 from planledger.ledger.domain.errors import InvalidInput
 from planledger.ledger.domain.ids import SessionId
-from planledger.ledger.domain.paths import MAX_PATHS, PathSpec, check_file, check_pattern
+from planledger.ledger.domain.paths import MAX_PATHS, check_file, check_pattern
 from planledger.projections import reservations
 from planledger.projections.reservations import HeldPaths, Meeting
-from planledger.projections.view import LedgerView
 
 MAX_FILES = 10_000  # staged files one guard check may ask about
-
-
-def _specs(paths: Sequence[PathOut]) -> tuple[PathSpec, ...]:
-    return tuple(PathSpec(p.pattern, p.mode) for p in paths)
-
-
-def _collision(found: Meeting) -> CollisionOut:
-    held = found.held
-    return CollisionOut(holder=held.session_id, holder_name=held.session_name,
-                        step_id=held.step_id, title=held.title, patterns=list(found.patterns))
-
-
-def annotated(view: LedgerView, moment: datetime, steps: list[StepOut],
-              asker: SessionId | None = None) -> list[StepOut]:
-    """The steps with what their live claims reserved and, for claimable ones, the live
-    reservations of sessions other than the `asker` they would bounce off (none held: the
-    steps as they are)."""
-    held = reservations.live(view, moment)
-    if not held:
-        return steps
-    by_step: dict[str, HeldPaths] = {h.step_id: h for h in held}
-    shown = []
-    for step in steps:
-        update: dict[str, object] = {}
-        mine = by_step.get(step.step_id)
-        if mine is not None:
-            update["reserved"] = paths_out(mine.paths)
-        if step.claimable and step.paths:
-            found = reservations.collisions(view, _specs(step.paths), moment, asker, held)
-            update["collides_with"] = [_collision(m) for m in found]
-        shown.append(step.model_copy(update=update) if update else step)
-    return shown
 
 
 def reservation_out(held: HeldPaths, patterns: Sequence[str] = ()) -> ReservationOut:

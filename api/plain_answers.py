@@ -85,8 +85,8 @@ def _title(definitions: dict[StepId, StepDef], step_id: StepId) -> str:
 def annotate(view: LedgerView, moment: datetime, steps: Sequence[tuple[StepDef, Fields]],
              asker: SessionId | None = None) -> list[Fields]:
     """The steps' fields with what their live claims reserved and, for claimable ones, the
-    live reservations of sessions other than the `asker` they would bounce off (as
-    api.path_reads.annotated does to schemas)."""
+    live reservations of sessions other than the `asker` they would bounce off (none held:
+    the fields as they are). api.reads makes its step schemas from these too."""
     held = reservations.live(view, moment)
     if held:
         by_step: dict[str, HeldPaths] = {h.step_id: h for h in held}

@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from planledger.api import plain_answers
-from planledger.api.path_reads import annotated, with_reserved_paths
+from planledger.api.path_reads import with_reserved_paths
 from planledger.api.plain_answers import in_order as _in_order
 from planledger.api.plain_answers import plan_of as _plan
 from planledger.api.runtime import Runtime
@@ -33,7 +33,7 @@ from planledger.ledger.domain import errors
 from planledger.ledger.domain import events as ev
 from planledger.ledger.domain.claims import Verdict
 from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId
-from planledger.ledger.domain.state import SATISFYING, PlanState, StepDef, StepState
+from planledger.ledger.domain.state import SATISFYING, PlanState, StepDef
 from planledger.projections import queries
 from planledger.projections.timeline import TimelineModel
 from planledger.projections.view import LedgerView
@@ -54,17 +54,18 @@ def now(runtime: Runtime) -> datetime:
 def _plan_view(view: LedgerView, plan: PlanState, moment: datetime,
                ) -> tuple[list[StepOut], ProgressOut]:
     verdicts = dict(queries.verdicts(view, plan.slug, moment))
-    steps = [step_out(d, view.steps[d.id], verdicts.get(d.id), plan.steps)
-             for d in _in_order(view, plan)]
-    return annotated(view, moment, steps), (queries.progress(view, plan.slug, moment))
+    steps = steps_out(view, moment, plan, [(d, verdicts.get(d.id)) for d in _in_order(view, plan)])
+    return steps, queries.progress(view, plan.slug, moment)
 
 
-def step_out(
-    definition: StepDef, state: StepState, verdict: Verdict | None,
-    definitions: dict[StepId, StepDef],
-) -> StepOut:
-    return StepOut.model_validate(plain_answers.step_fields(definition, state, verdict,
-                                                            definitions))
+def steps_out(view: LedgerView, moment: datetime, plan: PlanState,
+              shown: Iterable[tuple[StepDef, Verdict | None]]) -> list[StepOut]:
+    """The steps, each judged by its verdict (None: closed), as the plan view shows them:
+    with what their live claims reserve and what claimable ones would collide with (the
+    fields api.plain_answers makes, here as schemas)."""
+    fields = [(d, plain_answers.step_fields(d, view.steps[d.id], verdict, plan.steps))
+              for d, verdict in shown]
+    return [StepOut.model_validate(f) for f in plain_answers.annotate(view, moment, fields)]
 
 
 def plans(runtime: Runtime) -> list[PlanSummaryOut]:
@@ -99,8 +100,7 @@ def _steps_out(view: LedgerView, plan: PlanState, shown: Sequence[StepDef],
         closed = view.steps[step_id].status in SATISFYING
         return None if closed else view.verdict(step_id, moment)
 
-    return annotated(view, moment, [step_out(d, view.steps[d.id], judged(d.id), plan.steps)
-                                    for d in shown])
+    return steps_out(view, moment, plan, [(d, judged(d.id)) for d in shown])
 
 
 def constraints(runtime: Runtime, slug: str) -> dict[str, str]:

@@ -15,7 +15,6 @@ from itertools import islice
 from typing import Literal
 
 from planledger.api import reads
-from planledger.api.path_reads import annotated
 from planledger.api.schemas import StepOut
 from planledger.ledger.domain.ids import PlanSlug, StepId
 from planledger.ledger.domain.state import PlanState
@@ -44,8 +43,7 @@ def step_of(view: LedgerView, plan: PlanState, step_id: StepId, moment: datetime
     state = view.steps[step_id]
     open_or_held = state.status in ("open", "in_progress")
     verdict = view.verdict(step_id, moment) if open_or_held else None
-    step = reads.step_out(plan.steps[step_id], state, verdict, plan.steps)
-    return annotated(view, moment, [step])[0]  # what it reserves, or would collide with
+    return reads.steps_out(view, moment, plan, [(plan.steps[step_id], verdict)])[0]
 
 
 def page_of(view: LedgerView, slug: str, moment: datetime, offset: int = 0,
