@@ -427,6 +427,33 @@ def test_embedded_ready_with_reservations_prints_as_the_full_command_line(
     assert _both_here(db, "plan", "list", "--json")[0] == 0
 
 
+# Run as `planledger` runs; at exit, name what was loaded (on stderr).
+LOADED_AT_EXIT = """
+import atexit, sys
+atexit.register(lambda: sys.stderr.write("LOADED " + " ".join(sorted(sys.modules)) + "\\n"))
+from planledger.main import main
+main(sys.argv[1:])
+"""
+# What an embedded read need not load: typer, pydantic and the API's schemas, and the
+# ledger's write side (issue 19: they were two thirds of its start-up). (rich is loaded
+# for a table it must draw itself: api.cli.output.)
+NOT_FOR_A_READ = ("typer", "pydantic", "planledger.api.schemas",
+                  "planledger.ledger.application", "planledger.ledger.commands")
+
+
+def test_an_embedded_ready_or_plan_list_loads_no_schemas_and_no_write_side(
+        store: tuple[str, dict[str, str]]) -> None:
+    db, _ = store
+    for args in (["ready", "auth-refresh"], ["plan", "list", "--json"]):
+        done = subprocess.run([sys.executable, "-c", LOADED_AT_EXIT, *args, "--db", db],
+                              capture_output=True, text=True, timeout=120, check=False)
+        assert done.returncode == 0, done.stderr
+        loaded = done.stderr.split("LOADED ", 1)[1].split()
+        heavy = [m for m in loaded
+                 if m in NOT_FOR_A_READ or m.startswith(tuple(f"{n}." for n in NOT_FOR_A_READ))]
+        assert heavy == [], (args, heavy)
+
+
 def test_embedded_refusals_read_as_the_full_command_line(
         store: tuple[str, dict[str, str]], tmp_path: Path) -> None:
     db, _ = store
