@@ -12,19 +12,28 @@ tests/unit/test_plain_answers.py holds the two equal.
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
-from planledger.api.runtime import Runtime
 from planledger.ledger.domain import errors
 from planledger.ledger.domain.claims import Verdict
 from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId
 from planledger.ledger.domain.paths import PathSpec
 from planledger.ledger.domain.state import PlanState, StepDef, StepState
 from planledger.projections import queries, reservations
+from planledger.projections.readmodel import ReadModel
 from planledger.projections.reservations import HeldPaths, Meeting
 from planledger.projections.view import LedgerView
 
 Fields = dict[str, Any]
+
+
+class Readable(Protocol):
+    """What the answers here read: a read model (an api.runtime.Runtime's, or an embedded
+    store's file read by a process that only reads: infra.sqlite_reading.Reading)."""
+
+    @property
+    def reads(self) -> ReadModel: ...
+
 
 MAX_PAGE = 1000
 
@@ -124,7 +133,7 @@ def free_first(view: LedgerView, moment: datetime, steps: list[StepDef],
 # --- answers ---------------------------------------------------------------------------
 
 
-def plans(runtime: Runtime) -> list[Fields]:
+def plans(runtime: Readable) -> list[Fields]:
     """PlanSummaryOut's fields of every plan, oldest first (finished ones retired from the
     read model too)."""
     with runtime.reads.reading() as (view, moment):
@@ -135,7 +144,7 @@ def plans(runtime: Runtime) -> list[Fields]:
                 for created, slug, title in sorted(held + retired)]
 
 
-def ready(runtime: Runtime, slug: str, listed: Sequence[StepId] | None = None,
+def ready(runtime: Readable, slug: str, listed: Sequence[StepId] | None = None,
           limit: int | None = None, asker: SessionId | None = None) -> Fields:
     """ReadyOut's fields: the plan's ready steps (or the `listed` ones a session was
     shown), held and blocked, oldest first; with `limit`, at most that many of each, and

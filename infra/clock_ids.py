@@ -16,9 +16,12 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from planledger.ledger.ports import Clock, IdGenerator
-from planledger.ledger.store import EventStore
+
+if TYPE_CHECKING:  # a process that only reads has no store (infra.sqlite_reading)
+    from planledger.ledger.store import EventStore
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +113,7 @@ class UlidGenerator(IdGenerator):
         return str(ULID())
 
 
-def ledger_clock(store: EventStore, *, postgres: bool, wall: Clock | None = None) -> Clock:
+def ledger_clock(store: "EventStore", *, postgres: bool, wall: Clock | None = None) -> Clock:
     """The clock a ledger on `store` decides by (see the module): the database's on
     PostgreSQL, else `wall` (the machine's clock); steady, and floored at the log's newest
     event either way."""

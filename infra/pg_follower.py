@@ -26,9 +26,9 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from eventsourcing.persistence import Notification, Subscription
+from eventsourcing.persistence import ApplicationRecorder, Notification, Subscription
 
-from planledger.ledger.store import EventStore
+from planledger.ledger.notification_log import LogSource
 from planledger.projections.follower import ApplyNotes
 
 log = logging.getLogger(__name__)
@@ -41,7 +41,7 @@ PAGE = 500
 class PgFollower:
     """Keeps a read model current from PostgreSQL's LISTEN/NOTIFY subscription."""
 
-    def __init__(self, store: EventStore, apply: ApplyNotes, position: int = 0,
+    def __init__(self, store: LogSource, apply: ApplyNotes, position: int = 0,
                  resync_seconds: float = RESYNC_SECONDS) -> None:
         self.store = store
         self._apply = apply
@@ -103,7 +103,10 @@ class PgFollower:
         # What is already in the log comes in pages (a new replica folds the whole log);
         # the subscription then hands over each new notification as it is committed.
         self._catch_up()
-        with self.store.recorder.subscribe(gt=self.position) as subscription:
+        recorder = self.store.recorder
+        # The tail of a PostgreSQL store only (api.runtime): its recorder subscribes.
+        assert isinstance(recorder, ApplicationRecorder), recorder
+        with recorder.subscribe(gt=self.position) as subscription:
             self._subscription = subscription
             if self._stopping.is_set():  # stop() came before the subscription existed
                 return

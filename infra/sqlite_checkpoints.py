@@ -3,15 +3,16 @@
 the library's `tracking` table and a table of states beside it (see projections.checkpoints
 for what a checkpoint recorder promises)."""
 
-from pathlib import Path
 from typing import Any
 
 from eventsourcing.persistence import IntegrityError, Tracking
 from eventsourcing.sqlite import SQLiteDatastore, SQLiteTrackingRecorder
 
+from planledger.ledger.storage import CHECKPOINT_TABLE, checkpoint_path
 from planledger.projections.checkpoints import CheckpointRecorder
 
-CHECKPOINT_TABLE = "readmodel_checkpoints"
+__all__ = ["CHECKPOINT_TABLE", "SQLiteCheckpointRecorder", "checkpoint_path",
+           "sqlite_checkpoints"]
 
 
 class SQLiteCheckpointRecorder(SQLiteTrackingRecorder, CheckpointRecorder):
@@ -57,13 +58,6 @@ class SQLiteCheckpointRecorder(SQLiteTrackingRecorder, CheckpointRecorder):
 
     def close(self) -> None:
         self.datastore.close()
-
-
-def checkpoint_path(db: str) -> Path:
-    """Where the checkpoints of the SQLite log at `db` live: `ledger.sqlite` keeps them in
-    `ledger.views.sqlite`."""
-    path = Path(db).expanduser()
-    return path.with_name(f"{path.stem}.views{path.suffix or '.sqlite'}")
 
 
 def sqlite_checkpoints(db: str) -> SQLiteCheckpointRecorder:

@@ -40,6 +40,7 @@ from eventsourcing.persistence import (
 from eventsourcing.utils import resolve_topic
 
 from planledger.ledger.chain import GENESIS, HASH_KEY, PREV_KEY, hash_of, seal
+from planledger.ledger.stored_form import event_from
 from planledger.ledger.turns import TURN, each_in_turns
 
 HEADS_KEPT = 50_000
@@ -137,17 +138,8 @@ class UnsealingMapper(Mapper[str]):
             kind = self._kinds[(stored.topic, origin_type)] = (
                 cls, find_id_convertor(cls, origin_type), getattr(cls, "class_version", 1))
         cls, convert, class_version = kind
-        state.pop(HASH_KEY, None)
-        state.pop(PREV_KEY, None)
-        state["originator_id"] = convert(origin)
-        state["originator_version"] = stored.originator_version
-        from_version = state.pop("class_version", 1)
-        while from_version < class_version:
-            getattr(cls, f"upcast_v{from_version}_v{from_version + 1}")(state)
-            from_version += 1
-        event: Any = _new(cls)
-        _set(event, "__dict__", state)
-        return event
+        return event_from(cls, state, convert(origin), stored.originator_version,
+                          class_version)
 
 
 @dataclass(slots=True)

@@ -50,6 +50,16 @@ def store_settings(db: str) -> dict[str, str]:
     }
 
 
+CHECKPOINT_TABLE = "readmodel_checkpoints"  # in the file below, beside the library's tracking
+
+
+def checkpoint_path(db: str) -> Path:
+    """Where the read model's checkpoints of the SQLite log at `db` live (a file beside it,
+    infra.sqlite_checkpoints): `ledger.sqlite` keeps them in `ledger.views.sqlite`."""
+    path = Path(db).expanduser()
+    return path.with_name(f"{path.stem}.views{path.suffix or '.sqlite'}")
+
+
 # PostgreSQL options read from the URL's query (`?schema=team_a&pool_size=10`), with the
 # defaults a replica starts with. Each maps to one setting of the library's persistence.
 PG_OPTIONS: dict[str, tuple[str, str]] = {

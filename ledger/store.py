@@ -42,6 +42,7 @@ from planledger.ledger.domain.state import (
 )
 from planledger.ledger.followed import Appended, FollowedStates
 from planledger.ledger.sealing import Encoded, Heads, SealingEventStore, UnsealingMapper
+from planledger.ledger.stored_form import STORED_KINDS
 from planledger.ledger.turns import TURN, turns
 
 __all__ = ["ConflictError", "EventStore", "WouldWait"]
@@ -56,12 +57,7 @@ class WouldWait(Exception):
 
 SNAPSHOT_INTERVAL = 100
 
-# Everything the store holds, by the fixed name each is stored under (its TOPIC): named
-# here, so that reading a log resolves every name to its class without importing a module
-# by the name (which need not be where the class lives now).
-STORED_KINDS: tuple[type, ...] = (*ev.LedgerEvent.__subclasses__(), StepSnapshot,
-                                  AnswerRecorded)
-for _kind in STORED_KINDS:
+for _kind in STORED_KINDS:  # (ledger.stored_form)
     get_topic(_kind)  # registers the kind under its TOPIC
 _STEP_EVENTS = (ev.StepOpened, ev.StepClaimed, ev.LeaseRenewed, ev.StepReleased,
                 ev.StepCompleted, ev.StepDropped, ev.StepReopened)
@@ -320,6 +316,13 @@ class EventStore(Application[str]):
                 self._snapshot_step(StepId(event.originator_id), event)
             elif type(event) is ev.SessionEnded:  # it acts no more: its state is not kept
                 self.forget([event.originator_id])
+
+    def plan_of_step(self, step_id: StepId) -> PlanSlug | None:
+        """The plan a step belongs to (None: no such step). A step never changes plans."""
+        try:
+            return self.step(step_id).plan
+        except errors.UnknownStep:
+            return None
 
     def forget(self, streams: Sequence[str]) -> None:
         """Let go of what this process keeps of these streams (their states, their chains'

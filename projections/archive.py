@@ -13,10 +13,9 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 
-from planledger.ledger.domain import errors
 from planledger.ledger.domain.ids import PlanSlug, StepId
 from planledger.ledger.domain.state import PlanState
-from planledger.ledger.store import EventStore
+from planledger.ledger.notification_log import LogSource
 from planledger.projections.log import Positioned, at_positions, paused_gc
 from planledger.projections.view import FinishedPlan, LedgerView
 
@@ -26,17 +25,14 @@ DETAILS_KEPT = 4
 class LogArchive:
     """The store's log as a view's archive (see `projections.view.Archive`)."""
 
-    def __init__(self, store: EventStore) -> None:
+    def __init__(self, store: LogSource) -> None:
         self.store = store
 
     def events_at(self, positions: Sequence[int]) -> list[Positioned]:
         return at_positions(self.store, positions)
 
     def plan_of(self, step_id: StepId) -> PlanSlug | None:
-        try:  # a plan never changes, so the step as the store has it now tells
-            return self.store.step(step_id).plan
-        except errors.UnknownStep:
-            return None
+        return self.store.plan_of_step(step_id)
 
     def retired(self, plan: PlanState) -> None:
         self.store.forget([plan.id, *plan.steps])
@@ -45,7 +41,7 @@ class LogArchive:
 class RetiredPlans:
     """Retired plans' detail, folded back from the log when asked for."""
 
-    def __init__(self, store: EventStore, kept: int = DETAILS_KEPT) -> None:
+    def __init__(self, store: LogSource, kept: int = DETAILS_KEPT) -> None:
         self.store, self.kept = store, kept
         self._views: OrderedDict[PlanSlug, tuple[FinishedPlan, LedgerView]] = OrderedDict()
         self._lock = threading.Lock()

@@ -22,9 +22,21 @@ file beside the log, so the log's writers never wait on a checkpoint:
 """
 
 from abc import abstractmethod
+from typing import Protocol
 
 from eventsourcing.persistence import IntegrityError, Tracking, TrackingRecorder
 from eventsourcing.popo import POPOTrackingRecorder
+
+
+class Checkpoints(Protocol):
+    """What a read model asks of its checkpoints: a `CheckpointRecorder`, or a process's
+    read-only look at an embedded store's (infra.sqlite_reading), which saves none."""
+
+    def save_checkpoint(self, tracking: Tracking, state: bytes | memoryview) -> bool: ...
+    def load_checkpoint(self, application_name: str) -> tuple[int, bytes] | None: ...
+    def max_tracking_id(self, application_name: str) -> int | None: ...
+    def forget(self, application_name: str) -> None: ...
+    def close(self) -> None: ...
 
 
 class CheckpointRecorder(TrackingRecorder):

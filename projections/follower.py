@@ -22,16 +22,17 @@ instead. `follow(model)` starts the model's `tail` if it was given one, else pol
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from typing import Protocol, Self
+from typing import TYPE_CHECKING, Protocol, Self
 
-from eventsourcing.persistence import Notification
-
-from planledger.ledger.store import EventStore
+from planledger.ledger.notification_log import LogSource
 from planledger.projections.log import PAGE, page_after
+
+if TYPE_CHECKING:
+    from eventsourcing.persistence import Notification
 
 # Applies notifications above the model's position, in order, atomically with respect to
 # its readers, skipping any at or below it; returns the position reached.
-ApplyNotes = Callable[[Sequence[Notification]], int]
+ApplyNotes = Callable[[Sequence["Notification"]], int]
 DEFAULT_INTERVAL = 0.05
 
 
@@ -53,7 +54,7 @@ class LogFollower(ABC):
 
     name = "log-follower"
 
-    def __init__(self, store: EventStore, apply: ApplyNotes, position: int = 0) -> None:
+    def __init__(self, store: LogSource, apply: ApplyNotes, position: int = 0) -> None:
         self.store = store
         self._apply = apply
         self._position = position
@@ -128,7 +129,7 @@ class PollingFollower(LogFollower):
 
     name = "log-poller"
 
-    def __init__(self, store: EventStore, apply: ApplyNotes, position: int = 0,
+    def __init__(self, store: LogSource, apply: ApplyNotes, position: int = 0,
                  interval: float = DEFAULT_INTERVAL) -> None:
         super().__init__(store, apply, position)
         self.interval = interval
@@ -138,13 +139,13 @@ class PollingFollower(LogFollower):
 
 
 # A follower not yet started, for a store, an `apply` and the position to go on from.
-Tail = Callable[[EventStore, ApplyNotes, int], Follower]
+Tail = Callable[[LogSource, ApplyNotes, int], Follower]
 
 
 class Followed(Protocol):
     """What `follow` feeds: a read model (projections.readmodel.ReadModel)."""
 
-    store: EventStore
+    store: LogSource
     tail: Tail | None
 
     @property
@@ -152,7 +153,7 @@ class Followed(Protocol):
 
     def catch_up(self) -> int: ...
 
-    def apply_notifications(self, notes: Sequence[Notification]) -> int: ...
+    def apply_notifications(self, notes: "Sequence[Notification]") -> int: ...
 
 
 def follow(model: Followed, interval: float = DEFAULT_INTERVAL) -> Follower:

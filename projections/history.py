@@ -18,7 +18,7 @@ from datetime import datetime
 
 from planledger.ledger.domain.events import LedgerEvent
 from planledger.ledger.domain.ids import StepId
-from planledger.ledger.store import EventStore
+from planledger.ledger.notification_log import LogSource
 from planledger.projections.log import PAGE, Positioned, at_positions, pages, paused_gc
 from planledger.projections.queryable import Queryable
 from planledger.projections.results import HistoryEntry
@@ -26,7 +26,7 @@ from planledger.projections.view import TIMELESS, LedgerView
 
 
 def step_history(
-    store: EventStore, positions: Sequence[int], upto: int | None = None
+    store: LogSource, positions: Sequence[int], upto: int | None = None
 ) -> list[HistoryEntry]:
     """The events at `positions` (a step's, from the view), up to position `upto`."""
     wanted = [p for p in positions if upto is None or p <= upto]
@@ -37,7 +37,7 @@ def step_history(
 class AsOf(Queryable):
     """The read models as they stood at `position`; leases are judged at `moment`."""
 
-    def __init__(self, store: EventStore, view: LedgerView, moment: datetime) -> None:
+    def __init__(self, store: LogSource, view: LedgerView, moment: datetime) -> None:
         self.store = store
         self.view = view
         self.moment = moment
@@ -57,7 +57,7 @@ class AsOf(Queryable):
 
 
 def as_of(
-    store: EventStore, position: int | None = None, time: datetime | None = None,
+    store: LogSource, position: int | None = None, time: datetime | None = None,
     page: int = PAGE,
 ) -> AsOf:
     """The read models after the event at `position` (or the last event at or before

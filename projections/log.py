@@ -6,8 +6,7 @@ import gc
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-from planledger.ledger.notification_log import PAGE, Positioned, decode, page_after
-from planledger.ledger.store import EventStore
+from planledger.ledger.notification_log import PAGE, LogSource, Positioned, decode, page_after
 
 __all__ = ["PAGE", "Positioned", "at_positions", "decode", "page_after", "pages", "paused_gc"]
 
@@ -29,7 +28,7 @@ def paused_gc() -> Iterator[None]:
 
 
 def pages(
-    store: EventStore, after: int = 0, limit: int = PAGE, stop: int | None = None
+    store: LogSource, after: int = 0, limit: int = PAGE, stop: int | None = None
 ) -> Iterator[list[Positioned]]:
     """Decoded pages of the log after `after` up to `stop` (or its end)."""
     while True:
@@ -41,7 +40,7 @@ def pages(
             return
 
 
-def at_positions(store: EventStore, positions: Sequence[int]) -> list[Positioned]:
+def at_positions(store: LogSource, positions: Sequence[int]) -> list[Positioned]:
     """The events at the given (ascending) positions; consecutive ones in one read."""
     found: list[Positioned] = []
     for first, last in _runs(positions):

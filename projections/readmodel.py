@@ -25,16 +25,14 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-
-from eventsourcing.persistence import Notification, Tracking
+from typing import TYPE_CHECKING
 
 from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId
 from planledger.ledger.domain.state import PlanState, SessionState, StepState
+from planledger.ledger.notification_log import LogSource
 from planledger.ledger.ports import CandidateView, Clock
-from planledger.ledger.store import EventStore
 from planledger.projections import queries
 from planledger.projections.archive import LogArchive, RetiredPlans
-from planledger.projections.checkpoints import CheckpointRecorder
 from planledger.projections.follower import Tail
 from planledger.projections.history import AsOf, as_of, step_history
 from planledger.projections.log import PAGE, decode, page_after, paused_gc
@@ -49,6 +47,11 @@ from planledger.projections.resume import (
     state_data,
 )
 from planledger.projections.view import FINISHED_KEPT, LedgerView
+
+if TYPE_CHECKING:  # a process that only reads loads neither (infra.sqlite_reading)
+    from eventsourcing.persistence import Notification
+
+    from planledger.projections.checkpoints import Checkpoints
 
 CHECKPOINT_EVERY = 50_000
 RETRY_SECONDS = 0.01
@@ -75,8 +78,8 @@ class ReadModel(Queryable, CandidateView):
     readers (given by whoever opens the store: api.runtime), and polls elsewhere."""
 
     def __init__(
-        self, store: EventStore, clock: Clock, *,
-        checkpoints: CheckpointRecorder | None = None, secret: Secret | None = None,
+        self, store: LogSource, clock: Clock, *,
+        checkpoints: "Checkpoints | None" = None, secret: Secret | None = None,
         checkpoint_every: int = CHECKPOINT_EVERY, pull_on_read: bool = True, page: int = PAGE,
         tail: Tail | None = None, finished_kept: int = FINISHED_KEPT,
     ) -> None:
@@ -184,7 +187,7 @@ class ReadModel(Queryable, CandidateView):
         position = self._view.position
         return position - self._checkpointed >= max(self.checkpoint_every, position // 4)
 
-    def apply_notifications(self, notes: Sequence[Notification]) -> int:
+    def apply_notifications(self, notes: "Sequence[Notification]") -> int:
         """Apply the notifications above the model's position, in order, skipping those at
         or below it (each position exactly once); returns the position reached. This is
         what a log follower feeds (see projections.follower)."""
@@ -289,6 +292,7 @@ class ReadModel(Queryable, CandidateView):
             state = state_data(self._view)
         self._checkpointed = position
         saved = saved_state(state, binding, key)  # the JSON text and its MAC: outside the lock
+        from eventsourcing.persistence import Tracking  # here: a process that only reads
         return self.checkpoints.save_checkpoint(Tracking(self.store.name, position), saved)
 
     def _checkpoint_key(self) -> bytes | None:
@@ -303,7 +307,7 @@ class ReadModel(Queryable, CandidateView):
                     log.warning("read model checkpoints are not used: %s", error)
             return self._key
 
-    def _restore(self, checkpoints: CheckpointRecorder) -> None:
+    def _restore(self, checkpoints: "Checkpoints") -> None:
         """Start from the newest checkpoint once it passes every check (projections.resume);
         otherwise fold the log from the start, saying why."""
         key = self._checkpoint_key()
@@ -323,7 +327,7 @@ class ReadModel(Queryable, CandidateView):
         self._folded = restored
         self._checkpointed = self._resumed_from = restored.position
 
-    def _drop_if_past_the_log(self, checkpoints: CheckpointRecorder,
+    def _drop_if_past_the_log(self, checkpoints: "Checkpoints",
                               warning: str | None = None) -> None:
         """Drop the checkpoints if they claim a position the log has not reached: no
         checkpoint of this log says so, and every later save would be refused (a log

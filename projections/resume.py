@@ -26,13 +26,15 @@ import hashlib
 import hmac
 import json
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
-from eventsourcing.persistence import Notification
-
-from planledger.ledger.store import EventStore
+from planledger.ledger.notification_log import LogSource
 from planledger.projections.codec import Data, record_of
 from planledger.projections.log import page_after, paused_gc
 from planledger.projections.view import LedgerView
+
+if TYPE_CHECKING:
+    from eventsourcing.persistence import Notification
 
 MAGIC = b"planledger-checkpoint/4\n"
 TAG_BYTES = hashlib.sha256().digest_size
@@ -53,7 +55,7 @@ def checkpoint_key(secret: bytes) -> bytes:
     return hmac.new(secret, KEY_PURPOSE, hashlib.sha256).digest()
 
 
-def fingerprint(note: Notification) -> str:
+def fingerprint(note: "Notification") -> str:
     """What identifies the event at a log position: its stream, version, type and body."""
     digest = hashlib.sha256(f"{note.originator_id}\0{note.originator_version}\0"
                             f"{note.topic}\0".encode())
@@ -61,7 +63,7 @@ def fingerprint(note: Notification) -> str:
     return digest.hexdigest()
 
 
-def tip_at(store: EventStore, position: int) -> str | None:
+def tip_at(store: LogSource, position: int) -> str | None:
     """The fingerprint of the event at `position` in the store's log (None: no event)."""
     at = page_after(store, position - 1, limit=1)
     return fingerprint(at[0]) if at and at[0].id == position else None
@@ -78,7 +80,7 @@ class Binding:
     shape: str = SHAPE
 
 
-def binding_at(store: EventStore, position: int) -> Binding | None:
+def binding_at(store: LogSource, position: int) -> Binding | None:
     """The binding of a state folded to `position` of the store's log (None: the log has
     no event there)."""
     tip = tip_at(store, position)
@@ -107,7 +109,7 @@ def saved_state(state: Data, binding: Binding, key: bytes) -> bytes:
     return b"".join((MAGIC, tag.digest(), header, body))
 
 
-def restored_view(store: EventStore, position: int, saved: bytes, key: bytes) -> LedgerView:
+def restored_view(store: LogSource, position: int, saved: bytes, key: bytes) -> LedgerView:
     """The view saved at `position` of the store's log, once every check has passed (see
     the module's doc); UnusableCheckpoint naming the check that failed."""
     if not saved.startswith(MAGIC):
@@ -138,7 +140,7 @@ def restored_view(store: EventStore, position: int, saved: bytes, key: bytes) ->
     return view
 
 
-def _check_binding(found: Binding | None, store: EventStore, position: int) -> None:
+def _check_binding(found: Binding | None, store: LogSource, position: int) -> None:
     if found is None:
         raise UnusableCheckpoint("its header is not a binding")
     if found.shape != SHAPE:

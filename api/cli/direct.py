@@ -32,6 +32,7 @@ from planledger.api.cli import EXIT_BOUNCED, EXIT_ERROR, EXIT_NOTHING_READY
 
 if TYPE_CHECKING:
     from planledger.api.client import Client
+    from planledger.api.plain_answers import Readable
     from planledger.api.runtime import Runtime
 
 Values = dict[str, Any]
@@ -50,7 +51,9 @@ class Command(NamedTuple):
     takes any number), its options beyond --url/--db/--json (flag -> (name, kind): 'int',
     'str', 'list' or 'flag'), whether it reads the token, the request it sends, the
     renderer of its answer (api.cli.render), its exit code for an answer, and `here`: the
-    same answer read on the embedded store (None: the full command line answers there)."""
+    same answer read on the embedded store (None: the full command line answers there);
+    `plain`: that answer where it reads the read model alone, so the store's file can be
+    read without the library (infra.sqlite_reading)."""
 
     arguments: tuple[str, ...]
     options: dict[str, tuple[str, str]]
@@ -60,6 +63,7 @@ class Command(NamedTuple):
     many: bool = False
     exit_code: Callable[[Values, Any], int] = lambda values, answer: 0
     here: "Callable[[Runtime, Values], Any] | None" = None
+    plain: "Callable[[Readable, Values], Any] | None" = None
 
 
 def _reads() -> Any:
@@ -128,12 +132,14 @@ LEASE = {"--lease": ("lease", "int")}
 
 COMMANDS: dict[tuple[str, ...], Command] = {
     ("plan", "list"): Command((), {}, lambda v: ("GET", "/api/plans", None, None, 0),
-                              "plans", here=lambda r, v: _plain().plans(r)),
+                              "plans", here=lambda r, v: _plain().plans(r),
+                              plain=lambda r, v: _plain().plans(r)),
     ("plan", "show"): Command(("slug",), {}, lambda v: (
         "GET", f"/api/plans/{v['slug']}", None, None, 0), "plan",
         here=lambda r, v: _reads().plan(r, v["slug"])),
     ("ready",): Command(("plan",), {}, _ready, "ready", token=True,
-                        here=lambda r, v: _plain().ready(r, v["plan"])),
+                        here=lambda r, v: _plain().ready(r, v["plan"]),
+                        plain=lambda r, v: _plain().ready(r, v["plan"])),
     ("step",): Command(("step_id",), {}, lambda v: (
         "GET", f"/api/steps/{v['step_id']}", None, None, 0), "step",
         here=lambda r, v: _reads().step_detail(r, v["step_id"])),
@@ -352,22 +358,51 @@ def _answer_here(command: Command, values: Values) -> int | None:
     collecting = gc.isenabled()
     gc.disable()
     try:
-        from planledger.api.runtime import open_runtime
         from planledger.api.settings import load_settings
 
-        settings = load_settings(db=values["db"])
-        runtime = open_runtime(settings.db, checkpoints=True)
-        try:
-            runtime.secret  # noqa: B018 (as connect: a store whose secret fails, fails)
-            result = command.here(runtime, values)
-        finally:
-            runtime.close()
+        db = load_settings(db=values["db"]).db
+        result = _read_file(command.plain, db, values) if command.plain else _UNREAD
+        if result is _UNREAD:
+            from planledger.api.runtime import open_runtime
+
+            runtime = open_runtime(db, checkpoints=True)
+            try:
+                runtime.secret  # noqa: B018 (as connect: a store whose secret fails, fails)
+                result = command.here(runtime, values)
+            finally:
+                runtime.close()
     except Exception as error:  # worded as the full command line words it, else left to it
         return word_error(error)
     finally:
         if collecting:
             gc.enable()
     return _show(command, values, _dumped(result, bool(values.get("json"))))
+
+
+_UNREAD = object()  # _read_file's answer where the file cannot be read without the library
+
+
+def _read_file(read: "Callable[[Readable, Values], Any]", db: str | None,
+               values: Values) -> Any:
+    """The answer read from the embedded store's file alone (infra.sqlite_reading): the
+    eventsourcing library was a fifth of such a call's start-up. _UNREAD where the store
+    is not such a file, or holds what that reader does not read as the library does (the
+    store is then opened through the library, which answers as always)."""
+    import sqlite3
+
+    from planledger.infra.sqlite_reading import Unreadable, open_reading
+    from planledger.ledger.storage import resolve_db
+
+    reading = open_reading(resolve_db(db))
+    if reading is None:
+        return _UNREAD
+    try:
+        reading.secret  # noqa: B018 (as connect: a store whose secret fails, fails)
+        return read(reading, values)
+    except (Unreadable, sqlite3.Error):
+        return _UNREAD
+    finally:
+        reading.close()
 
 
 def _answer_with_client(args: list[str], values: Values) -> int | None:

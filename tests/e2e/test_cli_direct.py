@@ -435,13 +435,15 @@ from planledger.main import main
 main(sys.argv[1:])
 """
 # What an embedded read need not load: typer, pydantic and the API's schemas, and the
-# ledger's write side (issue 19: they were two thirds of its start-up). (rich is loaded
-# for a table it must draw itself: api.cli.output.)
+# ledger's write side (issue 19: they were two thirds of its start-up), nor the
+# eventsourcing library (a fifth: the file is read directly, infra.sqlite_reading). (rich
+# is loaded for a table it must draw itself: api.cli.output.)
 NOT_FOR_A_READ = ("typer", "pydantic", "planledger.api.schemas",
-                  "planledger.ledger.application", "planledger.ledger.commands")
+                  "planledger.ledger.application", "planledger.ledger.commands",
+                  "eventsourcing")
 
 
-def test_an_embedded_ready_or_plan_list_loads_no_schemas_and_no_write_side(
+def test_an_embedded_ready_or_plan_list_loads_no_schemas_no_write_side_no_library(
         store: tuple[str, dict[str, str]]) -> None:
     db, _ = store
     for args in (["ready", "auth-refresh"], ["plan", "list", "--json"]):
