@@ -135,8 +135,10 @@ class EventDecoder:
         kind = BY_TOPIC.get(stored_event.topic)
         if kind is None:
             raise Unreadable(f"an event of an unknown kind {stored_event.topic!r}")
+        if type(stored_event.state) is not bytes:
+            raise Unreadable("an event not stored as bytes")
         try:
-            state = self._decoder.decode(bytes(stored_event.state).decode("utf8"))
+            state = self._decoder.decode(stored_event.state.decode("utf8"))
         except ValueError as error:  # UnicodeDecodeError and JSONDecodeError are both
             raise Unreadable(f"an event not stored as JSON: {error}") from None
         if type(state) is not dict or type(stored_event.originator_id) is not str:

@@ -169,9 +169,11 @@ def test_a_store_written_in_another_form_is_left_to_the_library(
     ("ledger.domain.events:SessionStarted", b"[1, 2]"),
     ("ledger.domain.events:SessionStarted", b'{"when": {"_type_": "pickle", "_data_": ""}}'),
     ("ledger.domain.events:SessionStarted", b'{"a": 1} trailing'),
+    ("ledger.domain.events:SessionStarted", '{"a": 1}'),  # text, not bytes
+    (7, b'{"a": 1}'),
 ])
 def test_what_it_cannot_read_as_the_library_does_it_refuses(
-        tmp_path: Path, topic: str, state: bytes) -> None:
+        tmp_path: Path, topic: object, state: object) -> None:
     db = tmp_path / "odd.sqlite"
     with sqlite3.connect(db) as made:
         made.execute("CREATE TABLE stored_events (originator_id TEXT, originator_version "
