@@ -41,7 +41,8 @@ class SQLiteCheckpointRecorder(SQLiteTrackingRecorder, CheckpointRecorder):
     def load_checkpoint(self, application_name: str) -> tuple[int, bytes] | None:
         with self.datastore.transaction(commit=False) as cursor:
             cursor.execute(
-                f"SELECT notification_id, state FROM {CHECKPOINT_TABLE} "
+                # As bytes whatever a hand at the file stored there: its MAC judges them.
+                f"SELECT notification_id, CAST(state AS BLOB) FROM {CHECKPOINT_TABLE} "
                 "WHERE application_name = ?", (application_name,))
             row: Any = cursor.fetchone()
             tracked = self._max_tracking_id(application_name, cursor)

@@ -214,14 +214,15 @@ class FileCheckpoints:
         self._connection.execute("BEGIN")  # both reads in one transaction, as the recorder's
         try:
             row = self._connection.execute(
-                f"SELECT notification_id, state FROM {CHECKPOINT_TABLE} "
+                # As bytes whatever a hand at the file stored there: its MAC judges them.
+                f"SELECT notification_id, CAST(state AS BLOB) FROM {CHECKPOINT_TABLE} "
                 "WHERE application_name = ?", (application_name,)).fetchone()
             tracked = self.max_tracking_id(application_name)
         finally:
             self._connection.execute("COMMIT")
-        if row is None or row[0] != tracked:
+        if row is None or tracked is None or row[0] != tracked:
             return None
-        return int(row[0]), bytes(row[1])
+        return tracked, bytes(row[1])
 
     def max_tracking_id(self, application_name: str) -> int | None:
         if self._connection is None or not self._tables_exist():
@@ -229,7 +230,7 @@ class FileCheckpoints:
         row = self._connection.execute(
             f"SELECT MAX(notification_id) FROM {TRACKING_TABLE} WHERE application_name = ?",
             (application_name,)).fetchone()
-        return cast("int | None", row[0])
+        return row[0] if type(row[0]) is int else None
 
     def _recorder(self) -> Any:
         if self._writer is None:

@@ -332,12 +332,13 @@ class ReadModel(Queryable, CandidateView):
         """Drop the checkpoints if they claim a position the log has not reached: no
         checkpoint of this log says so, and every later save would be refused (a log
         restored from an older copy, or a tampered file). With `warning`, say so."""
-        tracked = checkpoints.max_tracking_id(self.store.name)
+        tracked: object = checkpoints.max_tracking_id(self.store.name)
         end = self.store.log_end()
-        if tracked is None or tracked <= end:
+        # (A tracked position that is no number, in a tampered file, is no position either.)
+        if tracked is None or (type(tracked) is int and tracked <= end):
             return
         if warning is not None:
-            log.warning("the read model's checkpoints claim log position %d, past the log's "
+            log.warning("the read model's checkpoints claim log position %r, past the log's "
                         "end (%d): they are dropped and %s", tracked, end, warning)
         checkpoints.forget(self.store.name)
 

@@ -117,19 +117,28 @@ def test_a_reading_resumes_from_the_checkpoint_a_runtime_saved(
         reading.close()
 
 
+@pytest.mark.parametrize(("tampering", "believed"), [
+    ("UPDATE readmodel_checkpoints SET state = "
+     "CAST(replace(CAST(state AS TEXT), 'Auth', 'Evil') AS BLOB)", False),  # its MAC fails
+    ("UPDATE tracking SET notification_id = 'x'", False),  # a position that is no number
+    # The same bytes stored as text (not valid UTF-8): read as the bytes they are.
+    ("UPDATE readmodel_checkpoints SET state = CAST(state AS TEXT)", True),
+])
 def test_a_tampered_checkpoint_is_ignored_and_the_log_folded(
-        store: tuple[str, Runtime], clock: FakeClock) -> None:
+        store: tuple[str, Runtime], clock: FakeClock, tampering: str, believed: bool) -> None:
     db, runtime = store
     assert runtime.reads.checkpoint()
     with sqlite3.connect(checkpoint_path(db)) as views:
-        views.execute("UPDATE readmodel_checkpoints SET state = "
-                      "CAST(replace(CAST(state AS TEXT), 'Auth', 'Evil') AS BLOB)")
+        views.execute(tampering)
     reading = Reading(db, clock)
+    again = open_runtime(db, clock=clock, checkpoints=True)  # the library's way, the same
     try:
-        assert reading.reads.resume() == 0
+        resumed = reading.reads.resume()
+        assert resumed == again.reads.resume() == (runtime.reads.position if believed else 0)
         assert plain_answers.plans(reading) == plain_answers.plans(runtime)
     finally:
         reading.close()
+        again.close()
 
 
 def test_reading_creates_no_file_and_writes_nothing(store: tuple[str, Runtime],
