@@ -1,11 +1,12 @@
-"""7. MCP: a `tasks_claim` tool call round trip, next to the HTTP claim on the same server.
+"""7. MCP: a `tasks_claim` tool call round trip, next to the HTTP claim.
 
 One `planledger serve` process on an SQLite file; one client at a time, each claiming
 steps nobody else claims: an MCP client (the official SDK over streamable HTTP at
 `/mcp`, a connected session as Claude Code and Codex keep one) calling `tasks_claim`,
-and an HTTP client posting `/api/steps/{id}/claim`. Rounds alternate the two; medians.
-The figure is the MCP call's round trip against the HTTP claim's (lower is better; goal
-1.5x, issue 19).
+and an HTTP client posting `/api/steps/{id}/claim`. Beside them, the same SDK client
+over stdio to a `planledger mcp` process on its own SQLite file (how an agent's client
+runs a local MCP server). Rounds alternate the three; medians. The figures are each MCP
+call's round trip against the HTTP claim's (lower is better; goal 1.5x, issue 19).
 
 Beside it, what the figure is made of, each against the HTTP claim's own: an MCP `ping`
 on the same connection (the SDK's client, transport and dispatch with no tool and no
@@ -15,17 +16,28 @@ than round trips.
 """
 
 import math
+import os
 import statistics
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-from mcp import Client, MCPDeprecationWarning
+from mcp import Client, MCPDeprecationWarning, StdioServerParameters
+from mcp.client.stdio import stdio_client
 
 from planledger.bench.disk_full import cpu_seconds
-from planledger.bench.servers import ROOMY, Agent, Replica, create_plan, start_replica
+from planledger.bench.servers import (
+    PLANLEDGER,
+    ROOMY,
+    SECRET,
+    Agent,
+    Replica,
+    create_plan,
+    start_replica,
+)
 from planledger.bench.timing import Figure, scratch_dir
 
 GOAL = 1.5  # an MCP claim's round trip against the HTTP claim's (issue 19)
@@ -92,6 +104,29 @@ def mcp_round_trips(server: Replica, steps: list[str], claims: Calls, pings: Cal
     anyio.run(_mcp_round_trips, server, steps, claims, pings)
 
 
+async def _stdio_round_trips(db: str, rounds: int, per_round: int, claims: Calls,
+                             between: Callable[[int], None]) -> None:
+    """`tasks_claim` over stdio, one connection kept across the rounds; `between(r)` runs
+    each round's HTTP claims before its MCP ones (in a worker thread: they run their own
+    event loop), so the kinds alternate."""
+    env = {**os.environ, "PLANLEDGER_SECRET": SECRET, **ROOMY}
+    server = StdioServerParameters(command=PLANLEDGER, args=["mcp", "--db", db], env=env)
+    async with Client(stdio_client(server)) as client:
+        started = await client.call_tool("session_start", {"name": "mcp stdio bench"})
+        assert not started.is_error, started
+        for r in range(rounds):
+            await anyio.to_thread.run_sync(between, r)
+            made = await client.call_tool("plans_create", {
+                "plan": f"stdio-{r}", "title": "stdio",
+                "steps": [f"step {i}" for i in range(per_round)]})
+            assert not made.is_error and made.structured_content is not None, made
+            for step in made.structured_content["steps"]:
+                began = time.perf_counter()
+                result = await client.call_tool("tasks_claim", {"step_id": step["step_id"]})
+                claims.seconds.append(time.perf_counter() - began)
+                assert not result.is_error, result
+
+
 def http_round_trips(server: Replica, steps: list[str], claims: Calls) -> None:
     agent = Agent(server, "http bench")
     try:
@@ -106,23 +141,32 @@ def http_round_trips(server: Replica, steps: list[str], claims: Calls) -> None:
 
 def run(smoke: bool = False) -> list[Figure]:
     per_round, rounds = (3, 1) if smoke else (100, 5)
-    mcp, pings, http = Calls(), Calls(), Calls()
+    mcp, pings, http, stdio = Calls(), Calls(), Calls(), Calls()
     with scratch_dir("mcp") as directory:
         server = start_replica(str(directory / "ledger.sqlite"), ROOMY)
+
+        def one_round(r: int) -> None:
+            steps: list[Any] = create_plan(
+                server, f"round-{r}", [{"title": f"step {i}"} for i in range(2 * per_round)])
+            http_round_trips(server, steps[:per_round], http)
+            mcp_round_trips(server, steps[per_round:], mcp, pings)
+
         try:
-            for r in range(rounds):
-                steps: list[Any] = create_plan(
-                    server, f"round-{r}", [{"title": f"step {i}"} for i in range(2 * per_round)])
-                http_round_trips(server, steps[:per_round], http)
-                mcp_round_trips(server, steps[per_round:], mcp, pings)
+            anyio.run(_stdio_round_trips, str(directory / "local.sqlite"), rounds, per_round,
+                      stdio, one_round)
         finally:
             server.stop()
     ms = 1000
     http_ms = statistics.median(http.seconds) * ms
     baseline = "HTTP claim round trip, same server"
     figures = [
-        Figure("MCP tasks_claim round trip, median", statistics.median(mcp.seconds) * ms,
-               "ms", baseline, http_ms, goal=GOAL, lower_is_better=True, rounds=rounds),
+        Figure("MCP tasks_claim round trip over streamable HTTP (`/mcp`), median",
+               statistics.median(mcp.seconds) * ms, "ms", baseline, http_ms, goal=GOAL,
+               lower_is_better=True, rounds=rounds),
+        Figure("MCP tasks_claim round trip over stdio (`planledger mcp`), median",
+               statistics.median(stdio.seconds) * ms, "ms",
+               "HTTP claim round trip (to a server on its own file)", http_ms, goal=GOAL,
+               lower_is_better=True, rounds=rounds),
         Figure("MCP ping round trip (the SDK's floor: no tool, no ledger), median",
                statistics.median(pings.seconds) * ms, "ms", baseline, http_ms,
                lower_is_better=True, rounds=rounds),
