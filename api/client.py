@@ -126,8 +126,9 @@ class Client:
         return self.execute(c.Claim(step_id, self._session(), lease, tuple(paths)), ClaimOut)
 
     def claim_next(self, slug: str, lease: int | None = None, wait: int = 0) -> ClaimNextOut:
-        """Claim the plan's first ready step; with `wait` (seconds), wait for one when
-        none is claimable yet."""
+        """Claim the plan's next step (by priority, then the longest chain of steps waiting
+        on it, then the oldest); with `wait` (seconds), wait for one when none is
+        claimable yet."""
         return self.execute(c.ClaimNext(slug, self._session(), lease, wait), ClaimNextOut)
 
     def heartbeat(self, step_id: str, lease: int | None = None) -> ClaimOut:

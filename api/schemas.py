@@ -77,8 +77,8 @@ def path_specs(paths: PathsIn | None) -> tuple[PathSpec, ...]:
                  for p in paths or ())
 
 
-PRIORITY_HELP = ("0 (highest) .. 4; ready lists and claim-next take higher priorities first, "
-                 "then the oldest. Default 2.")
+PRIORITY_HELP = ("0 (highest) .. 4; ready lists and claim-next take higher priorities first "
+                 "(then ready lists the oldest, claim-next the longest chain). Default 2.")
 
 
 class PlanStepIn(RequestSchema):

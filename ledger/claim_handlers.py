@@ -88,8 +88,11 @@ def _claim(run: Execution, step_id: str, session_id: str, lease_seconds: int | N
 
 
 def claim_next(run: Execution, command: c.ClaimNext) -> c.NextClaim:
-    """The first ready step the session wins. A bounce on a candidate lost to a race is
-    recorded but is not the answer: the next candidate is tried."""
+    """The first ready step the session wins, tried in claim order (`CandidateView.
+    claim_order`): by priority, then the step heading the longest chain of open steps
+    still waiting on it (so the critical path starts first and a swarm ends sooner), then
+    oldest first. A ready list keeps showing priority, then age. A bounce on a candidate
+    lost to a race is recorded but is not the answer: the next candidate is tried."""
     lease = _lease(run, command.lease_seconds)
     run.live_session(command.actor)
     slug = run.store.plan(PlanSlug(command.plan)).slug
@@ -101,7 +104,7 @@ def claim_next(run: Execution, command: c.ClaimNext) -> c.NextClaim:
         return list(attach(Outcome(outcome.decision, c.NextClaim(slug, outcome.result))))
 
     candidates = run.attaching(as_next)
-    for step_id in run.view.ready(slug):
+    for step_id in run.view.claim_order(slug):
         if not _still_free(run, step_id):
             continue  # the view lagged behind another claim: a read, not an attempt
         if collides(run, step_id, command.actor, run.clock.now()):

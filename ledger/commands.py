@@ -224,9 +224,11 @@ MAX_WAIT_SECONDS = 300
 
 @dataclass(frozen=True)
 class ClaimNext(Command[NextClaim]):
-    """Claim the plan's first ready step, skipping steps lost to a race. `wait_seconds`:
-    how long the caller will wait for one when none is claimable (0..MAX_WAIT_SECONDS);
-    the handler never waits: the service waits around it (api.waiting)."""
+    """Claim the plan's next ready step in claim order (by priority, then the longest chain
+    waiting on it, then age: `claim_handlers.claim_next`), skipping steps lost to a race.
+    `wait_seconds`: how long the caller will wait for one when none is claimable
+    (0..MAX_WAIT_SECONDS); the handler never waits: the service waits around it
+    (api.waiting)."""
 
     name: ClassVar[str] = "claim_next"
     plan: str

@@ -35,4 +35,11 @@ class CandidateView(ABC):
 
     @abstractmethod
     def ready(self, plan: PlanSlug) -> Sequence[StepId]:
-        """Steps of the plan a claim would accept now, oldest first."""
+        """Steps of the plan a claim would accept now, by priority, then oldest first (the
+        order a ready list shows)."""
+
+    @abstractmethod
+    def claim_order(self, plan: PlanSlug) -> Sequence[StepId]:
+        """The same steps in the order claim-next tries them: by priority, then the step
+        heading the longest chain of open steps still waiting on it first (critical path
+        first: 1 + the longest such chain among its dependents), then oldest first."""

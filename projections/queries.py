@@ -54,6 +54,26 @@ def ready_ids(view: LedgerView, plan: PlanSlug, now: datetime) -> list[StepId]:
     return list(heapq.merge(index.ready, index.in_order(lapsed), key=key))
 
 
+def claim_order(view: LedgerView, plan: PlanSlug, now: datetime) -> list[StepId]:
+    """The plan's claimable steps at `now` in the order claim-next tries them: by priority
+    (0 first), then heading the longest chain of open steps waiting on them (the highest
+    `LedgerView.levels`: critical path first), then oldest first, ties by id. Levels are
+    kept per plan, so this costs a lookup a ready step (and a sort when levels differ),
+    not the plan's size."""
+    ready = ready_ids(view, plan, now)
+    if len(ready) < 2:
+        return ready
+    levels = view.levels(plan, ready)
+    if min(levels) == max(levels):
+        return ready  # already by priority, then age, then id
+    keys = _index(view, plan).keys
+    priorities = [keys[s][0] for s in ready]
+    # `ready` is in (priority, age, id) order: its position breaks ties between levels.
+    negated = [-level for level in levels]
+    ranked = sorted(zip(priorities, negated, range(len(ready)), strict=True))
+    return [ready[at] for _, _, at in ranked]
+
+
 def next_lapse(view: LedgerView, plan: PlanSlug, now: datetime) -> datetime | None:
     """When the plan's next live lease ends, making its step claimable unless renewed
     (None: no lease of the plan is live at `now`). A lapse writes nothing to the log, so

@@ -26,6 +26,12 @@ class Queryable(ABC):
         with self.reading(now) as (view, moment):
             return queries.ready_ids(view, plan, moment)
 
+    def claim_order(self, plan: PlanSlug, now: datetime | None = None) -> list[StepId]:
+        """Ids of the plan's claimable steps in the order claim-next tries them: by
+        priority, then the longest chain waiting on them first, then oldest first."""
+        with self.reading(now) as (view, moment):
+            return queries.claim_order(view, plan, moment)
+
     def ready_steps(
         self, plan: PlanSlug | None = None, now: datetime | None = None
     ) -> list[ReadyStep]:

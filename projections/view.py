@@ -142,6 +142,9 @@ class LedgerView:
         self._archive = archive
         self._kept = kept
         self._dirty: set[StepId] = set()
+        # Per plan, the levels worked out so far (see `levels`), kept up as the plan's
+        # graph changes: derived, not state, so neither saved nor compared.
+        self._levels: dict[PlanSlug, dict[StepId, int]] = {}
         self._handlers = self._dispatch()
 
     def retire_into(self, archive: Archive, kept: int = FINISHED_KEPT) -> None:
@@ -233,6 +236,8 @@ class LedgerView:
         if isinstance(event, ev.StepAdded | ev.DependenciesDeclared):
             for dep in event.depends_on:
                 self.dependents.setdefault(StepId(dep), set()).add(step_id)
+            if event.depends_on:  # a longer chain may now wait on its dependencies
+                self._lengthen(slug, step_id, added=isinstance(event, ev.StepAdded))
             self._dirty.add(step_id)
 
     def _on_step(self, event: ev.LedgerEvent, position: int) -> None:
@@ -252,6 +257,7 @@ class LedgerView:
             if (before.status in SATISFYING) != (after.status in SATISFYING):
                 self._dirty.update(self.dependents.get(step_id, ()))
                 self._count_closing(after.plan, closed=after.status in SATISFYING)
+                self._relevel(step_id, after)
         if after.status == "in_progress" or (before is not None
                                              and before.status == "in_progress"):
             self._note_lease(step_id, after)
@@ -275,6 +281,57 @@ class LedgerView:
         else:
             held = step.holder is not None and step.expires_at is not None
             index.hold_until(step_id, step.expires_at if held else TIMELESS)
+
+    def _relevel(self, step_id: StepId, step: StepState) -> None:
+        """Forget the levels the step opening or closing may change. A step closing once
+        all it waits on is closed (the usual complete) changes none: every open chain
+        through it passes a closed step first."""
+        if step.status in SATISFYING:
+            definition = self.definition(step_id)
+            deps = definition.depends_on if definition is not None else ()
+            if all(self.status_of(dep) in SATISFYING for dep in deps):
+                return
+        self._unlevel(step.plan, step_id)
+
+    def _lengthen(self, plan: PlanSlug, step_id: StepId, *, added: bool) -> None:
+        """The step now waits on more: those of its dependencies that are open may head
+        longer chains. A new dependency only ever raises levels, so the known ones are
+        raised up the graph, through open steps, as long as they grow (an unknown one
+        counts in no known level above it: see `_unlevel`)."""
+        known, state = self._levels.get(plan), self.plans.get(plan)
+        if not known or state is None:
+            return
+        if added:  # its StepOpened is still to come: open, nothing waits on it yet
+            known[step_id] = 1
+        elif self.status_of(step_id) in SATISFYING:
+            return  # closed: no chain runs through it
+        else:
+            self._level(known, step_id)
+        stack = [step_id]
+        while stack:
+            child = stack.pop()
+            level = known[child] + 1
+            definition = state.steps.get(child)
+            for dep in definition.depends_on if definition is not None else ():
+                have = known.get(dep)
+                if have is not None and have < level and self.status_of(dep) not in SATISFYING:
+                    known[dep] = level
+                    stack.append(dep)
+
+    def _unlevel(self, plan: PlanSlug, step_id: StepId) -> None:
+        """Forget the step's level and those of the steps it waits on, up its plan's graph,
+        as far as they are known. A step's level is known only once those of its open
+        dependents are (`_level`), so where one is unknown, none above it counts it."""
+        known, state = self._levels.get(plan), self.plans.get(plan)
+        if not known or state is None:
+            return
+        known.pop(step_id, None)
+        stack = [step_id]
+        while stack:
+            definition = state.steps.get(stack.pop())
+            for dep in definition.depends_on if definition is not None else ():
+                if known.pop(dep, None) is not None:
+                    stack.append(dep)
 
     def _let_go(self, session_id: SessionId, step_id: StepId) -> None:
         held = self.held.get(session_id)
@@ -339,6 +396,7 @@ class LedgerView:
         """Let the finished plan's detail go, keeping what lists it and where it is."""
         state = self.plans.pop(plan)
         del self.indexes[plan]
+        self._levels.pop(plan, None)
         runs: list[Sequence[int]] = [self.plan_marks.pop(plan, ())]
         statuses = []
         for step_id in state.steps:
@@ -432,6 +490,39 @@ class LedgerView:
     def status_of(self, step_id: StepId) -> str:
         step = self.steps.get(step_id)
         return step.status if step is not None else "open"
+
+    def levels(self, plan: PlanSlug, step_ids: Sequence[StepId]) -> list[int]:
+        """Each step's level: how long a chain of open steps waits on it, itself included
+        (1 + the highest level of its dependents neither done nor dropped; 1: none waits
+        on it). Claim-next hands out the highest first (`queries.claim_order`). Kept per
+        plan: raised up the graph when a dependency is declared (`_lengthen`), forgotten
+        above a step opened, or closed while something it waits on is open (`_relevel`),
+        so a claim-next mostly looks its steps up."""
+        known = self._levels.setdefault(plan, {})
+        try:
+            return list(map(known.__getitem__, step_ids))  # the hot path: all known
+        except KeyError:
+            return [known.get(s) or self._level(known, s) for s in step_ids]
+
+    def _level(self, known: dict[StepId, int], step_id: StepId) -> int:
+        """Work the step's level out into `known`, with every open step below it. Depth
+        first without recursion: a chain of 10,000 steps is deeper than Python's stack."""
+        steps, dependents = self.steps, self.dependents
+        stack = [step_id]
+        while stack:
+            current = stack[-1]
+            if current in known:  # reached twice (two of its dependencies were pending)
+                stack.pop()
+                continue
+            waiting = [d for d in dependents.get(current, ())
+                       if (s := steps.get(d)) is not None and s.status not in SATISFYING]
+            todo = [d for d in waiting if d not in known]
+            if todo:
+                stack.extend(todo)
+                continue
+            stack.pop()
+            known[current] = 1 + max((known[d] for d in waiting), default=0)
+        return known[step_id]
 
     def holder_ended(self, step: StepState) -> bool:
         if step.holder is None:

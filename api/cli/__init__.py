@@ -79,8 +79,9 @@ COMMANDS = (
           "Claim STEP; exits 3 if it bounced (held by another session, blocked, closed, or "
           "its paths reserved by another session)."),
     Entry("claim-next", f"{_CLI}.work:claim_next",
-          "Claim the first ready step of PLAN; exits 4 (saying why) when nothing is ready "
-          "(with --wait: when nothing became ready in time)."),
+          "Claim the next ready step of PLAN (by priority, then the longest chain waiting "
+          "on it, then the oldest); exits 4 (saying why) when nothing is ready (with "
+          "--wait: when nothing became ready in time)."),
     Entry("heartbeat", f"{_CLI}.work:heartbeat",
           "Extend your lease on STEP; exits 3 if you no longer hold it."),
     Entry("complete", f"{_CLI}.work:complete", "Mark STEP done (you must hold it)."),

@@ -69,8 +69,9 @@ def claim_next(plan: Annotated[str, typer.Argument(metavar="PLAN")], lease: Leas
                wait: WaitOption = 0, db: DbOption = None, url: UrlOption = None,
                session: SessionOption = None, token: TokenOption = None,
                json_out: JsonOption = False) -> None:
-    """Claim the first ready step of PLAN; exits 4 (saying why) when nothing is ready (with
-    --wait: when nothing became ready in time)."""
+    """Claim the next ready step of PLAN (by priority, then the longest chain waiting on
+    it, then the oldest); exits 4 (saying why) when nothing is ready (with --wait: when
+    nothing became ready in time)."""
     with open_client(db, url, session, token) as client:
         answer = client.claim_next(plan, lease, wait)
         emit(answer, json_out, render.claim_next)

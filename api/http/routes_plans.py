@@ -101,9 +101,12 @@ async def ready_recorded(service: ServiceDep, slug: SlugPath, actor: ActorDep,
 async def claim_next(service: ServiceDep, slug: SlugPath, actor: ActorDep,
                      key: IdempotencyKeyDep = None,
                      body: ClaimNextIn | None = None) -> ClaimNextOut:
-    """Atomically claim the first ready step of the plan, skipping steps lost to a race,
-    so a worker needs no bounce round trip. When nothing is ready, `claimed` is null and
-    `reason` says why: all_held, all_blocked, all_done, empty or none_ready (a mix).
+    """Atomically claim the plan's next ready step, skipping steps lost to a race, so a
+    worker needs no bounce round trip. Steps are tried by priority (0 first), then the
+    step heading the longest chain of open steps still waiting on it (the critical path
+    first), then the oldest; `GET .../ready` keeps listing by priority, then age. When
+    nothing is ready, `claimed` is null and `reason` says why: all_held, all_blocked,
+    all_done, empty or none_ready (a mix).
     With `wait_seconds`, a call that finds nothing waits (holding no server thread) until
     a step becomes claimable and claims it, or answers why not when the time is up; a
     finished plan (all_done) answers at once."""

@@ -53,7 +53,8 @@ Fence = Annotated[int | None, Field(
     "as stale instead of closing work you no longer hold.")]
 Priority = Annotated[int | None, Field(
     ge=0, le=4, description="0 (highest) .. 4: ready lists and tasks_claim_next take higher "
-    "priorities first, then the oldest. Default 2.")]
+    "priorities first (then tasks_ready the oldest, tasks_claim_next the longest chain). "
+    "Default 2.")]
 NoteArg = Annotated[str | None, Text, Field(
     max_length=20000, description="A handoff note left with it, for whoever picks the step "
     "up next (they read it in their claim's answer).")]

@@ -61,7 +61,8 @@ class ClaimTools(Tools):
                                lease_seconds: Lease = None, wait_seconds: Wait = 0,
                                session_id: SessionArg = None, token: TokenArg = None,
                                ) -> ClaimedNextOut:
-        """Pick and claim the plan's first ready step (oldest first) in one atomic call,
+        """Pick and claim the plan's next ready step in one atomic call (by priority, then
+        the step the longest chain of unfinished steps waits on, then the oldest),
         skipping any step another agent wins meanwhile, so you never get a bounce. Answers
         the claim (as tasks_claim does), or `claimed: null` with `reason` saying why
         nothing is ready: all_held (others hold every open step: wait or ask), all_blocked

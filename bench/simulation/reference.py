@@ -91,7 +91,28 @@ class Reference:
         if session in self.ended:
             return "session_ended"
         ready = self.ready(plan, now)
-        return f"granted {ready[0]}" if ready else "nothing"
+        if not ready:
+            return "nothing"
+        return f"granted {min(ready, key=self._levels(plan).__getitem__)}"  # first of equals
+
+    def _levels(self, plan: str) -> dict[str, int]:
+        """Claim-next's key for each step of the plan (the simulator sets no priorities):
+        its level negated, the level being 1 + the longest chain of open steps waiting on
+        it. The lowest key goes first; among equals, the oldest."""
+        steps = self.plans.get(plan, ())
+        waiting: dict[str, list[str]] = {s: [] for s in steps}
+        for s in steps:
+            if self.steps[s].status not in CLOSED:
+                for dep in self.steps[s].deps:
+                    waiting[dep].append(s)
+        levels: dict[str, int] = {}
+
+        def level(s: str) -> int:  # the simulator's plans are a few steps deep
+            if s not in levels:
+                levels[s] = 1 + max((level(d) for d in waiting[s]), default=0)
+            return levels[s]
+
+        return {s: -level(s) for s in steps}
 
     def end_session(self, session: str) -> str:
         return "session_ended" if session in self.ended else "ok"

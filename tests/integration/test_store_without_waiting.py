@@ -142,6 +142,10 @@ class LockProbingView(CandidateView):
         self._probe()
         return self.inner.ready(plan)
 
+    def claim_order(self, plan: PlanSlug) -> Sequence[StepId]:
+        self._probe()
+        return self.inner.claim_order(plan)
+
 
 def _probed_ledger(runtime: Runtime, db: str) -> tuple[Ledger, LockProbingView]:
     view = LockProbingView(runtime.reads, db)

@@ -65,6 +65,15 @@ class Model:
         return [s for s, step in self.steps.items() if step.status not in CLOSED
                 and self.live(s, now) is None and not self.blocked(s)]
 
+    def claim_order(self, now: datetime) -> list[StepId]:
+        """`ready` as claim-next tries it: the longest chain of open steps waiting on a
+        step first, then the order the steps were added."""
+        def level(s: StepId) -> int:
+            return 1 + max((level(d) for d, step in self.steps.items()
+                            if s in step.deps and step.status not in CLOSED), default=0)
+
+        return sorted(self.ready(now), key=lambda s: -level(s))
+
     def claim(self, s: StepId, who: str, lease: int, now: datetime) -> str:
         step, holder = self.steps[s], self.live(s, now)
         if self.ended[who]:
@@ -204,7 +213,7 @@ class LedgerMachine(RuleBasedStateMachine):
     @rule(who=PICK, lease=LEASES)
     def claim_next(self, who: int, lease: int) -> None:
         w, now = self.session(who), self.clock.now()
-        ready = self.model.ready(now)
+        ready = self.model.claim_order(now)
         got = self.answer(lambda: self.ledger.claim_next(PLAN, w, lease))
         if self.model.ended[w]:
             assert got == "ended"

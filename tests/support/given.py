@@ -26,7 +26,7 @@ from planledger.ledger.domain import events as ev
 from planledger.ledger.domain.claims import assess
 from planledger.ledger.domain.errors import LedgerError
 from planledger.ledger.domain.ids import Actor, PlanSlug, SessionId, StepId, plan_stream
-from planledger.ledger.domain.state import StepDef, StepState
+from planledger.ledger.domain.state import SATISFYING, StepDef, StepState
 from planledger.ledger.execution import Attach
 from planledger.ledger.ports import CandidateView, Clock
 from planledger.ledger.storage import MEMORY
@@ -112,6 +112,21 @@ class StoreView(CandidateView):
             return list(self.lagging)
         steps = self.store.plan(plan).steps.values()  # in the order they were added
         return [d.id for d in steps if self._claimable(d)]
+
+    def claim_order(self, plan: PlanSlug) -> Sequence[StepId]:
+        """`ready` by priority, then the longest chain of open steps waiting on each
+        first, worked out afresh from the plan's definitions (plan order breaks ties)."""
+        definitions = self.store.plan(plan).steps
+        waiting: dict[StepId, list[StepId]] = {s: [] for s in definitions}
+        for d in definitions.values():
+            if self._status(d.id) not in SATISFYING:
+                for dep in d.depends_on:
+                    waiting[dep].append(d.id)
+
+        def level(step_id: StepId) -> int:  # test plans are shallow: plain recursion
+            return 1 + max((level(d) for d in waiting[step_id]), default=0)
+
+        return sorted(self.ready(plan), key=lambda s: (definitions[s].priority, -level(s)))
 
     def held_by(self, session: SessionId) -> Sequence[StepId]:
         opened = [StepId(f.originator_id) for _, f in self.store.log_after(0, _LOG_PAGE)
