@@ -8,6 +8,7 @@ raised, so a race can be read from the log alone.
 """
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from planledger.ledger import claim_handlers, plan_handlers
@@ -84,7 +85,7 @@ class Ledger(Ports):
     ) -> tuple[PlanState, list[StepId]]:
         made = self.execute(c.CreatePlan(
             slug, title, actor, tuple((constraints or {}).items()),
-            tuple(NewStep(s.title, s.body, tuple(s.depends_on), s.key, tuple(s.paths))
+            tuple(replace(s, depends_on=tuple(s.depends_on), paths=tuple(s.paths))
                   for s in steps)))
         return made.plan, list(made.step_ids)
 

@@ -75,3 +75,10 @@ def test_a_rebuilt_read_model_and_a_rerun_keep_the_order(tmp_path: Path,
         again.close()
     report = rerun(read_file(path))
     assert report.identical, report.describe()
+
+
+def test_a_plan_made_with_its_steps_keeps_their_priorities(runtime: Runtime) -> None:
+    _, (low, high) = runtime.ledger.create_plan(
+        "q", "Q", steps=[c.NewStep("low", priority=4), c.NewStep("high", priority=0)],
+        actor=OPERATOR)
+    assert list(runtime.reads.ready("q")) == [high, low]
