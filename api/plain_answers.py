@@ -162,7 +162,7 @@ def ready(runtime: Readable, slug: str, listed: Sequence[StepId] | None = None,
             verdict = judged.get(d.id)
             if verdict is not None and verdict.kind in kinds:
                 kinds[verdict.kind].append(d)
-        kinds["claimable"].sort(key=lambda d: (d.priority, d.added_at, d.id))  # claim order
+        kinds["claimable"].sort(key=lambda d: (d.priority, d.added_at, d.id))  # ready-list order
         totals = {k: len(v) for k, v in kinds.items()}
         if listed is not None:
             known = {d.id: d for d in order}
