@@ -7,13 +7,14 @@ call (issue 19). Here its read model reads the SQLite file directly: the log as 
 library's recorder reads it (its events table, by rowid: infra.sqlite_pool's), each event
 decoded as ledger.sealing's mapper decodes it (the library's JSON transcodings, then
 ledger.stored_form), and the read model's checkpoint read from the tables
-infra.sqlite_checkpoints keeps. A checkpoint falling due is saved through that module's
-own recorder, loaded then (every 50,000 events).
+infra.sqlite_checkpoints keeps.
 
-Nothing here writes to the log or creates a file. What it is not sure of, it refuses
-(`Unreadable`: an event in another form than the library's plain JSON, say a compressed
-or enciphered store, or a kind it does not know): the caller then asks the store through
-the library (api.cli.direct falls back on any error it does not word).
+Nothing here writes to the log, or makes a file but one: a checkpoint falling due (every
+50,000 events) is saved as any reader saves it, through infra.sqlite_checkpoints'
+recorder, loaded then. What this reader is not sure of, it refuses (`open_reading`'s
+None, or `Unreadable`: an event in another form than the library's plain JSON, say a
+compressed or enciphered store, or of a kind it does not know): the caller then asks the
+store through the library (api.cli.direct), which answers as always.
 tests/unit/test_sqlite_reading.py holds every event, page and answer read here equal to
 the library's.
 """
@@ -63,9 +64,17 @@ class Note(NamedTuple):
     state: bytes
 
 
-def connect(path: Path) -> sqlite3.Connection:
+def lock_timeout() -> float | None:
+    """Seconds a read waits for another process's lock, as ledger.storage sets the store's
+    (None: a value that is no number, which the store's own opening words)."""
+    try:
+        return float(os.environ.get(SQLITE_LOCK_TIMEOUT_VAR) or 30)
+    except ValueError:
+        return None
+
+
+def connect(path: Path, timeout: float) -> sqlite3.Connection:
     """A connection to an existing SQLite file: never creates one (`mode=rw`)."""
-    timeout = float(os.environ.get(SQLITE_LOCK_TIMEOUT_VAR) or 30)  # as ledger.storage's
     connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=rw", uri=True,
                                  timeout=timeout, isolation_level=None,
                                  check_same_thread=False)
@@ -153,8 +162,8 @@ class FileLog:
 
     name = STORE_NAME
 
-    def __init__(self, path: Path) -> None:
-        self._connection = connect(path)
+    def __init__(self, path: Path, timeout: float = 30) -> None:
+        self._connection = connect(path, timeout)
         self.recorder = FileRecorder(self._connection)
         self.mapper = EventDecoder()
 
@@ -192,10 +201,10 @@ class FileCheckpoints:
     store: read from infra.sqlite_checkpoints' file; saved, and dropped, through that
     module's recorder, opened when first needed."""
 
-    def __init__(self, db: str) -> None:
+    def __init__(self, db: str, timeout: float = 30) -> None:
         self.db = db
         path = checkpoint_path(db)
-        self._connection = connect(path) if path.exists() else None
+        self._connection = connect(path, timeout) if path.exists() else None
         self._writer: Any = None
 
     def _tables_exist(self) -> bool:
@@ -262,14 +271,14 @@ class Reading:
     process that only reads: `reads`, the store's `secret` (read when first needed, as
     api.runtime.Runtime's) and `close`."""
 
-    def __init__(self, db: str, clock: Clock | None = None) -> None:
+    def __init__(self, db: str, clock: Clock | None = None, timeout: float = 30) -> None:
         self.db = db
-        self.log = FileLog(Path(db).expanduser())
+        self.log = FileLog(Path(db).expanduser(), timeout)
         # As api.runtime's ledger_clock on SQLite: the machine's, held at or past the log's
         # newest event (`clock` replaces it: tests).
         clock = clock or SteadyClock(SystemClock(), floor=self.log.newest_event_time)
         self.reads = ReadModel(self.log, clock, secret=lambda: self.secret,
-                               checkpoints=FileCheckpoints(db))
+                               checkpoints=FileCheckpoints(db, timeout))
 
     @cached_property
     def secret(self) -> bytes:
@@ -288,4 +297,5 @@ def open_reading(db: str) -> Reading | None:
     if any(os.environ.get(name) or os.environ.get(f"{STORE_NAME.upper()}_{name}")
            for name in _STORED_FORM_SETTINGS):
         return None
-    return Reading(db)
+    timeout = lock_timeout()
+    return Reading(db, timeout=timeout) if timeout is not None else None

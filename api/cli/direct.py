@@ -80,6 +80,14 @@ def _plain() -> Any:
     return plain_answers
 
 
+def _plans_here(reading: "Readable", v: Values) -> Any:
+    return _plain().plans(reading)
+
+
+def _ready_here(reading: "Readable", v: Values) -> Any:
+    return _plain().ready(reading, v["plan"])
+
+
 def _paths_check(runtime: "Runtime", v: Values) -> Any:
     from planledger.api import path_reads
 
@@ -132,14 +140,12 @@ LEASE = {"--lease": ("lease", "int")}
 
 COMMANDS: dict[tuple[str, ...], Command] = {
     ("plan", "list"): Command((), {}, lambda v: ("GET", "/api/plans", None, None, 0),
-                              "plans", here=lambda r, v: _plain().plans(r),
-                              plain=lambda r, v: _plain().plans(r)),
+                              "plans", here=_plans_here, plain=_plans_here),
     ("plan", "show"): Command(("slug",), {}, lambda v: (
         "GET", f"/api/plans/{v['slug']}", None, None, 0), "plan",
         here=lambda r, v: _reads().plan(r, v["slug"])),
     ("ready",): Command(("plan",), {}, _ready, "ready", token=True,
-                        here=lambda r, v: _plain().ready(r, v["plan"]),
-                        plain=lambda r, v: _plain().ready(r, v["plan"])),
+                        here=_ready_here, plain=_ready_here),
     ("step",): Command(("step_id",), {}, lambda v: (
         "GET", f"/api/steps/{v['step_id']}", None, None, 0), "step",
         here=lambda r, v: _reads().step_detail(r, v["step_id"])),

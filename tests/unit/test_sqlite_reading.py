@@ -170,6 +170,13 @@ def test_a_store_written_in_another_form_is_left_to_the_library(
     monkeypatch.delenv("COMPRESSOR_TOPIC")
     monkeypatch.setenv("PLANLEDGER_CIPHER_TOPIC", "eventsourcing.cipher:AESCipher")
     assert open_reading(db) is None
+    monkeypatch.delenv("PLANLEDGER_CIPHER_TOPIC")
+    monkeypatch.setenv("PLANLEDGER_SQLITE_LOCK_TIMEOUT", "soon")  # the store's opening words it
+    assert open_reading(db) is None
+    monkeypatch.setenv("PLANLEDGER_SQLITE_LOCK_TIMEOUT", "2.5")
+    reading = open_reading(db)
+    assert reading is not None
+    reading.close()
 
 
 @pytest.mark.parametrize(("topic", "state"), [
