@@ -9,9 +9,20 @@ which the program calls before parsing the arguments) and only then are the MCP 
 loaded and the store opened: a client waits for that answer, often
 for several servers started at once, and the rest takes seconds (issue 19). The SDK is
 then handed the same `initialize` and its answer dropped, so it serves the session whole.
+
+Where stdin and stdout are pipes or sockets (as a client starts its servers), messages are
+read and written on the event loop (asyncio's pipe transports). The SDK's own streams
+(`anyio.wrap_file`) read each line, write each answer and flush it in a worker thread:
+three hand-offs between threads a call, a fifth of a `tasks_claim` round trip here.
 """
 
+import asyncio
+import contextlib
 import json
+import os
+import stat
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from io import TextIOWrapper
 from typing import IO, TYPE_CHECKING, Annotated, Any, cast
 
@@ -22,6 +33,8 @@ from planledger.api.cli.options import DbOption, UrlOption
 if TYPE_CHECKING:
     from planledger.api.mcp.handshake import Wire
     from planledger.api.mcp.server import LedgerMCP
+
+CLOSING_SECONDS = 10.0  # how long the last answers may take to leave when the input ends
 
 
 def mcp(
@@ -67,24 +80,128 @@ def _serve_embedded(db: str | None, lease_default: int | None, wire: "Wire") -> 
     try:
         identity = Identity(runtime.secret, settings.admin_token)
         server = build_server(Service(runtime, settings, identity), single_connection=True)
-        stdin = _Replaying(wire.first.decode("utf-8", errors="replace"),
-                           TextIOWrapper(wire.reader, encoding="utf-8", errors="replace"))
-        stdout = _Dropping(wire.answered, TextIOWrapper(wire.writer, encoding="utf-8"))
-        anyio.run(_serve, server, stdin, stdout)
+        anyio.run(_serve, server, wire)
     finally:
         runtime.close()
 
 
-async def _serve(server: "LedgerMCP", stdin: "_Replaying", stdout: "_Dropping") -> None:
+async def _serve(server: "LedgerMCP", wire: "Wire") -> None:
     """What the SDK's `run_stdio_async` does, on our streams."""
-    import anyio
     from mcp.server.stdio import stdio_server
 
     # The SDK's server behind LedgerMCP: the SDK names no public way to it.
     lowlevel = server._lowlevel_server
-    async with stdio_server(anyio.wrap_file(cast(IO[str], stdin)),
-                            anyio.wrap_file(cast(IO[str], stdout))) as (read, write):
+    async with _streams(wire) as (stdin, stdout), stdio_server(stdin, stdout) as (read, write):
         await lowlevel.run(read, write, lowlevel.create_initialization_options())
+
+
+@asynccontextmanager
+async def _streams(wire: "Wire") -> AsyncIterator[tuple[Any, Any]]:
+    """stdin and stdout for the SDK: on the event loop where both are pipes or sockets,
+    else (a file, a terminal: a terminal left non-blocking breaks the shell after us)
+    through the SDK's worker threads."""
+    first = wire.first.decode("utf-8", errors="replace")
+    if not (_is_pipe(wire.reader) and _is_pipe(wire.writer)):
+        import anyio
+
+        stdin = _Replaying(first, TextIOWrapper(wire.reader, encoding="utf-8",
+                                                errors="replace"))
+        stdout = _Dropping(wire.answered, TextIOWrapper(wire.writer, encoding="utf-8"))
+        yield anyio.wrap_file(cast(IO[str], stdin)), anyio.wrap_file(cast(IO[str], stdout))
+        return
+    loop = asyncio.get_running_loop()
+    lines = asyncio.StreamReader(limit=_line_limit())
+    # What the handshake's buffered reader read past its first line comes first.
+    os.set_blocking(wire.reader.fileno(), False)
+    lines.feed_data(cast(Any, wire.reader).read1(1 << 20) or b"")
+    reading, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(lines),
+                                              wire.reader)
+    writing, pipe = await loop.connect_write_pipe(_WritePipe, wire.writer)
+    try:
+        yield _LoopLines(first, lines), _LoopOut(wire.answered, writing, pipe)
+    finally:
+        reading.close()
+        writing.close()  # what the pipe has not taken yet is written first
+        with contextlib.suppress(TimeoutError):  # a client that never reads again
+            await asyncio.wait_for(asyncio.shield(pipe.closed), CLOSING_SECONDS)
+
+
+def _is_pipe(stream: Any) -> bool:
+    mode = os.fstat(stream.fileno()).st_mode
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+def _line_limit() -> int:
+    """The longest message read: an HTTP request's body limit (a longer line is refused
+    as one that does not parse)."""
+    from planledger.api.http.limits import MAX_BODY_BYTES
+
+    return MAX_BODY_BYTES
+
+
+class _LoopLines:
+    """stdin for the SDK, read on the event loop: the line already read first."""
+
+    def __init__(self, first: str, lines: asyncio.StreamReader) -> None:
+        self._first: str | None = first
+        self._lines = lines
+
+    def __aiter__(self) -> "_LoopLines":
+        return self
+
+    async def __anext__(self) -> str:
+        if self._first is not None:
+            first, self._first = self._first, None
+            return first
+        try:
+            read = await self._lines.readline()
+        except ValueError:  # longer than the limit: skipped, answered as a line that
+            return "\n"     # does not parse
+        if not read:
+            raise StopAsyncIteration
+        return read.decode("utf-8", errors="replace")
+
+
+class _WritePipe(asyncio.Protocol):
+    """The write end's state: `drained` while the pipe takes more (so a client that reads
+    slowly holds the writer back, as a blocking write did), `closed` once it is gone."""
+
+    def __init__(self) -> None:
+        self.drained = asyncio.Event()
+        self.drained.set()
+        self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def pause_writing(self) -> None:
+        self.drained.clear()
+
+    def resume_writing(self) -> None:
+        self.drained.set()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.drained.set()
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+
+class _LoopOut:
+    """stdout for the SDK, written on the event loop, but for its answer to the
+    `initialize` answered already."""
+
+    def __init__(self, answered: Any, transport: asyncio.WriteTransport,
+                 pipe: _WritePipe) -> None:
+        self._answered = answered
+        self._transport = transport
+        self._pipe = pipe
+
+    async def write(self, text: str) -> int:
+        if self._answered is not None and _answers(self._answered, text):
+            self._answered = None
+        else:
+            self._transport.write(text.encode("utf-8"))
+        return len(text)
+
+    async def flush(self) -> None:
+        await self._pipe.drained.wait()
 
 
 class _Replaying:
@@ -110,18 +227,20 @@ class _Dropping:
         self._out = out
 
     def write(self, text: str) -> int:
-        if self._answered is not None and self._answers(text):
+        if self._answered is not None and _answers(self._answered, text):
             self._answered = None
             return len(text)
         return self._out.write(text)
 
-    def _answers(self, text: str) -> bool:
-        try:
-            message = json.loads(text)
-        except ValueError:
-            return False
-        return (isinstance(message, dict) and message.get("id") == self._answered
-                and ("result" in message or "error" in message))
-
     def flush(self) -> None:
         self._out.flush()
+
+
+def _answers(answered: Any, text: str) -> bool:
+    """Whether the message `text` is an answer to the request `answered`."""
+    try:
+        message = json.loads(text)
+    except ValueError:
+        return False
+    return (isinstance(message, dict) and message.get("id") == answered
+            and ("result" in message or "error" in message))

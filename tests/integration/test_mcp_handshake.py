@@ -74,6 +74,57 @@ def test_after_the_early_answer_the_sdk_serves_the_session_and_answers_initializ
     assert any(t["name"] == "tasks_claim" for t in answers[1]["result"]["tools"])
 
 
+def _call(request_id: int, tool: str, arguments: dict[str, Any]) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                       "params": {"name": tool, "arguments": arguments}}).encode() + b"\n"
+
+
+def test_requests_written_at_once_are_each_answered_and_a_long_answer_arrives_whole(
+    tmp_path: Path,
+) -> None:
+    """Requests are written before a line is read: the server reads what the handshake's
+    reader holds past its first line, and answers longer than a pipe holds (64 KiB) wait
+    for the client to read, whole (api.mcp.stdio reads and writes on the event loop). The
+    SDK runs requests side by side, so answers are matched by id."""
+    titles = [f"step {i} " + "x" * 200 for i in range(600)]
+    with subprocess.Popen([PLANLEDGER, "mcp", "--db", str(tmp_path / "l.sqlite")],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          stderr=subprocess.DEVNULL) as server:
+        assert server.stdin is not None and server.stdout is not None
+        killer = threading.Timer(120, server.kill)  # bounds a hung server
+        killer.start()
+
+        def exchange(*messages: bytes) -> dict[Any, Any]:
+            assert server.stdin is not None and server.stdout is not None
+            server.stdin.write(b"".join(messages))
+            server.stdin.flush()
+            asked = sum(b'"id"' in m for m in messages)
+            answers = [json.loads(server.stdout.readline()) for _ in range(asked)]
+            return {a["id"]: a for a in answers}
+
+        try:
+            assert set(exchange(
+                _request("2025-06-18"),
+                b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n',
+                _call(2, "session_start", {"name": "pipelined"}))) == {1, 2}
+            made = exchange(_call(3, "plans_create", {"plan": "big", "title": "Big",
+                                                      "steps": titles}))
+            assert not made[3]["result"].get("isError"), made
+            shown = exchange(*(_call(4 + i, "plans_show", {"plan": "big", "limit": 1000})
+                               for i in range(3)), _call(7, "plans_list", {}))
+            server.stdin.close()
+            server.wait()
+        finally:
+            killer.cancel()
+            server.kill()
+    assert set(shown) == {4, 5, 6, 7}
+    for request_id in (4, 5, 6):
+        assert len(json.dumps(shown[request_id])) > 1 << 16
+        steps = shown[request_id]["result"]["structuredContent"]["steps"]
+        assert [s["title"] for s in steps] == titles
+    assert [p["slug"] for p in shown[7]["result"]["structuredContent"]["result"]] == ["big"]
+
+
 def _answers_then_close(command: list[str], messages: bytes, count: int) -> list[Any]:
     """Send the messages and read `count` answers before closing stdin, as a client does:
     at end of input the SDK cancels the requests still in flight (its dispatcher's rule),
