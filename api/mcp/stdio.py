@@ -132,8 +132,8 @@ def _is_pipe(stream: Any) -> bool:
 
 
 def _line_limit() -> int:
-    """The longest message read: an HTTP request's body limit (a longer line is refused
-    as one that does not parse)."""
+    """The longest message read: an HTTP request's body limit (a longer line is passed
+    by, as the SDK passes by a line that does not parse)."""
     from planledger.api.http.limits import MAX_BODY_BYTES
 
     return MAX_BODY_BYTES
@@ -155,8 +155,8 @@ class _LoopLines:
             return first
         try:
             read = await self._lines.readline()
-        except ValueError:  # longer than the limit: skipped, answered as a line that
-            return "\n"     # does not parse
+        except ValueError:  # longer than the limit: skipped, handed on as a line that
+            return "\n"     # does not parse (which the SDK passes by)
         if not read:
             raise StopAsyncIteration
         return read.decode("utf-8", errors="replace")
