@@ -35,9 +35,9 @@ from planledger.ledger.ports import Clock
 from planledger.ledger.storage import (
     CHECKPOINT_TABLE,
     MEMORY,
-    SQLITE_LOCK_TIMEOUT_VAR,
     checkpoint_path,
     is_postgres,
+    sqlite_lock_timeout,
 )
 from planledger.ledger.stored_form import BY_TOPIC, event_from
 from planledger.projections.readmodel import ReadModel
@@ -65,10 +65,10 @@ class Note(NamedTuple):
 
 
 def lock_timeout() -> float | None:
-    """Seconds a read waits for another process's lock, as ledger.storage sets the store's
-    (None: a value that is no number, which the store's own opening words)."""
+    """Seconds a read waits for another process's lock, the store's (None: a value that
+    is no number, which the store's own opening words)."""
     try:
-        return float(os.environ.get(SQLITE_LOCK_TIMEOUT_VAR) or 30)
+        return float(sqlite_lock_timeout())
     except ValueError:
         return None
 
@@ -199,18 +199,22 @@ class FileLog:
 class FileCheckpoints:
     """The read model's checkpoints (projections.checkpoints' Checkpoints) of an embedded
     store: read from infra.sqlite_checkpoints' file; saved, and dropped, through that
-    module's recorder, opened when first needed."""
+    module's recorder, opened when first needed. A read model reads them once, at its
+    start: what the file held when this opened it is what is read (no file or no tables:
+    no checkpoint)."""
 
     def __init__(self, db: str, timeout: float = 30) -> None:
         self.db = db
         path = checkpoint_path(db)
         self._connection = connect(path, timeout) if path.exists() else None
+        if self._connection is not None and not self._tables_exist(self._connection):
+            self._connection.close()
+            self._connection = None
         self._writer: Any = None
 
-    def _tables_exist(self) -> bool:
-        if self._connection is None:
-            return False
-        found = self._connection.execute(
+    @staticmethod
+    def _tables_exist(connection: sqlite3.Connection) -> bool:
+        found = connection.execute(
             "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN (?, ?)",
             (TRACKING_TABLE, CHECKPOINT_TABLE)).fetchone()
         return bool(found[0] == 2)
@@ -218,7 +222,7 @@ class FileCheckpoints:
     def load_checkpoint(self, application_name: str) -> tuple[int, bytes] | None:
         """As SQLiteCheckpointRecorder.load_checkpoint: the state only at the position the
         tracking table vouches for."""
-        if self._connection is None or not self._tables_exist():
+        if self._connection is None:
             return None
         self._connection.execute("BEGIN")  # both reads in one transaction, as the recorder's
         try:
@@ -234,7 +238,7 @@ class FileCheckpoints:
         return tracked, bytes(row[1])
 
     def max_tracking_id(self, application_name: str) -> int | None:
-        if self._connection is None or not self._tables_exist():
+        if self._connection is None:
             return None
         row = self._connection.execute(
             f"SELECT MAX(notification_id) FROM {TRACKING_TABLE} WHERE application_name = ?",

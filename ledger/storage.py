@@ -45,9 +45,13 @@ def store_settings(db: str) -> dict[str, str]:
     return {
         **_COMMON,
         "SQLITE_DBNAME": str(path),
-        # Seconds a write waits for another process's lock before failing (503).
-        "SQLITE_LOCK_TIMEOUT": os.environ.get(SQLITE_LOCK_TIMEOUT_VAR) or "30",
+        "SQLITE_LOCK_TIMEOUT": sqlite_lock_timeout(),
     }
+
+
+def sqlite_lock_timeout() -> str:
+    """Seconds a write waits for another process's lock before failing (503), as set."""
+    return os.environ.get(SQLITE_LOCK_TIMEOUT_VAR) or "30"
 
 
 CHECKPOINT_TABLE = "readmodel_checkpoints"  # in the file below, beside the library's tracking

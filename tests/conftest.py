@@ -26,3 +26,11 @@ def runtime(request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock) ->
     rt = open_runtime(db, clock=clock, ids=SequentialIds())
     yield rt
     rt.close()
+
+
+@pytest.fixture
+def rt(clock: FakeClock) -> Iterator[Runtime]:
+    """A ledger on the in-memory store, with an injected clock and predictable ids."""
+    runtime = open_runtime("memory", clock=clock, ids=SequentialIds())
+    yield runtime
+    runtime.close()

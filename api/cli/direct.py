@@ -51,9 +51,9 @@ class Command(NamedTuple):
     takes any number), its options beyond --url/--db/--json (flag -> (name, kind): 'int',
     'str', 'list' or 'flag'), whether it reads the token, the request it sends, the
     renderer of its answer (api.cli.render), its exit code for an answer, and `here`: the
-    same answer read on the embedded store (None: the full command line answers there);
-    `plain`: that answer where it reads the read model alone, so the store's file can be
-    read without the library (infra.sqlite_reading)."""
+    same answer read on the embedded store (None: the full command line answers there),
+    or `plain` where that answer reads the read model alone, so the store's file can be
+    read without the library (infra.sqlite_reading; a runtime serves it too)."""
 
     arguments: tuple[str, ...]
     options: dict[str, tuple[str, str]]
@@ -64,6 +64,11 @@ class Command(NamedTuple):
     exit_code: Callable[[Values, Any], int] = lambda values, answer: 0
     here: "Callable[[Runtime, Values], Any] | None" = None
     plain: "Callable[[Readable, Values], Any] | None" = None
+
+    @property
+    def on_the_store(self) -> "Callable[[Runtime, Values], Any] | None":
+        """The answer read on the embedded store through its runtime, if any."""
+        return self.here or self.plain
 
 
 def _reads() -> Any:
@@ -140,12 +145,12 @@ LEASE = {"--lease": ("lease", "int")}
 
 COMMANDS: dict[tuple[str, ...], Command] = {
     ("plan", "list"): Command((), {}, lambda v: ("GET", "/api/plans", None, None, 0),
-                              "plans", here=_plans_here, plain=_plans_here),
+                              "plans", plain=_plans_here),
     ("plan", "show"): Command(("slug",), {}, lambda v: (
         "GET", f"/api/plans/{v['slug']}", None, None, 0), "plan",
         here=lambda r, v: _reads().plan(r, v["slug"])),
     ("ready",): Command(("plan",), {}, _ready, "ready", token=True,
-                        here=_ready_here, plain=_ready_here),
+                        plain=_ready_here),
     ("step",): Command(("step_id",), {}, lambda v: (
         "GET", f"/api/steps/{v['step_id']}", None, None, 0), "step",
         here=lambda r, v: _reads().step_detail(r, v["step_id"])),
@@ -332,7 +337,7 @@ def answer(args: list[str]) -> int | None:
     command, values = parsed
     if values["url"] is None:
         acting = values.get("token") or values.get("session")
-        if command.here is not None and not acting:
+        if command.on_the_store is not None and not acting:
             return _answer_here(command, values)
         return _answer_with_client(args, values)
     method, path, body, params, waits = command.request(values)
@@ -357,7 +362,8 @@ def _answer_here(command: Command, values: Values) -> int | None:
     """The read on the embedded store, as `connect` opens it and `LocalClient` reads it.
     None when it fails in a way the full command line does not word (a read changes
     nothing: the full command line asks again, and fails in its own way)."""
-    assert command.here is not None
+    read = command.on_the_store
+    assert read is not None
     # The collector is held off while the store's modules load and the read runs: they make
     # tens of thousands of objects that live until the process ends, and scanning them as
     # they come was ~3% of the call (the read's own fold holds it off too: projections.log).
@@ -374,7 +380,7 @@ def _answer_here(command: Command, values: Values) -> int | None:
             runtime = open_runtime(db, checkpoints=True)
             try:
                 runtime.secret  # noqa: B018 (as connect: a store whose secret fails, fails)
-                result = command.here(runtime, values)
+                result = read(runtime, values)
             finally:
                 runtime.close()
     except Exception as error:  # worded as the full command line words it, else left to it

@@ -3,27 +3,17 @@ chain of open steps still waiting on it, then the oldest; the ready list keeps s
 priority, then age. Through a real read model, as its levels follow the plan's changes."""
 
 import random
-from collections.abc import Iterator
 
-import pytest
-
-from planledger.api.runtime import Runtime, open_runtime
+from planledger.api.runtime import Runtime
 from planledger.ledger import commands as c
 from planledger.ledger.application import NewStep
 from planledger.ledger.domain import errors
 from planledger.ledger.domain.ids import PlanSlug, StepId
 from planledger.projections.readmodel import ReadModel
 from tests.support import OPERATOR
-from tests.support.fakes import FakeClock, SequentialIds
+from tests.support.fakes import FakeClock
 
 PLAN = PlanSlug("p")
-
-
-@pytest.fixture
-def rt(clock: FakeClock) -> Iterator[Runtime]:
-    runtime = open_runtime("memory", clock=clock, ids=SequentialIds())
-    yield runtime
-    runtime.close()
 
 
 def _plan(rt: Runtime, *steps: NewStep) -> list[StepId]:

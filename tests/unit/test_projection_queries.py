@@ -2,7 +2,6 @@
 and the same questions as of a past time or log position."""
 
 import itertools
-from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
@@ -17,13 +16,6 @@ from tests.support import OPERATOR
 from tests.support.fakes import EPOCH, FakeClock, SequentialIds
 
 PLAN = PlanSlug("p")
-
-
-@pytest.fixture
-def rt(clock: FakeClock) -> Iterator[Runtime]:
-    runtime = open_runtime("memory", clock=clock, ids=SequentialIds())
-    yield runtime
-    runtime.close()
 
 
 def chain(rt: Runtime) -> list[StepId]:
