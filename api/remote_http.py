@@ -20,8 +20,15 @@ from urllib.parse import urlencode, urlsplit
 MAX_LINE = 65_536  # a status or header line longer than this is not an answer
 
 
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})  # they change nothing: sent again
+
+
 class NoAnswer(Exception):
     """The server did not answer: refused, timed out, or the connection was cut."""
+
+
+class _Unanswered(ConnectionResetError):
+    """The connection ended before any byte of an answer came back."""
 
 
 class Answer:
@@ -75,16 +82,37 @@ class Connection:
         head = f"{method} {target} HTTP/1.1\r\n" + "".join(
             f"{name}: {value}\r\n" for name, value in headers.items()) + "\r\n"
         self._reopen_if_closed(timeout)
+        request = head.encode("latin-1") + payload
+        reused = self._socket is not None
         try:
-            sock, reader = self._open(timeout)
-            sock.sendall(head.encode("latin-1") + payload)
-            status, answer, keep = _read_answer(reader, method)
+            try:
+                status, answer, keep = self._exchange(request, method, timeout)
+            except _Unanswered:
+                # The server closed the kept-alive connection as this request went out (its
+                # end of file had not arrived when we looked). A request that changes
+                # nothing is sent again on a new connection; any other may have been acted
+                # on, so it is never sent twice.
+                self.close()
+                if not reused or method not in SAFE_METHODS:
+                    raise
+                status, answer, keep = self._exchange(request, method, timeout)
         except (OSError, ValueError, UnicodeError) as cut:
             self.close()
             raise NoAnswer(str(cut) or type(cut).__name__) from cut
         if not keep:
             self.close()
         return Answer(status, answer)
+
+    def _exchange(self, request: bytes, method: str, timeout: float,
+                  ) -> tuple[int, bytes, bool]:
+        """Send the request and read its answer (_Unanswered: the connection ended before
+        any of it)."""
+        sock, reader = self._open(timeout)
+        try:
+            sock.sendall(request)
+        except (BrokenPipeError, ConnectionResetError) as cut:
+            raise _Unanswered(str(cut)) from cut
+        return _read_answer(reader, method)
 
     def _open(self, timeout: float) -> tuple[socket.socket, IO[bytes]]:
         if self._socket is None or self._reader is None:
@@ -127,10 +155,18 @@ def _line(reader: IO[bytes]) -> bytes:
 
 def _read_answer(reader: IO[bytes], method: str) -> tuple[int, bytes, bool]:
     """The status, body and whether the connection stays open, of one answer."""
+    first = True
     while True:
-        status_line = _line(reader)
+        try:
+            status_line = _line(reader)
+        except ConnectionResetError as cut:
+            if first:
+                raise _Unanswered(str(cut)) from cut
+            raise
         if not status_line:
-            raise ConnectionResetError("Remote end closed connection without response")
+            raise (_Unanswered if first else ConnectionResetError)(
+                "Remote end closed connection without response")
+        first = False
         version, _, rest = status_line.decode("latin-1").partition(" ")
         if not version.startswith("HTTP/"):
             raise ValueError(f"not an HTTP answer: {status_line[:80]!r}")

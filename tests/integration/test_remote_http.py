@@ -6,6 +6,7 @@ import json
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import ClassVar
 
 import pytest
 
@@ -14,9 +15,21 @@ from planledger.bench.servers import free_port
 
 
 class Echo(BaseHTTPRequestHandler):
-    """Answers every request with what it received, as JSON; `/bye` closes after."""
+    """Answers every request with what it received, as JSON; `/bye` closes after; a
+    `/stale` request that is not its connection's first is read and the connection closed
+    without an answer (a server closing an idle connection as a request comes in)."""
 
     protocol_version = "HTTP/1.1"
+    served = 0  # requests this connection has read
+    received: ClassVar[list[str]] = []  # every request's method and path, all connections
+
+    def _stale(self) -> bool:
+        self.served += 1
+        Echo.received.append(f"{self.command} {self.path}")
+        if self.path.endswith("/stale") and self.served > 1:
+            self.close_connection = True
+            return True
+        return False
 
     def _answer(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
@@ -32,10 +45,12 @@ class Echo(BaseHTTPRequestHandler):
             self.close_connection = True
 
     def do_GET(self) -> None:
-        self._answer()
+        if not self._stale():
+            self._answer()
 
     def do_POST(self) -> None:
-        self._answer()
+        if not self._stale():
+            self._answer()
 
     def log_message(self, *args: object) -> None:
         pass
@@ -71,6 +86,20 @@ def test_prefix_query_body_and_headers_arrive_as_sent(server: str) -> None:
                           body={"k": "v"}, timeout=5).json()
     assert answer == {"method": "POST", "path": "/prefix/api/x?session=a&session=b&after=3",
                       "body": '{"k": "v"}', "auth": "Bearer t"}
+    wire.close()
+
+
+def test_a_read_cut_off_on_a_reused_connection_is_asked_again_and_a_write_is_not(
+        server: str) -> None:
+    Echo.received = []
+    wire = Connection(server, timeout=5)
+    assert wire.request("GET", "/first", timeout=5).status == 200
+    assert wire.request("GET", "/stale", timeout=5).json()["path"] == "/prefix/stale"
+    assert wire.request("POST", "/second", timeout=5).status == 200  # kept alive
+    with pytest.raises(NoAnswer):
+        wire.request("POST", "/stale", timeout=5)
+    assert Echo.received == ["GET /prefix/first", "GET /prefix/stale", "GET /prefix/stale",
+                             "POST /prefix/second", "POST /prefix/stale"]
     wire.close()
 
 
