@@ -79,6 +79,9 @@ _LEDGER: dict[type[le.LedgerError], tuple[int, str]] = {
     le.DependencyCycle: (422, "dependency_cycle"),
     le.Contention: (503, "contention"),
     le.PathsHeld: (409, "paths_reserved"),
+    le.KeyNameTaken: (409, "key_exists"),
+    le.UnknownKey: (404, "unknown_key"),
+    le.NotPermitted: (403, "forbidden"),
 }
 
 BOUNCE_REASONS = frozenset({"already_claimed", "blocked", "closed", "stale_fence", "not_holder",
@@ -97,6 +100,9 @@ def _fields(error: le.LedgerError) -> dict[str, Any]:
                               for b, t, s in error.blockers]
     if isinstance(error, le.UnknownPlan):
         fields["field"] = "plan"
+    if isinstance(error, le.NotPermitted):
+        fields["needs"] = error.needs
+        fields["role"] = error.role
     if isinstance(error, le.PathsHeld):
         fields["holder_step"] = error.holder_step
         fields["patterns"] = error.patterns

@@ -15,6 +15,7 @@ from planledger.api.schemas import (
     ClaimNextOut,
     ClaimOut,
     ForceReleaseOut,
+    KeyOut,
     NoteAddedOut,
     NoteOut,
     PlanCreatedOut,
@@ -26,6 +27,7 @@ from planledger.api.schemas import (
     paths_out,
 )
 from planledger.ledger import commands as c
+from planledger.ledger.domain.access import OPEN_ROLE, KeyState
 from planledger.ledger.domain.state import Note, SessionState
 
 
@@ -52,7 +54,14 @@ def next_claim_out(runtime: Runtime, found: c.NextClaim) -> ClaimNextOut:
 
 def session_started_out(session: SessionState) -> SessionStartedOut:
     return SessionStartedOut(session_id=session.id, name=session.name,
-                             started_at=session.started_at)
+                             started_at=session.started_at, role=session.role or OPEN_ROLE,
+                             key=session.key)
+
+
+def key_out(key: KeyState) -> KeyOut:
+    return KeyOut(name=key.name, role=key.role, live=key.live, issued_at=key.issued_at,
+                  issued_by=key.issued_by, revoked_at=key.revoked_at,
+                  revoked_by=key.revoked_by)
 
 
 def plan_created_out(made: c.PlanCreated) -> PlanCreatedOut:
@@ -88,6 +97,7 @@ RENDERERS: Mapping[type, Callable[[Runtime, Any], BaseModel]] = {
     c.ForceReleased: lambda _, r: ForceReleaseOut(step_id=r.step_id, released=r.released),
     c.NoteAdded: lambda _, r: NoteAddedOut(step_id=r.step_id, plan=r.plan,
                                            note=note_out(r.note)),
+    KeyState: lambda _, r: key_out(r),
 }
 
 # Each command's answer schema (what a replayed answer is read back as).
@@ -97,7 +107,8 @@ ANSWERS: Mapping[type[c.Command[Any]], type[BaseModel]] = {
     c.DeclareDependencies: StepRefOut, c.ListReady: ReadyOut, c.Claim: ClaimOut,
     c.Heartbeat: ClaimOut, c.ClaimNext: ClaimNextOut, c.Complete: StepChangeOut,
     c.Release: StepChangeOut, c.Drop: StepChangeOut, c.Reopen: StepChangeOut,
-    c.ForceRelease: ForceReleaseOut, c.AddNote: NoteAddedOut,
+    c.ForceRelease: ForceReleaseOut, c.AddNote: NoteAddedOut, c.IssueKey: KeyOut,
+    c.RevokeKey: KeyOut,
 }
 assert set(ANSWERS) == set(c.COMMANDS), "every command has an answer schema"
 

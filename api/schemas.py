@@ -199,6 +199,36 @@ class SessionStartedOut(Schema):
     session_id: str = Field(examples=[SID])
     name: str | None = None
     started_at: datetime
+    role: str = Field("planner", description="What the session may do: the role of the key "
+                      "it was started with (reader < worker < planner < admin).")
+    key: str | None = Field(None, description="The name of the access key it was started "
+                            "with (null: the store held no key).")
+
+
+class KeyOut(Schema):
+    """An access key as the store keeps it: never the key itself, only its name and role."""
+
+    name: str = Field(examples=["ci-bot"])
+    role: Literal["reader", "worker", "planner", "admin"]
+    live: bool
+    issued_at: datetime
+    issued_by: str | None = None
+    revoked_at: datetime | None = None
+    revoked_by: str | None = None
+
+
+class KeyIssuedOut(KeyOut):
+    key: str | None = Field(description="The key: send it as `Authorization: Bearer <key>`. "
+                            "Shown once, here; the store keeps only a hash.")
+
+
+class KeyCreateIn(Schema):
+    name: str = Field(min_length=1, max_length=64, examples=["ci-bot"])
+    role: Literal["reader", "worker", "planner", "admin"]
+
+
+class KeysOut(Schema):
+    keys: list[KeyOut]
 
 
 TOKEN_ONLY_FIRST = ("this answers a retry (the same Idempotency-Key): the session's token is "
@@ -488,4 +518,7 @@ class ErrorOut(Schema):
     patterns: list[str] | None = Field(default=None, description="paths_reserved: the holder's "
                                        "reserved patterns the claim's paths meet.")
     session_id: str | None = None
+    needs: str | None = Field(default=None, description="forbidden: the role the operation "
+                              "needs (reader, worker, planner or admin).")
+    role: str | None = Field(default=None, description="forbidden: the caller's role.")
     field: str | None = None

@@ -5,7 +5,8 @@ answer schema out.
 command shares, once: the deployment's limits and defaults, the metrics, and, given an
 idempotency key, recording or replaying its answer. The result is rendered once
 (`api.rendering`). Identity is settled before: a command's `actor` is who the caller
-proved it speaks for (a session, the admin or the local operator). No rule lives here.
+proved it speaks for (a session, a key, the admin or the local operator); the role that
+actor holds is checked here against what the command needs (`api.access`).
 """
 
 from collections.abc import Callable
@@ -16,6 +17,7 @@ from anyio import to_thread
 from pydantic import BaseModel
 
 from planledger.api import reads, rendering
+from planledger.api.access import Access
 from planledger.api.idempotency import Answered, Idempotency, Write, fingerprint
 from planledger.api.identity import Identity
 from planledger.api.metrics import Metrics
@@ -43,6 +45,7 @@ class Service:
         self.ledger = runtime.ledger
         self.settings = settings
         self.identity = identity
+        self.access = Access(identity, runtime.reads)
         self.metrics = metrics or Metrics()
         self.idempotency = Idempotency(runtime)
         self.timelines = TimelineModel(runtime.store, reads=runtime.reads)  # one fold
@@ -131,6 +134,7 @@ class Service:
 
     def _counted(self, command: Command[Any], attach: Attach | None) -> Any:
         try:
+            self.access.permit(command, self.ledger.clock.now())
             result = self.ledger.execute(command, attach)
         except LedgerError as error:
             self.metrics.refused(error)

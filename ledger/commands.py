@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ClassVar, Generic, TypeVar
 
+from planledger.ledger.domain.access import KeyState
 from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId
 from planledger.ledger.domain.paths import PathSpec
 from planledger.ledger.domain.state import Note, PlanState, SessionState, Status, StepDef
@@ -120,6 +121,10 @@ class StartSession(Command[SessionState]):
     cwd: str | None = None  # where the agent works, as it says
     source: str | None = None  # its client, e.g. "claude-code"
     model: str | None = None
+    # The access key the door proved the caller holds, and that key's role (None: the
+    # store held no key; ledger.domain.access).
+    key: str | None = None
+    role: str | None = None
 
 
 @dataclass(frozen=True)
@@ -292,7 +297,28 @@ class ForceRelease(Command[ForceReleased]):
     actor: str
 
 
+@dataclass(frozen=True)
+class IssueKey(Command[KeyState]):
+    """Issue an access key (ledger.domain.access). The command carries only the key's
+    digest: the key itself is made and shown by the door, once."""
+
+    name: ClassVar[str] = "key.issue"
+    key_name: str
+    role: str
+    digest: str
+    actor: str
+
+
+@dataclass(frozen=True)
+class RevokeKey(Command[KeyState]):
+    """Revoke the live access key of this name."""
+
+    name: ClassVar[str] = "key.revoke"
+    key_name: str
+    actor: str
+
+
 COMMANDS: tuple[type[Command[Any]], ...] = (
     StartSession, EndSession, CreatePlan, AddStep, ReviseStep, DeclareDependencies,
     ListReady, Claim, Heartbeat, ClaimNext, Complete, Release, Drop, Reopen, ForceRelease,
-    AddNote)
+    AddNote, IssueKey, RevokeKey)

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from planledger.ledger import commands as c
-from planledger.ledger.domain import closing, errors
+from planledger.ledger.domain import access, closing, errors
 from planledger.ledger.domain import events as ev
 from planledger.ledger.domain import plans as plan_rules
 from planledger.ledger.domain.claims import Decision
@@ -34,11 +34,13 @@ def start_session(run: Execution, command: c.StartSession) -> SessionState:
                         ("model", command.model)):
         if said is not None:
             plan_rules.check_text(field, said, plan_rules.MAX_WHERE, required=False)
+    role = None if command.role is None else access.check_role(command.role)
+    key = None if command.key is None else access.check_key_name(command.key)
     session_id = SessionId(run.ids.new_id())
     started = ev.SessionStarted(session_id, 1, timestamp=run.clock.now(),
                                 session_id=session_id, actor=session_id, name=name or None,
                                 cwd=command.cwd or None, source=command.source or None,
-                                model=command.model or None)
+                                model=command.model or None, key=key, role=role)
     session = fold_session(None, [started])
     assert session is not None
     run.append(Outcome(Decision([started]), session))

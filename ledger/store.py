@@ -24,6 +24,7 @@ from eventsourcing.utils import Environment, get_topic
 from planledger.ledger.answers import Answer, AnswerRecorded
 from planledger.ledger.domain import errors
 from planledger.ledger.domain import events as ev
+from planledger.ledger.domain.access import KeyState, fold_key, key_stream
 from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId, plan_stream
 from planledger.ledger.domain.reservations import (
     NO_RESERVATIONS,
@@ -487,6 +488,15 @@ class EventStore(Application[str]):
         if not isinstance(state, SessionState):
             raise errors.UnknownSession(session_id)
         return state
+
+    def access_key(self, name: str) -> KeyState | None:
+        """The key stream's state (ledger.domain.access), or None: no key was ever issued
+        under `name`."""
+        try:
+            state = self._load(key_stream(name), fold_key)
+        except AggregateNotFoundError:
+            return None
+        return state if isinstance(state, KeyState) else None
 
     def reservations(self) -> Reservations:
         """The reservations stream's state (ledger.domain.reservations): version 0 before

@@ -46,7 +46,7 @@ from planledger.projections.resume import (
     saved_state,
     state_data,
 )
-from planledger.projections.view import FINISHED_KEPT, LedgerView
+from planledger.projections.view import FINISHED_KEPT, KeyIndex, LedgerView
 
 if TYPE_CHECKING:  # a process that only reads loads neither (infra.sqlite_reading)
     from eventsourcing.persistence import Notification
@@ -152,6 +152,11 @@ class ReadModel(Queryable, CandidateView):
     @property
     def sessions(self) -> Mapping[SessionId, SessionState]:
         return self._view.sessions
+
+    def key_index(self) -> KeyIndex:
+        """The access keys as last folded, without pulling and without the lock (see
+        LedgerView.key_index): what the doors check a credential against."""
+        return self._view.key_index()
 
     def facts(self) -> dict[str, object]:
         """Everything the model holds (see LedgerView.facts), without pulling."""

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol, get_type_hints
 
 from planledger.ledger.domain import errors
 from planledger.ledger.domain import events as ev
+from planledger.ledger.domain.access import KeyState, evolve_key
 from planledger.ledger.domain.claims import Verdict, assess
 from planledger.ledger.domain.ids import PLAN_STREAM_PREFIX, PlanSlug, SessionId, StepId
 from planledger.ledger.domain.reservations import Reservation, note_reserved
@@ -63,6 +64,15 @@ _STEP_EVENTS = (ev.StepOpened, ev.StepClaimed, ev.LeaseRenewed, ev.StepReleased,
                 ev.StepCompleted, ev.StepDropped, ev.StepReopened)
 _SESSION_EVENTS = (ev.SessionStarted, ev.SessionEnded, ev.ClaimBounced, ev.ClaimRefused,
                    ev.StaleFenceRejected, ev.ReadyListed, ev.PathsBounced)
+
+
+@dataclass(frozen=True)
+class KeyIndex:
+    """Every issued key by its digest and by its name, and whether any is live."""
+
+    by_digest: dict[str, KeyState]
+    by_name: dict[str, KeyState]
+    any_live: bool
 
 
 @dataclass(frozen=True)
@@ -118,6 +128,8 @@ class LedgerView:
     # Each step's latest path reservation (ledger.domain.reservations), live or not: one
     # is live while its claim is (same fence, lease, holder), judged at query time.
     reservations: dict[StepId, Reservation]
+    # Every key name ever issued, live or revoked (ledger.domain.access).
+    keys: dict[str, KeyState]
 
     def __init__(self, archive: Archive | None = None, kept: int = FINISHED_KEPT) -> None:
         """A view that retires finished plans given an `archive` to read them back from
@@ -139,6 +151,8 @@ class LedgerView:
         self.finished = {}
         self.finishing = []
         self.reservations = {}
+        self.keys = {}
+        self._key_index: KeyIndex | None = None  # derived from `keys`
         self._archive = archive
         self._kept = kept
         self._dirty: set[StepId] = set()
@@ -166,6 +180,7 @@ class LedgerView:
         handlers.update(dict.fromkeys(_STEP_EVENTS, self._on_step))
         handlers.update(dict.fromkeys(_SESSION_EVENTS, self._on_session))
         handlers[ev.PathsReserved] = self._on_reserved
+        handlers[ev.KeyIssued] = handlers[ev.KeyRevoked] = self._on_key
         return handlers
 
     def facts(self) -> dict[str, object]:
@@ -179,7 +194,7 @@ class LedgerView:
             "held": {session: steps for session, steps in self.held.items() if steps},
             "ended_holders": self.ended_holders, "finished": self.finished,
             "finishing": self.finishing,
-            "reservations": self.reservations,
+            "reservations": self.reservations, "keys": self.keys,
         }
 
     # --- folding ------------------------------------------------------------------
@@ -357,6 +372,23 @@ class LedgerView:
             if self.finished and step_id not in self.steps:
                 self._revived(StepId(step_id))
             self._remember(StepId(step_id), position)
+
+    def _on_key(self, event: ev.LedgerEvent, position: int) -> None:
+        name = event.name  # type: ignore[attr-defined]
+        self.keys[name] = evolve_key(self.keys.get(name), event)
+        self._key_index = None
+
+    def key_index(self) -> "KeyIndex":
+        """The keys by digest, and whether any is live. Made anew after a key event and
+        swapped in whole, so the API's doors read it from the event loop without the read
+        model's lock (a key is issued while they read: they see the old index or the new)."""
+        index = self._key_index
+        if index is None:
+            keys = list(self.keys.values())
+            index = self._key_index = KeyIndex({key.digest: key for key in keys},
+                                               {key.name: key for key in keys},
+                                               any(key.live for key in keys))
+        return index
 
     def _on_reserved(self, event: ev.PathsReserved, position: int) -> None:
         step_id = StepId(event.step_id)

@@ -26,10 +26,18 @@ from typing import Any
 from eventsourcing.persistence import StoredEvent
 
 from planledger.ledger.chain import Broken, Entry, verify
-from planledger.ledger.domain import errors
+from planledger.ledger.domain import access, errors
 from planledger.ledger.domain import events as ev
+from planledger.ledger.domain.access import KeyState
 from planledger.ledger.domain.claims import assess, check_lease, live_holder
-from planledger.ledger.domain.ids import ADMIN, LOCAL_PREFIX, PlanSlug, StepId, plan_stream
+from planledger.ledger.domain.ids import (
+    ADMIN,
+    KEY_ACTOR_PREFIX,
+    LOCAL_PREFIX,
+    PlanSlug,
+    StepId,
+    plan_stream,
+)
 from planledger.ledger.domain.paths import PathSpec, check_paths
 from planledger.ledger.domain.plans import (
     MAX_BODY,
@@ -89,6 +97,7 @@ class _Folded:
     actors_named: bool = True
     # Each step's latest path reservation, as the reservations stream folds them.
     reservations: dict[StepId, Reservation] = field(default_factory=dict)
+    keys: dict[str, KeyState] = field(default_factory=dict)  # by name
 
 
 def admit(decoder: Decoder, records: Sequence[EventRecord],
@@ -166,6 +175,10 @@ def _check_author(folded: _Folded, event: ev.LedgerEvent) -> None:
             raise Refused(f'actor "{actor}" names no session started before it')
         if started is not None and started.ended:
             raise errors.SessionClosed(started.id)
+        return
+    if actor.startswith(KEY_ACTOR_PREFIX):
+        if actor.removeprefix(KEY_ACTOR_PREFIX) not in folded.keys:
+            raise Refused(f'actor "{actor[:80]}" names no key issued before it')
         return
     if actor.startswith(LOCAL_PREFIX) and len(actor) > len(LOCAL_PREFIX):
         check_text("actor", actor, MAX_TITLE, required=True)
@@ -418,7 +431,32 @@ def _session_started(folded: _Folded, event: ev.SessionStarted) -> None:
         raise Refused("a session's start names the session itself")
     if event.name is not None:
         check_text("name", event.name, MAX_BODY, required=False)
+    if event.role is not None:
+        access.check_role(event.role)
+    if event.key is not None and event.key not in folded.keys:
+        raise Refused(f'key "{event.key[:80]}" names no key issued before it')
     folded.sessions[event.originator_id] = evolve_session(None, event)
+
+
+def _key_issued(folded: _Folded, event: ev.KeyIssued) -> None:
+    """An issue the domain would have decided: its own stream, a valid name, role and
+    digest, and no live key of the name."""
+    known = folded.keys.get(event.name)
+    decided = access.decide_issue_key(known, event.name, event.role, event.digest,
+                                      event.timestamp, event.actor or "")
+    if (event.originator_id, event.originator_version) != (
+            decided.originator_id, decided.originator_version):
+        raise Refused(f'a key issue belongs in stream "{decided.originator_id[:80]}" at '
+                      f"version {decided.originator_version}")
+    folded.keys[event.name] = access.evolve_key(known, event)
+
+
+def _key_revoked(folded: _Folded, event: ev.KeyRevoked) -> None:
+    known = folded.keys.get(event.name)
+    decided = access.decide_revoke_key(known, event.name, event.timestamp, event.actor or "")
+    if event.originator_id != decided.originator_id:
+        raise Refused(f'a key revocation belongs in stream "{decided.originator_id[:80]}"')
+    folded.keys[event.name] = access.evolve_key(known, event)
 
 
 def _session_ended(folded: _Folded, event: ev.SessionEnded) -> None:
@@ -541,5 +579,5 @@ _RULES: dict[type[ev.LedgerEvent], Callable[[_Folded, Any], None]] = {
     ev.ClaimRefused: _claim_refused, ev.StaleFenceRejected: _stale_fence_rejected,
     ev.ReadyListed: _ready_listed, ev.StepNoted: _step_noted,
     ev.PathsDeclared: _paths_declared, ev.PathsReserved: _paths_reserved,
-    ev.PathsBounced: _paths_bounced,
+    ev.PathsBounced: _paths_bounced, ev.KeyIssued: _key_issued, ev.KeyRevoked: _key_revoked,
 }

@@ -112,7 +112,7 @@ def _reserving(event: ev.LedgerEvent) -> Start | None:
 
 
 def _start(event: ev.LedgerEvent) -> Start:
-    for starter in (_structure, _claiming, _closing, _session, _reserving):
+    for starter in (_structure, _claiming, _closing, _session, _reserving, _keys):
         start = starter(event)
         if start is not None:
             return start
@@ -185,12 +185,23 @@ def _session(event: ev.LedgerEvent) -> Start | None:
         sid = event.originator_id
         said = {k: v for k, v in (("cwd", event.cwd), ("source", event.source),
                                   ("model", event.model)) if v is not None}
+        said |= {k: v for k, v in (("key", event.key), ("role", event.role)) if v is not None}
         return "start_session", sid, {"name": event.name, **said}, [sid]
     if isinstance(event, ev.SessionEnded | ev.StepReleased):  # a release: the end's first
         who = event.session_id
         findings = event.findings if isinstance(event, ev.SessionEnded) else None
         return "end_session", who, {"session_id": who,
                                     **({"findings": findings} if findings else {})}, []
+    return None
+
+
+def _keys(event: ev.LedgerEvent) -> Start | None:
+    """A key's issue and revocation (its digest only: a recording never holds a key)."""
+    if isinstance(event, ev.KeyIssued):
+        return "issue_key", None, {"name": event.name, "role": event.role,
+                                   "digest": event.digest, "actor": _author(event)}, []
+    if isinstance(event, ev.KeyRevoked):
+        return "revoke_key", None, {"name": event.name, "actor": _author(event)}, []
     return None
 
 
@@ -224,7 +235,8 @@ Build = Callable[[Args], c.Command[Any]]
 # Each recorded command's name: the arguments it must carry, and its command value.
 BUILDERS: dict[str, tuple[tuple[str, ...], Build]] = {
     "start_session": (("name",), lambda a: c.StartSession(
-        a["name"], cwd=a.get("cwd"), source=a.get("source"), model=a.get("model"))),
+        a["name"], cwd=a.get("cwd"), source=a.get("source"), model=a.get("model"),
+        key=a.get("key"), role=a.get("role"))),
     "end_session": (("session_id",), lambda a: c.EndSession(a["session_id"],
                                                             a.get("findings"))),
     "create_plan": (("slug", "title", "constraints", "steps"), _create_plan),
@@ -248,6 +260,9 @@ BUILDERS: dict[str, tuple[tuple[str, ...], Build]] = {
     "force_release": (("step_id",), lambda a: c.ForceRelease(a["step_id"], _actor(a))),
     "reopen": (("step_id",), lambda a: c.Reopen(a["step_id"], _actor(a))),
     "note": (("step_id", "text"), lambda a: c.AddNote(a["step_id"], _actor(a), a["text"])),
+    "issue_key": (("name", "role", "digest"), lambda a: c.IssueKey(
+        a["name"], a["role"], a["digest"], _actor(a))),
+    "revoke_key": (("name",), lambda a: c.RevokeKey(a["name"], _actor(a))),
 }
 assert frozenset(BUILDERS) == COMMAND_NAMES, "the format's command names and the builders"
 

@@ -67,6 +67,8 @@ REQUESTS: Mapping[type[c.Command[Any]], Callable[[Any], Request]] = {
                             {"text": cmd.text}),
     c.ForceRelease: lambda cmd: ("POST", f"/api/steps/{_part(cmd.step_id)}/force-release",
                                  None),
+    c.IssueKey: lambda cmd: ("POST", "/api/keys", {"name": cmd.key_name, "role": cmd.role}),
+    c.RevokeKey: lambda cmd: ("POST", f"/api/keys/{_part(cmd.key_name)}/revoke", None),
 }
 assert set(REQUESTS) == set(c.COMMANDS), "every command has a route"
 

@@ -197,3 +197,30 @@ class PathsHeld(LedgerError):
             return f'{quoted} held by "{holder}" ({named}step {step} "{title}")'
 
         super().__init__("paths reserved: " + "; ".join(one(*c) for c in self.conflicts))
+
+
+class KeyNameTaken(LedgerError):
+    """A live access key already has this name."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(f'a live key is already named "{name}": revoke it first, or '
+                         f"choose another name")
+
+
+class UnknownKey(LedgerError):
+    """No live access key has this name."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(f'no live key is named "{name}" (planledger keys list shows them)')
+
+
+class NotPermitted(LedgerError):
+    """The caller's role does not allow the operation (ledger.domain.access)."""
+
+    def __init__(self, action: str, needs: str, role: str) -> None:
+        self.action = action
+        self.needs = needs
+        self.role = role
+        super().__init__(f"{action} needs the {needs} role; this caller is a {role}")

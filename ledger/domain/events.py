@@ -179,7 +179,11 @@ class SessionStarted(LateFields, LedgerEvent):
     cwd: str | None = None
     source: str | None = None
     model: str | None = None
-    LATE_FIELDS = ("cwd", "source", "model")
+    # The access key the session was started with and the role it took from it (None:
+    # started while the store held no key, or before keys existed).
+    key: str | None = None
+    role: str | None = None
+    LATE_FIELDS = ("cwd", "source", "model", "key", "role")
 
 
 @dataclass(frozen=True)
@@ -266,3 +270,22 @@ class PathsBounced(LedgerEvent):
     paths: list[dict[str, str]]
     conflicts: list[dict[str, object]]
     lease_seconds: int
+
+
+# --- the key streams: access keys and their roles (ledger.domain.access) --------
+
+
+@dataclass(frozen=True)
+class KeyIssued(LedgerEvent):
+    """An access key issued under a name, with a role; the store keeps only its digest."""
+
+    name: str
+    role: str
+    digest: str
+
+
+@dataclass(frozen=True)
+class KeyRevoked(LedgerEvent):
+    """The access key of this name revoked: it and every session started with it stop."""
+
+    name: str

@@ -100,6 +100,8 @@ class SessionState:
     cwd: str | None = None
     source: str | None = None
     model: str | None = None
+    key: str | None = None  # the access key it was started with (ledger.domain.access)
+    role: str | None = None  # the role it took from that key
 
 
 # --- plans ----------------------------------------------------------------------
@@ -231,13 +233,15 @@ def evolve_session(state: SessionState | None, event: ev.LedgerEvent) -> Session
             cwd=event.cwd,
             source=event.source,
             model=event.model,
+            key=event.key,
+            role=event.role,
         )
     assert state is not None, f"{type(event).__name__} before SessionStarted"
     # Made whole, not with dataclasses.replace (which reads the fields by name each time):
     # every claim, bounce and listing a session makes is one of these.
     ended = state.ended or isinstance(event, ev.SessionEnded)
     return SessionState(state.id, version, state.name, state.started_at, ended, state.cwd,
-                        state.source, state.model)
+                        state.source, state.model, state.key, state.role)
 
 
 def fold_session(

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from planledger.ledger import commands as cmd
 from planledger.ledger.application import Ledger, NewStep
 from planledger.ledger.domain import errors
+from planledger.ledger.domain.access import digest_of
 from planledger.ledger.domain.ids import StepId
 from planledger.replays.fixture import PLAN, seed_auth_refresh
 from tests.support import OPERATOR
@@ -50,7 +51,16 @@ def write_busy_log(ledger: Ledger, clock: FakeClock) -> BusyLog:
     ledger.claim(steps[4], c)
     ledger.complete(steps[4], c)
     _hand_over(ledger, lone, a)
+    _keyed(ledger, steps[4])
     return BusyLog(steps, extra, (a, b, c))
+
+
+def _keyed(ledger: Ledger, step: StepId) -> None:
+    """A key issued, a session started with it noting a step, and the key revoked."""
+    ledger.execute(cmd.IssueKey("ci-bot", "worker", digest_of("plk_example"), OPERATOR))
+    bot = ledger.execute(cmd.StartSession("bot", key="ci-bot", role="worker")).id
+    ledger.execute(cmd.AddNote(step, bot, "seen by the bot"))
+    ledger.execute(cmd.RevokeKey("ci-bot", OPERATOR))
 
 
 def _hand_over(ledger: Ledger, step: StepId, other: str) -> None:

@@ -1,0 +1,152 @@
+"""Who is calling and what they may do: credentials checked against the store's keys.
+
+A caller presents one credential as `Authorization: Bearer …`: an access key (`plk_…`,
+ledger.domain.access), a session token (api.identity), or the admin token. `Access.caller`
+turns it into a `Caller`: the actor its writes are made as, its role, and the key behind
+it. While the store holds no live key, a caller without a credential may do what anyone
+could before keys existed (zero set-up on a laptop). Once one key is live, every request
+needs a credential, and a session started without a key stops working.
+
+`Access.permit` is the role check every command passes, whatever door it came through
+(api.service runs it before the command's handler): the role a command needs is the
+ledger's table (ledger.permissions).
+"""
+
+import secrets
+from dataclasses import dataclass
+from datetime import datetime
+
+from planledger.api.errors import Unauthorized
+from planledger.api.identity import Identity
+from planledger.ledger.commands import Command, StartSession
+from planledger.ledger.domain import errors
+from planledger.ledger.domain.access import (
+    KEY_PREFIX,
+    OPEN_ROLE,
+    Role,
+    allows,
+    check_role,
+    digest_of,
+)
+from planledger.ledger.domain.claims import live_holder
+from planledger.ledger.domain.ids import (
+    ADMIN,
+    KEY_ACTOR_PREFIX,
+    LOCAL_PREFIX,
+    Actor,
+    SessionId,
+    StepId,
+    acting_session,
+    key_actor,
+)
+from planledger.ledger.domain.state import SessionState
+from planledger.ledger.permissions import needed_role
+from planledger.projections.readmodel import ReadModel
+from planledger.projections.view import KeyIndex
+
+NEEDS_KEY = ("this server requires an access key: send `Authorization: Bearer <key>` "
+             "(an operator issues one with `planledger keys create`)")
+
+
+def new_key() -> str:
+    """A fresh access key: 256 random bits, with a prefix that says what it is."""
+    return KEY_PREFIX + secrets.token_urlsafe(32)
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who a request proved it is. `actor` None: nobody (allowed while no key is live)."""
+
+    actor: Actor | None
+    role: Role
+    key: str | None = None  # the access key behind it, by name
+
+    @property
+    def session(self) -> SessionId | None:
+        return None if self.actor is None else acting_session(self.actor)
+
+
+class Access:
+    """Checks credentials and roles against the read model's keys and sessions."""
+
+    def __init__(self, identity: Identity, reads: ReadModel) -> None:
+        self.identity = identity
+        self.reads = reads
+
+    def keys_required(self) -> bool:
+        return self.reads.key_index().any_live
+
+    def caller(self, credential: str | None) -> Caller:
+        """The caller a credential proves (Unauthorized: none, unknown or revoked). Reads
+        the keys as last folded, without I/O: it runs on the event loop. A write is checked
+        again on fresh state by `permit`."""
+        index = self.reads.key_index()
+        if credential is None or not credential.strip():
+            if index.any_live:
+                raise Unauthorized(NEEDS_KEY)
+            return Caller(None, OPEN_ROLE)
+        credential = credential.strip()
+        if self.identity.is_admin(credential):
+            return Caller(ADMIN, "admin")
+        if credential.startswith(KEY_PREFIX):
+            key = index.by_digest.get(digest_of(credential))
+            if key is None or not key.live:
+                raise Unauthorized("unknown or revoked access key")
+            return Caller(key_actor(key.name), key.role, key.name)
+        session_id = self.identity.session_of(credential)
+        return self._session_caller(session_id)
+
+    def _session_caller(self, session_id: SessionId) -> Caller:
+        session = self.reads.sessions.get(session_id)
+        role = _session_role(session, self.reads.key_index())
+        return Caller(Actor(session_id), role, None if session is None else session.key)
+
+    # --- the role check, on fresh state ------------------------------------------------
+
+    def role_of(self, actor: str) -> Role:
+        """The role an actor acts with now (the read model pulled first)."""
+        if actor == ADMIN or actor.startswith(LOCAL_PREFIX):
+            return "admin"
+        with self.reads.reading() as (view, _):
+            index = view.key_index()
+            if actor.startswith(KEY_ACTOR_PREFIX):
+                key = index.by_name.get(actor.removeprefix(KEY_ACTOR_PREFIX))
+                if key is None or not key.live:
+                    raise Unauthorized("unknown or revoked access key")
+                return key.role
+            return _session_role(view.sessions.get(SessionId(actor)), index)
+
+    def permit(self, command: Command[object], now: datetime) -> None:
+        """Refuse (NotPermitted) a command its actor's role does not allow."""
+        role = self._acting_role(command)
+        needs = needed_role(command, lambda step_id: self._holds(command.actor, step_id, now))
+        if not allows(role, needs):
+            raise errors.NotPermitted(command.name, needs, role)
+
+    def _acting_role(self, command: Command[object]) -> Role:
+        if isinstance(command, StartSession):  # the door proved the key and its role
+            if command.role is not None:
+                return check_role(command.role)
+            return "reader" if self.keys_required() else OPEN_ROLE
+        return self.role_of(command.actor) if command.actor else OPEN_ROLE
+
+    def _holds(self, actor: str, step_id: str, now: datetime) -> bool:
+        step = self.reads.steps.get(StepId(step_id))
+        return step is not None and live_holder(step, now, False) == actor
+
+
+def _session_role(session: SessionState | None, index: KeyIndex) -> Role:
+    """The role a session acts with; Unauthorized when its key is revoked, or when it was
+    started without a key and keys are now required. A session not (yet) folded here
+    counts as a reader's: its handler reads it fresh and says what is wrong."""
+    if session is None:
+        return "reader" if index.any_live else OPEN_ROLE
+    if session.key is not None:
+        key = index.by_name.get(session.key)
+        if key is None or not key.live:
+            raise Unauthorized(f'the key "{session.key}" this session was started with is '
+                               "revoked; start a new session with a live key")
+    elif session.role is None and index.any_live:
+        raise Unauthorized("this session was started without an access key, and this server "
+                           "now requires one: start a new session with a key")
+    return check_role(session.role or OPEN_ROLE)
