@@ -13,7 +13,7 @@ ledger's table (ledger.permissions).
 """
 
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from planledger.api.errors import Unauthorized
@@ -64,6 +64,13 @@ class Caller:
     @property
     def session(self) -> SessionId | None:
         return None if self.actor is None else acting_session(self.actor)
+
+    def starting(self, command: StartSession) -> StartSession:
+        """`command` as this caller starts it: with its key and role (none for nobody in
+        particular, while the store holds no key)."""
+        if self.actor is None:
+            return replace(command, key=None, role=None)
+        return replace(command, key=self.key, role=self.role)
 
 
 class Access:

@@ -38,6 +38,8 @@ from planledger.ledger import commands as c
 from planledger.ledger.domain.ids import local_operator
 from planledger.ledger.domain.paths import PathSpec
 
+KEY_SETTING = "PLANLEDGER_KEY"  # the access key a client sends where no session token is
+
 if TYPE_CHECKING:  # a server's client loads neither the service nor the store
     from planledger.api.service import Service
 
@@ -167,13 +169,15 @@ class Client:
 
 
 def connect(url: str | None = None, *, db: str | None = None, token: str | None = None,
-            session: str | None = None) -> Client:
+            session: str | None = None, key: str | None = None) -> Client:
     """The ledger's operations for a command or a script: on the server at `url`, else on
     the embedded store `db` (default ./.planledger/ledger.sqlite), acting for the session
     `token` proves (or, on the embedded store, `session` names). A client with no session
-    acts for the one it starts (`start_session`). `planledger.Client` is this."""
+    acts for the one it starts (`start_session`). On a server that requires access keys,
+    `key` (default: PLANLEDGER_KEY) is sent where no session token is, and a session
+    started takes its role. `planledger.Client` is this."""
     if url:
-        return RemoteClient(url, token)
+        return RemoteClient(url, token, key=key or os.environ.get(KEY_SETTING) or None)
     from planledger.api.identity import Identity
     from planledger.api.runtime import open_runtime
     from planledger.api.service import Service
@@ -213,7 +217,8 @@ class LocalClient(Client):
         return self.actor or local_operator(operator_name())
 
     def start_session(self, name: str | None = None) -> SessionStartOut:
-        started = self.service.start_session(c.StartSession(name))
+        # The operator holds the store's file, so its sessions are the admin's.
+        started = self.service.start_session(c.StartSession(name, role="admin"))
         self.actor = self.actor or started.session_id
         return started
 
@@ -265,13 +270,21 @@ class RemoteClient(Client):
     """A running server, over its HTTP API, with the session token (if any). A command
     travels as the request of the route that builds the same command (`api.http.paths`)."""
 
-    def __init__(self, url: str, token: str | None, timeout: float = 30.0) -> None:
+    def __init__(self, url: str, token: str | None, timeout: float = 30.0,
+                 key: str | None = None) -> None:
         self.http = Connection(url, timeout)
-        if token:
-            self.http.headers["Authorization"] = f"Bearer {token}"
+        self.key = key  # sent while no session token is
+        self._send(token or key)
         self.timeout = timeout
-        # A session token names its session (<id>.<signature>); the admin token none.
+        # A session token names its session (<id>.<signature>); the admin token and
+        # access keys none.
         self.actor = token.rpartition(".")[0] or None if token else None
+
+    def _send(self, credential: str | None) -> None:
+        if credential:
+            self.http.headers["Authorization"] = f"Bearer {credential}"
+        else:
+            self.http.headers.pop("Authorization", None)
 
     def execute(self, command: c.Command[Any], out: type[M]) -> M:
         method, path, body = request_for(command)
@@ -305,14 +318,15 @@ class RemoteClient(Client):
 
     def start_session(self, name: str | None = None) -> SessionStartOut:
         started = self._call(SessionStartOut, "POST", "/api/sessions", {"name": name})
-        if "Authorization" not in self.http.headers and started.token:
-            self.http.headers["Authorization"] = f"Bearer {started.token}"
+        if self.actor is None and started.token:
+            self._send(started.token)
             self.actor = started.session_id
         return started
 
     def create_plan(self, plan: PlanIn) -> PlanCreatedOut:
-        """Create the plan as this client's session; without one, as a session started for
-        it (named after the OS user) and ended straight after: the log names its author."""
+        """Create the plan as this client's session or key; without either, as a session
+        started for it (named after the OS user) and ended straight after: the log names
+        its author."""
         if "Authorization" in self.http.headers:
             return super().create_plan(plan)
         self.start_session(f"{operator_name()} (plan create)")
@@ -320,7 +334,7 @@ class RemoteClient(Client):
             return super().create_plan(plan)
         finally:
             self.end_session()
-            del self.http.headers["Authorization"]
+            self._send(self.key)
             self.actor = None
 
     def session(self, session_id: str) -> SessionOut:

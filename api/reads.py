@@ -5,7 +5,7 @@ Plan and step views are built inside one `ReadModel.reading()` block, so the ste
 verdicts and the progress line all describe the same log position and the same moment.
 """
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import fields
 from datetime import datetime
 from typing import Any
@@ -31,9 +31,10 @@ from planledger.api.schemas import (
 )
 from planledger.ledger.domain import errors
 from planledger.ledger.domain import events as ev
+from planledger.ledger.domain.access import OPEN_ROLE
 from planledger.ledger.domain.claims import Verdict
-from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId
-from planledger.ledger.domain.state import SATISFYING, PlanState, StepDef
+from planledger.ledger.domain.ids import KEY_ACTOR_PREFIX, PlanSlug, SessionId, StepId
+from planledger.ledger.domain.state import SATISFYING, PlanState, SessionState, StepDef
 from planledger.projections import queries
 from planledger.projections.timeline import TimelineModel
 from planledger.projections.view import LedgerView
@@ -161,20 +162,32 @@ def session(runtime: Runtime, session_id: str) -> SessionOut:
     holds = with_reserved_paths(runtime, holds)
     return SessionOut(session_id=state.id, name=state.name, started_at=state.started_at,
                       ended=state.ended, holds=holds, cwd=state.cwd, source=state.source,
-                      model=state.model)
+                      model=state.model, role=state.role or OPEN_ROLE, key=state.key)
 
 
 # --- the log ---------------------------------------------------------------------------
 
 
-def event_out(event: Any, position: int | None = None) -> EventOut:
+def event_out(event: Any, position: int | None = None,
+              sessions: Mapping[SessionId, SessionState] | None = None) -> EventOut:
+    """An event for people and scripts; given the sessions, it names the key behind it."""
     names = [f.name for f in fields(event)] if hasattr(event, "__dataclass_fields__") else []
     data = {n: getattr(event, n) for n in names if n not in _BASE_FIELDS}
+    actor = ev.author_of(event) if isinstance(event, ev.LedgerEvent) else None
     return EventOut(position=position, stream=event.originator_id,
                     version=event.originator_version, type=type(event).__name__,
                     at=event.timestamp, session_id=getattr(event, "session_id", None),
-                    actor=ev.author_of(event) if isinstance(event, ev.LedgerEvent) else None,
-                    data=data)
+                    actor=actor, key=_key_behind(event, actor, sessions or {}), data=data)
+
+
+def _key_behind(event: Any, actor: str | None,
+                sessions: Mapping[SessionId, SessionState]) -> str | None:
+    if actor is not None and actor.startswith(KEY_ACTOR_PREFIX):
+        return actor.removeprefix(KEY_ACTOR_PREFIX)
+    if isinstance(event, ev.SessionStarted):
+        return event.key
+    session = sessions.get(SessionId(actor or getattr(event, "session_id", None) or ""))
+    return None if session is None else session.key
 
 
 def log_page(runtime: Runtime, after: int = 0, limit: int = 100) -> LogPageOut:
@@ -183,8 +196,11 @@ def log_page(runtime: Runtime, after: int = 0, limit: int = 100) -> LogPageOut:
         raise errors.InvalidInput("limit", f"{limit} is outside 1..{MAX_PAGE}")
     if after < 0:
         raise errors.InvalidInput("after", "must be 0 or a position from the log")
+    with runtime.reads.reading():  # pulled first: the page's sessions are folded
+        pass
     found = runtime.store.log_after(after, limit)
-    events = [event_out(event, position) for position, event in found]
+    sessions = runtime.reads.sessions
+    events = [event_out(event, position, sessions) for position, event in found]
     return LogPageOut(after=after, next_after=found[-1][0] if found else after,
                       more=len(found) == limit, events=events)
 

@@ -276,6 +276,8 @@ class SessionOut(Schema):
     cwd: str | None = Field(default=None, description="Where the agent said it works.")
     source: str | None = Field(default=None, description="Its client, as it said.")
     model: str | None = Field(default=None, description="Its model, as it said.")
+    role: str = Field("planner", description="What it may do: its key's role.")
+    key: str | None = Field(None, description="The access key it was started with.")
 
 
 class SessionEndOut(Schema):
@@ -399,8 +401,11 @@ class EventOut(Schema):
     at: datetime
     session_id: str | None
     actor: str | None = Field(None, description="Who made the write: a session id, `admin`, "
-                              "or `local:<OS user>` (the operator of an embedded store); "
-                              "events from before authors were recorded name their session.")
+                              "`key:<name>` (an access key used without a session), or "
+                              "`local:<OS user>` (the operator of an embedded store); events "
+                              "from before authors were recorded name their session.")
+    key: str | None = Field(None, description="The access key behind the write: the key its "
+                            "session was started with, or the key that made it (null: none).")
     data: dict[str, Any]
 
 

@@ -17,16 +17,25 @@ from anyio import to_thread
 from pydantic import BaseModel
 
 from planledger.api import reads, rendering
-from planledger.api.access import Access
+from planledger.api.access import Access, new_key
 from planledger.api.idempotency import Answered, Idempotency, Write, fingerprint
 from planledger.api.identity import Identity
 from planledger.api.metrics import Metrics
 from planledger.api.runtime import Runtime
-from planledger.api.schemas import TOKEN_ONLY_FIRST, ReadyOut, SessionStartedOut, SessionStartOut
+from planledger.api.schemas import (
+    TOKEN_ONLY_FIRST,
+    KeyIssuedOut,
+    KeyOut,
+    KeysOut,
+    ReadyOut,
+    SessionStartedOut,
+    SessionStartOut,
+)
 from planledger.api.settings import Settings
 from planledger.api.waiting import Attempt, Waiting
 from planledger.ledger import commands as c
 from planledger.ledger.commands import Command
+from planledger.ledger.domain.access import digest_of
 from planledger.ledger.domain.errors import InvalidInput, LedgerError
 from planledger.ledger.domain.ids import PlanSlug
 from planledger.ledger.execution import Attach
@@ -92,6 +101,21 @@ class Service:
         return SessionStartOut(**dict(started),
                                token=self.identity.token_for(started.session_id))
 
+    def issue_key(self, name: str, role: str, actor: str) -> KeyIssuedOut:
+        """Issue a new access key: the answer holds the key, the only time it is shown."""
+        key = new_key()
+        issued = self.answer(c.IssueKey(name, role, digest_of(key), actor), KeyOut)
+        return KeyIssuedOut(**dict(issued), key=key)
+
+    def revoke_key(self, name: str, actor: str) -> KeyOut:
+        return self.answer(c.RevokeKey(name, actor), KeyOut)
+
+    def keys(self) -> KeysOut:
+        """Every key name the store knows, live and revoked (never a key itself)."""
+        with self.runtime.reads.reading() as (view, _):
+            known = sorted(view.keys.values(), key=lambda k: k.name)
+        return KeysOut(keys=[rendering.key_out(k) for k in known])
+
     def ready(self, slug: str, actor: str | None = None, limit: int | None = None,
               ) -> ReadyOut:
         """The plan's ready, held and blocked steps (with `limit`, the first so many of
@@ -136,6 +160,10 @@ class Service:
         try:
             self.access.permit(command, self.ledger.clock.now())
             result = self.ledger.execute(command, attach)
+            if isinstance(command, c.IssueKey | c.RevokeKey):
+                # The doors check credentials against the keys as last folded: fold this
+                # change now, so this replica's doors act on it from the next request.
+                self.runtime.reads.catch_up()
         except LedgerError as error:
             self.metrics.refused(error)
             raise

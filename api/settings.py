@@ -9,6 +9,7 @@
 | secret | — | `PLANLEDGER_SECRET` (see infra.secret) |
 | admin token | — | `PLANLEDGER_ADMIN_TOKEN` (unset: no force-release over the API) |
 | steps per request | — | `PLANLEDGER_MAX_STEPS_PER_REQUEST` (default 1000, up to 100000) |
+| allowed hosts | — | `PLANLEDGER_ALLOWED_HOSTS` (comma-separated names; api.http.origin) |
 
 Steps per request caps the steps one plan creation may carry (HTTP, MCP `plans_create`,
 `planledger plan create`): a plan is written in one transaction, and while it is the
@@ -39,6 +40,9 @@ class Settings:
     lease_default: int = DEFAULT_LEASE_SECONDS
     admin_token: str | None = None
     max_steps_per_request: int = DEFAULT_MAX_STEPS_PER_REQUEST
+    # Host names besides localhost, IP addresses and the bind address that requests may
+    # be sent to (a proxy's public name); "*": any (api.http.origin).
+    allowed_hosts: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
         # Secrets never reach a log line through a repr.
@@ -78,6 +82,8 @@ def load_settings(
         lease_default=check_lease(lease),
         admin_token=os.environ.get("PLANLEDGER_ADMIN_TOKEN") or None,
         max_steps_per_request=_max_steps(),
+        allowed_hosts=tuple(n.strip() for n in os.environ.get(
+            "PLANLEDGER_ALLOWED_HOSTS", "").split(",") if n.strip()),
     )
 
 

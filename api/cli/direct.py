@@ -344,8 +344,10 @@ def answer(args: list[str]) -> int | None:
     from planledger.api.remote_http import Connection, NoAnswer
 
     connection = Connection(values["url"], TIMEOUT)
-    if values.get("token"):
-        connection.headers["Authorization"] = f"Bearer {values['token']}"
+    # api.client.KEY_SETTING, named here: importing it would load pydantic.
+    credential = values.get("token") or os.environ.get("PLANLEDGER_KEY")
+    if credential:
+        connection.headers["Authorization"] = f"Bearer {credential}"
     try:
         response = connection.request(method, path, params=params, body=body,
                                       timeout=TIMEOUT + waits)

@@ -22,6 +22,7 @@ from planledger import __version__
 from planledger.api.console.routes import install_console
 from planledger.api.errors import ApiError, Replayed, problem
 from planledger.api.http import (
+    routes_keys,
     routes_log,
     routes_plans,
     routes_reservations,
@@ -30,8 +31,10 @@ from planledger.api.http import (
 )
 from planledger.api.http.deadline import AnswerDeadline
 from planledger.api.http.full_store import RefuseWhileFull
+from planledger.api.http.gate import CredentialGate
 from planledger.api.http.latency import LatencyObserver
 from planledger.api.http.limits import BodyLimit
+from planledger.api.http.origin import OriginGuard
 from planledger.api.identity import Identity
 from planledger.api.mcp.http import install_mcp
 from planledger.api.runtime import Runtime
@@ -61,7 +64,8 @@ def create_app(runtime: Runtime, settings: Settings, identity: Identity | None =
     # `include_router` wraps each router in a layer that re-derives its routes' context on
     # every request (~40 us of a claim's server CPU). The OpenAPI document is the same.
     for router in (routes_sessions.router, routes_plans.router, routes_steps.router,
-                   routes_reservations.router, routes_log.router, routes_log.ops):
+                   routes_reservations.router, routes_log.router, routes_log.ops,
+                   routes_keys.router):
         app.router.routes.extend(router.routes)
     install_console(app)
     install_mcp(app, app.state.service, settings.host)  # /mcp: the MCP tools (api/mcp)
@@ -72,6 +76,9 @@ def create_app(runtime: Runtime, settings: Settings, identity: Identity | None =
     if is_postgres(runtime.db):  # 503 when the database answers nothing (api/http/deadline.py)
         seconds = int(postgres_options(runtime.db)["connect_timeout"]) + 1
         app.add_middleware(AnswerDeadline, seconds=seconds)
+    app.add_middleware(CredentialGate, access=app.state.service.access)  # 401 (gate.py)
+    app.add_middleware(OriginGuard, bind_host=settings.host,  # outermost: 403 (origin.py)
+                       allowed=settings.allowed_hosts)
     return app
 
 

@@ -1,4 +1,4 @@
-"""What routes depend on, as typed aliases: the service, the caller's identity, ids, keys.
+"""What routes depend on, as typed aliases: the service, the caller, ids, keys.
 
 Each dependency is `async`: they only look at the request and check an HMAC, and FastAPI
 runs a plain `def` dependency on its thread pool, a hand-off to a worker thread and back
@@ -10,9 +10,11 @@ from typing import Annotated
 from fastapi import Depends, Header, Path, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from planledger.api.access import Caller
 from planledger.api.errors import Unauthorized
+from planledger.api.http.gate import caller_of
 from planledger.api.service import Service
-from planledger.ledger.domain.ids import ADMIN, Actor, SessionId
+from planledger.ledger.domain.ids import Actor, SessionId
 
 
 def _service(request: Request) -> Service:
@@ -26,41 +28,44 @@ async def get_service(request: Request) -> Service:
 
 ServiceDep = Annotated[Service, Depends(get_service)]
 
-_bearer = HTTPBearer(auto_error=False, description="A session token from POST /api/sessions, "
-                     "or the admin token for force-release.")
+# Declared for the OpenAPI document (its "Authorize" button); the credential itself is
+# read and proven once by the gate (api.http.gate), before any route runs.
+_bearer = HTTPBearer(auto_error=False, description="An access key (`plk_…`, from `planledger "
+                     "keys create`), a session token from POST /api/sessions, or the admin "
+                     "token.")
 Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 
 
-# The identity checks take the request, not `ServiceDep`: a sub-dependency is solved
-# again for each dependency that names it.
+async def get_caller(request: Request, credentials: Credentials) -> Caller:
+    return caller_of(request.scope)
+
+
+CallerDep = Annotated[Caller, Depends(get_caller)]
+
+
 async def require_session(request: Request, credentials: Credentials) -> SessionId:
-    if credentials is None:
+    session = caller_of(request.scope).session
+    if session is None:
         raise Unauthorized("this call acts for a session: send `Authorization: Bearer <token>` "
                            "with the token POST /api/sessions returned")
-    return _service(request).identity.session_of(credentials.credentials)
+    return session
 
 
 async def require_author(request: Request, credentials: Credentials) -> Actor:
-    """Who makes a write that need not be a session's: a session, or the admin."""
-    if credentials is None:
-        raise Unauthorized("a write needs an author: send `Authorization: Bearer <token>` with "
-                           "a session token (POST /api/sessions) or the admin token")
-    identity = _service(request).identity
-    if identity.is_admin(credentials.credentials):
-        return ADMIN
-    return Actor(identity.session_of(credentials.credentials))
-
-
-async def require_admin(request: Request, credentials: Credentials) -> Actor:
-    if credentials is None:
-        raise Unauthorized("force-release needs `Authorization: Bearer <admin token>`")
-    _service(request).identity.check_admin(credentials.credentials)
-    return ADMIN
+    """Who makes a write that need not be a session's: a session, a key or the admin."""
+    actor = caller_of(request.scope).actor
+    if actor is None:
+        raise Unauthorized("a write needs an author: send `Authorization: Bearer <…>` with a "
+                           "session token (POST /api/sessions), an access key or the admin "
+                           "token")
+    return actor
 
 
 ActorDep = Annotated[SessionId, Depends(require_session)]
 AuthorDep = Annotated[Actor, Depends(require_author)]
-AdminDep = Annotated[Actor, Depends(require_admin)]
+# The admin's operations check the role with every other command (api.access): an admin
+# key, a session started with one, or the admin token.
+AdminDep = AuthorDep
 
 
 # A plain header parameter, not a dependency: each dependency costs a solve per request.

@@ -5,17 +5,9 @@ The cap leaves room for the largest plan the ledger takes in one request (tens o
 thousands of steps with short titles); a body of gigabytes never reaches the JSON parser.
 """
 
-import json
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from planledger.api.http.asgi import ASGIApp, Message, Receive, Scope, Send, send_refusal
 
 MAX_BODY_BYTES = 16 * 1024 * 1024
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 def too_large(limit: int) -> str:
@@ -70,8 +62,4 @@ def _replay(body: bytes, receive: Receive) -> Receive:
 
 
 async def _refuse(send: Send, limit: int) -> None:
-    body = json.dumps({"reason": "body_too_large", "message": too_large(limit)}).encode()
-    await send({"type": "http.response.start", "status": 413, "headers": [
-        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-        (b"connection", b"close")]})
-    await send({"type": "http.response.body", "body": body})
+    await send_refusal(send, 413, "body_too_large", too_large(limit), close=True)

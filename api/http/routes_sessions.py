@@ -5,7 +5,13 @@ from starlette.concurrency import run_in_threadpool
 
 from planledger.api import reads
 from planledger.api.errors import Forbidden
-from planledger.api.http.deps import ActorDep, IdempotencyKeyDep, ServiceDep, SessionPath
+from planledger.api.http.deps import (
+    ActorDep,
+    CallerDep,
+    IdempotencyKeyDep,
+    ServiceDep,
+    SessionPath,
+)
 from planledger.api.http.docs import errors
 from planledger.api.http.running import run_command
 from planledger.api.schemas import (
@@ -21,11 +27,13 @@ router = APIRouter(prefix="/api/sessions", tags=["sessions"])
 
 
 @router.post("", status_code=201, response_model=SessionStartOut, responses=errors())
-async def session_start(service: ServiceDep, key: IdempotencyKeyDep = None,
+async def session_start(service: ServiceDep, caller: CallerDep, key: IdempotencyKeyDep = None,
                         body: SessionStartIn | None = None) -> SessionStartOut:
     """Start a session. The answer carries the session id and its secret token: send the
-    token as `Authorization: Bearer <token>` on every call acting for the session."""
-    command = body.command() if body else c.StartSession()
+    token as `Authorization: Bearer <token>` on every call acting for the session. Once
+    the server has access keys, send one (a worker's or above): the session takes its
+    role."""
+    command = caller.starting(body.command() if body else c.StartSession())
     return await run_command(service, lambda: service.start_session(command, key))
 
 

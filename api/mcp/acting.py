@@ -14,6 +14,7 @@ connection are never guessed between: the call must name one.
 
 import threading
 from collections import OrderedDict
+from collections.abc import MutableMapping
 from typing import Any
 
 from mcp.server.connection import Connection
@@ -143,3 +144,14 @@ def mcp_connection(ctx: Context[Any, Any]) -> Connection | None:
         return None
     found = getattr(session, "_connection", None)
     return found if isinstance(found, Connection) else None
+
+
+def request_scope(ctx: Context[Any, Any]) -> MutableMapping[str, Any] | None:
+    """The ASGI scope of the HTTP request a tool call came in (streamable HTTP); None on
+    stdio, which has no request."""
+    try:
+        request = ctx.request_context.request
+    except ValueError:  # called outside a request
+        return None
+    scope = getattr(request, "scope", None)
+    return scope if isinstance(scope, MutableMapping) else None

@@ -5,11 +5,16 @@ relay holds one MCP connection to it (handshake era, so the server remembers the
 started on it) and passes tools/list and tools/call through, with the SDK's client and
 server on either side. If the server drops the connection (it forgets idle ones after 30
 minutes, or it restarted), the failing call says so and the next call connects afresh.
+The access key in PLANLEDGER_KEY goes upstream as `Authorization: Bearer <key>`.
 """
 
+import os
+
 import anyio
+import httpx2
 from anyio.abc import TaskGroup, TaskStatus
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 from mcp.types import (
@@ -21,9 +26,15 @@ from mcp.types import (
 )
 
 from planledger import __version__
+from planledger.api.client import KEY_SETTING
 from planledger.api.errors import ConfigError
 from planledger.api.mcp.handshake import INSTRUCTIONS
 from planledger.api.mcp.http import PATH
+from planledger.ledger.commands import MAX_WAIT_SECONDS
+
+# An answer may take as long as the longest claim-next wait: the upstream read outlasts it,
+# so a waiting agent hears its grant instead of a timeout (its grant would be lost).
+UPSTREAM = httpx2.Timeout(30.0, read=MAX_WAIT_SECONDS + 60.0)
 
 
 def mcp_url(url: str) -> str:
@@ -36,8 +47,9 @@ class Relay:
     """The upstream connection, held open by a task of its own (the SDK client's scopes
     must close in the task that opened them), and reopened after a failure."""
 
-    def __init__(self, url: str, tasks: TaskGroup) -> None:
+    def __init__(self, url: str, tasks: TaskGroup, key: str | None = None) -> None:
         self.url = url
+        self.headers = {"Authorization": f"Bearer {key}"} if key else {}
         self.tasks = tasks
         self.client: Client | None = None
         self._done = anyio.Event()
@@ -46,7 +58,9 @@ class Relay:
         done = self._done = anyio.Event()
         held: Client | None = None
         try:
-            async with Client(self.url, mode="legacy") as client:
+            async with httpx2.AsyncClient(headers=self.headers, timeout=UPSTREAM) as http, \
+                    Client(streamable_http_client(self.url, http_client=http),
+                           mode="legacy") as client:
                 self.client = held = client
                 task_status.started()
                 await done.wait()
@@ -85,16 +99,17 @@ class Relay:
 
 
 async def serve_bridge(url: str) -> None:
-    """Relay stdin/stdout to the server at `url` until stdin closes."""
+    """Relay stdin/stdout to the server at `url` until stdin closes, sending the access
+    key in PLANLEDGER_KEY (if set) on every request."""
     try:
-        await _serve(mcp_url(url))
+        await _serve(mcp_url(url), os.environ.get(KEY_SETTING) or None)
     except* ConfigError as failed:  # no server there: one line, not a traceback
         raise failed.exceptions[0] from None
 
 
-async def _serve(url: str) -> None:
+async def _serve(url: str, key: str | None) -> None:
     async with anyio.create_task_group() as tasks:
-        relay = Relay(url, tasks)
+        relay = Relay(url, tasks, key)
         try:
             await relay.connect()  # fail fast when the server is not there
         except Exception as error:

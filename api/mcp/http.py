@@ -3,9 +3,10 @@
 The SDK's session manager needs a task group for the app's lifetime, so it runs inside the
 app's lifespan (uvicorn's default; an app served with `lifespan="off"` has no `/mcp`). A
 manager runs only once, so each run of the lifespan (a test client may enter it again)
-gets a fresh one, and the route always hands requests to the current one. Bound to a
-loopback address, the SDK also refuses requests whose Host or Origin is not local
-(DNS-rebinding protection).
+gets a fresh one, and the route always hands requests to the current one. Requests whose
+Host or Origin is foreign are refused before they reach it (api.http.origin), and the
+caller's credential is proven by the gate (api.http.gate): a session started here takes
+the role of the key in the connection's `Authorization` header.
 
 A tool call is answered with a plain JSON body, not an SSE stream: no tool sends
 notifications while it runs, and the stream's set-up and framing made a `tasks_claim`
@@ -17,6 +18,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
+from mcp.server.transport_security import TransportSecuritySettings
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
@@ -24,6 +26,11 @@ from planledger.api.mcp.server import LedgerMCP, build_server
 from planledger.api.service import Service
 
 PATH = "/mcp"
+# The app's own origin guard (api.http.origin) checks Host and Origin on every route,
+# /mcp included, against every name the server answers to; the SDK's check, which knows
+# three loopback spellings and admits any local port's origin, would say less, and only
+# here.
+ONE_GUARD = TransportSecuritySettings(enable_dns_rebinding_protection=False)
 
 
 class _Endpoint:
@@ -48,7 +55,7 @@ def install_mcp(app: FastAPI, service: Service, host: str) -> None:
     @asynccontextmanager
     async def lifespan(parent: FastAPI) -> AsyncIterator[Any]:
         server.streamable_http_app(streamable_http_path=PATH, host=host,  # a fresh manager
-                                   json_response=True)
+                                   json_response=True, transport_security=ONE_GUARD)
         async with outer(parent) as state, server.session_manager.run():
             yield state
 

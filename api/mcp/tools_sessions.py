@@ -39,8 +39,8 @@ class SessionTools(Tools):
         motion with their progress and the constraints their steps must honour. Read the
         constraints before you work. End with session_end when you stop. `cwd`, `source`
         and `model` say where you work; the console and the timeline show them."""
-        started = self.service.start_session(c.StartSession(name, cwd=cwd, source=source,
-                                                            model=model))
+        started = self.service.start_session(self.caller(ctx).starting(
+            c.StartSession(name, cwd=cwd, source=source, model=model)))
         connection = self.connection(ctx)
         self.connections.remember(connection, started.session_id)
         brief = briefing(self.runtime, started)

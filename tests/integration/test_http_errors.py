@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 from planledger.api.http.app import create_app
 from planledger.api.runtime import Runtime, open_runtime
 from planledger.api.settings import Settings
+from tests.support import LOCAL
 from tests.support.fakes import FakeClock, SequentialIds
 from tests.support.live_server import session
 from tests.support.seed import seed_auth_refresh
@@ -32,7 +33,7 @@ def steps(runtime: Runtime) -> list[str]:
 @pytest.fixture
 def client(runtime: Runtime) -> TestClient:
     # raise_server_exceptions: a 500 would fail the test loudly, not hide in a status
-    return TestClient(create_app(runtime, Settings(db=runtime.db)))
+    return TestClient(create_app(runtime, Settings(db=runtime.db)), base_url=LOCAL)
 
 
 def test_a_stale_fence_is_refused_naming_both_fences(

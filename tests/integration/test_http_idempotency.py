@@ -10,6 +10,7 @@ from planledger.api.http.app import create_app
 from planledger.api.runtime import Runtime, open_runtime
 from planledger.api.settings import Settings
 from planledger.infra.sqlite_answers import ANSWERS_TABLE
+from tests.support import LOCAL
 from tests.support.fakes import FakeClock
 from tests.support.live_server import live_server, post_together, session
 from tests.support.seed import seed_auth_refresh
@@ -21,7 +22,7 @@ def steps(file_runtime: Runtime) -> list[str]:
 
 
 def _client(file_runtime: Runtime) -> TestClient:
-    return TestClient(create_app(file_runtime, Settings(db=file_runtime.db)))
+    return TestClient(create_app(file_runtime, Settings(db=file_runtime.db)), base_url=LOCAL)
 
 
 def _position(file_runtime: Runtime) -> int:

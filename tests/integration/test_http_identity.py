@@ -10,6 +10,7 @@ from planledger.api.http.app import create_app
 from planledger.api.runtime import Runtime, open_runtime
 from planledger.api.settings import Settings
 from planledger.infra.secret import secret_path
+from tests.support import LOCAL
 from tests.support.fakes import FakeClock
 from tests.support.live_server import live_server, session
 from tests.support.seed import seed_auth_refresh
@@ -23,7 +24,8 @@ def step(file_runtime: Runtime) -> str:
 
 
 def _client(file_runtime: Runtime, admin: str | None = None) -> TestClient:
-    return TestClient(create_app(file_runtime, Settings(db=file_runtime.db, admin_token=admin)))
+    app = create_app(file_runtime, Settings(db=file_runtime.db, admin_token=admin))
+    return TestClient(app, base_url=LOCAL)
 
 
 def test_another_sessions_token_cannot_complete_or_release_the_claim(
@@ -71,11 +73,12 @@ def test_only_the_admin_token_force_releases(file_runtime: Runtime, step: str) -
     without_admin = _client(file_runtime)
     _, as_a = session(without_admin, "agent A")
     without_admin.post(f"/api/steps/{step}/claim", headers=as_a)
+    # With no admin token configured, the would-be token is no credential at all.
     assert without_admin.post(f"/api/steps/{step}/force-release",
-                              headers={"Authorization": f"Bearer {ADMIN}"}).status_code == 403
+                              headers={"Authorization": f"Bearer {ADMIN}"}).status_code == 401
     with_admin = _client(file_runtime, admin=ADMIN)
-    assert with_admin.post(f"/api/steps/{step}/force-release",
-                           headers=as_a).status_code == 403
+    refused = with_admin.post(f"/api/steps/{step}/force-release", headers=as_a)
+    assert refused.status_code == 403 and refused.json()["needs"] == "admin"
     forced = with_admin.post(f"/api/steps/{step}/force-release",
                              headers={"Authorization": f"Bearer {ADMIN}"})
     assert forced.status_code == 200 and forced.json()["released"] is True

@@ -6,6 +6,7 @@ from fastapi.testclient import TestClient
 from planledger.api.http.app import create_app
 from planledger.api.runtime import open_runtime
 from planledger.api.settings import Settings
+from tests.support import LOCAL
 from tests.support.fakes import FakeClock, SequentialIds
 from tests.support.live_server import session
 from tests.support.seed import seed_auth_refresh
@@ -14,7 +15,7 @@ from tests.support.seed import seed_auth_refresh
 @pytest.fixture
 def client(clock: FakeClock) -> TestClient:
     runtime = open_runtime("memory", clock=clock, ids=SequentialIds())
-    return TestClient(create_app(runtime, Settings(db="memory")))
+    return TestClient(create_app(runtime, Settings(db="memory")), base_url=LOCAL)
 
 
 def test_healthz_answers_with_the_store_and_log_position(client: TestClient) -> None:

@@ -7,6 +7,7 @@ from fastapi.testclient import TestClient
 from planledger.api.http.app import create_app
 from planledger.api.runtime import open_runtime
 from planledger.api.settings import Settings
+from tests.support import LOCAL
 from tests.support.fakes import FakeClock, SequentialIds
 from tests.support.live_server import author, session
 
@@ -21,7 +22,8 @@ PLAN = {
 @pytest.fixture
 def client(clock: FakeClock) -> TestClient:
     runtime = open_runtime("memory", clock=clock, ids=SequentialIds())
-    client = TestClient(create_app(runtime, Settings(db="memory", lease_default=120)))
+    app = create_app(runtime, Settings(db="memory", lease_default=120))
+    client = TestClient(app, base_url=LOCAL)
     client.headers.update(author(client))  # plan changes name their author
     return client
 

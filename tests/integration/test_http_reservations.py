@@ -10,6 +10,7 @@ from fastapi.testclient import TestClient
 from planledger.api.http.app import create_app
 from planledger.api.runtime import open_runtime
 from planledger.api.settings import Settings
+from tests.support import LOCAL
 from tests.support.fakes import FakeClock, SequentialIds
 
 PLAN = {"slug": "auth", "title": "Auth", "steps": [
@@ -28,7 +29,7 @@ def session(client: TestClient, name: str) -> tuple[str, dict[str, str]]:
 @pytest.fixture
 def client(clock: FakeClock) -> TestClient:
     runtime = open_runtime("memory", clock=clock, ids=SequentialIds())
-    return TestClient(create_app(runtime, Settings(db="memory")))
+    return TestClient(create_app(runtime, Settings(db="memory")), base_url=LOCAL)
 
 
 def _plan(client: TestClient, headers: dict[str, str]) -> dict[str, str]:

@@ -15,6 +15,7 @@ from planledger.api.runtime import Runtime, open_runtime
 from planledger.api.schemas import TOKEN_ONLY_FIRST
 from planledger.api.settings import Settings
 from planledger.infra.sqlite_answers import ANSWERS_TABLE
+from tests.support import LOCAL
 from tests.support.fakes import FakeClock, SequentialIds
 from tests.support.live_server import live_server, post_together
 
@@ -22,7 +23,7 @@ SECRET = b"one-store-secret-for-these-tests-0123456789"
 
 
 def _client(runtime: Runtime) -> TestClient:
-    return TestClient(create_app(runtime, Settings(db=runtime.db)))
+    return TestClient(create_app(runtime, Settings(db=runtime.db)), base_url=LOCAL)
 
 
 def _idempotency_streams(runtime: Runtime) -> set[str]:

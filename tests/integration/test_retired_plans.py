@@ -16,7 +16,7 @@ from planledger.ledger.domain.ids import PlanSlug
 from planledger.projections.checkpoints import MemoryCheckpointRecorder
 from planledger.projections.readmodel import ReadModel
 from planledger.projections.view import FINISHED_KEPT
-from tests.support import OPERATOR
+from tests.support import LOCAL, OPERATOR
 from tests.support.fakes import FakeClock
 
 STORY = PlanSlug("story")
@@ -24,7 +24,7 @@ STORY = PlanSlug("story")
 
 @pytest.fixture
 def client(runtime: Runtime) -> TestClient:
-    client = TestClient(create_app(runtime, Settings(db=runtime.db)))
+    client = TestClient(create_app(runtime, Settings(db=runtime.db)), base_url=LOCAL)
     client.headers.update(session(client, "planner")[1])  # plans name their author
     return client
 

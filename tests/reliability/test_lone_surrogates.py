@@ -18,6 +18,7 @@ from planledger.api.http.app import create_app
 from planledger.api.runtime import Runtime, open_runtime
 from planledger.api.settings import Settings
 from tests.reliability.conftest import Served
+from tests.support import LOCAL
 from tests.support.fakes import FakeClock, SequentialIds
 from tests.support.live_server import live_server, session
 from tests.support.seed import seed_auth_refresh
@@ -35,7 +36,7 @@ def runtime(tmp_path: Path, clock: FakeClock) -> Iterator[Runtime]:
 @pytest.fixture
 def client(runtime: Runtime) -> TestClient:
     # raise_server_exceptions: a 500 fails the test loudly, with its traceback
-    return TestClient(create_app(runtime, Settings(db=runtime.db)))
+    return TestClient(create_app(runtime, Settings(db=runtime.db)), base_url=LOCAL)
 
 
 def _raw(client: TestClient | httpx.Client, method: str, path: str, body: Any,

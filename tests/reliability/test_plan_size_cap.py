@@ -27,6 +27,7 @@ from planledger.api.settings import (
 )
 from planledger.bench.servers import start_replica
 from tests.reliability.conftest import Served
+from tests.support import LOCAL
 from tests.support.fakes import SequentialIds
 from tests.support.live_server import session
 
@@ -50,7 +51,7 @@ def _position(runtime: Runtime) -> int:
 def test_a_plan_over_the_cap_is_refused_naming_the_cap_and_the_setting(
     file_runtime: Runtime,
 ) -> None:
-    client = TestClient(create_app(file_runtime, Settings(db=file_runtime.db)))
+    client = TestClient(create_app(file_runtime, Settings(db=file_runtime.db)), base_url=LOCAL)
     _, as_a = session(client, "agent A")
     position = _position(file_runtime)
     refused = client.post("/api/plans", headers=as_a,
@@ -65,7 +66,7 @@ def test_a_plan_over_the_cap_is_refused_naming_the_cap_and_the_setting(
 
 def test_the_cap_is_the_servers_setting(file_runtime: Runtime) -> None:
     settings = replace(Settings(db=file_runtime.db), max_steps_per_request=5)
-    client = TestClient(create_app(file_runtime, settings))
+    client = TestClient(create_app(file_runtime, settings), base_url=LOCAL)
     _, as_a = session(client, "agent A")
     assert client.post("/api/plans", headers=as_a, json=_plan("five", 5)).status_code == 201
     refused = client.post("/api/plans", headers=as_a, json=_plan("six", 6))

@@ -28,6 +28,7 @@ from planledger.ledger.store import EventStore
 from planledger.projections.log import page_after
 from planledger.projections.readmodel import ReadModel
 from planledger.projections.view import FINISHED_KEPT
+from tests.support import LOCAL
 
 STEPS = 4  # small plans: many finish in a short run
 WARM_UP = FINISHED_KEPT + 4  # cycles untraced: finished plans retire from here on
@@ -38,7 +39,8 @@ NEVER = 10**9  # finished plans kept in full by the baseline: all of them
 def test_memory_follows_open_work_not_the_log(tmp_path: Path) -> None:
     runtime = open_runtime(str(tmp_path / "ledger.sqlite"), checkpoints=True)
     try:
-        agent = Cycles(TestClient(create_app(runtime, Settings(db=runtime.db))), "agent",
+        app = create_app(runtime, Settings(db=runtime.db))
+        agent = Cycles(TestClient(app, base_url=LOCAL), "agent",
                        steps=STEPS)
         for _ in range(WARM_UP):
             agent.cycle()
