@@ -15,6 +15,9 @@ from planledger.api.remote_http import Connection, NoAnswer
 from planledger.api.schemas import (
     ClaimNextOut,
     ClaimOut,
+    KeyIssuedOut,
+    KeyOut,
+    KeysOut,
     LogPageOut,
     NoteAddedOut,
     PathsCheckIn,
@@ -94,6 +97,16 @@ class Client:
 
     def log(self, after: int = 0, limit: int = 100) -> LogPageOut:
         raise NotImplementedError
+
+    def issue_key(self, name: str, role: str) -> KeyIssuedOut:
+        """A new access key (an admin's): the answer holds the key, the only time."""
+        raise NotImplementedError
+
+    def keys(self) -> KeysOut:
+        raise NotImplementedError
+
+    def revoke_key(self, name: str) -> KeyOut:
+        return self.execute(c.RevokeKey(name, self.author), KeyOut)
 
     def timeline(self, plan: str | None = None, sessions: Sequence[str] = ()) -> TimelineOut:
         raise NotImplementedError
@@ -250,6 +263,12 @@ class LocalClient(Client):
 
         return reads.log_page(self.service.runtime, after, limit)
 
+    def issue_key(self, name: str, role: str) -> KeyIssuedOut:
+        return self.service.issue_key(name, role, self.author)
+
+    def keys(self) -> KeysOut:
+        return self.service.keys()
+
     def timeline(self, plan: str | None = None, sessions: Sequence[str] = ()) -> TimelineOut:
         from planledger.api import reads
 
@@ -358,6 +377,12 @@ class RemoteClient(Client):
     def log(self, after: int = 0, limit: int = 100) -> LogPageOut:
         return self._call(LogPageOut, "GET", "/api/log",
                           params={"after": after, "limit": limit})
+
+    def issue_key(self, name: str, role: str) -> KeyIssuedOut:
+        return self._call(KeyIssuedOut, "POST", "/api/keys", {"name": name, "role": role})
+
+    def keys(self) -> KeysOut:
+        return self._call(KeysOut, "GET", "/api/keys")
 
     def timeline(self, plan: str | None = None, sessions: Sequence[str] = ()) -> TimelineOut:
         params = {k: v for k, v in (("plan", plan), ("session", list(sessions))) if v}

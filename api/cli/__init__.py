@@ -97,6 +97,7 @@ COMMANDS = (
     Entry("timeline", f"{_CLI}.plans:timeline",
           "The merged timeline of the live log: one clock, a lane per session."),
     Entry("db", f"{_CLI}.db:db_app", "Set up, inspect, back up and restore the store."),
+    Entry("keys", f"{_CLI}.keys:keys_app", "Issue, list and revoke access keys."),
     Entry("mcp", "planledger.api.mcp.stdio:mcp",
           "Serve the MCP tools to one agent over stdio: on the embedded store, or relayed "
           "to the running server at --url (its /mcp endpoint).",

@@ -8,6 +8,7 @@ import typer
 from starlette.concurrency import run_in_threadpool
 
 from planledger.api.cli.common import DbOption, answering_errors
+from planledger.api.errors import ConfigError
 from planledger.api.runtime import Runtime, open_runtime
 from planledger.api.settings import load_settings
 
@@ -48,6 +49,7 @@ def serve(
         runtime = open_runtime(settings.db, checkpoints=True)
         runtime.reads.resume()  # its first answer should not wait for the checkpoint
         try:
+            refuse_open_exposure(settings.host, runtime)
             app = create_app(runtime, settings)
             _close_on_shutdown(app, runtime)
             _steady_collector()
@@ -59,6 +61,31 @@ def serve(
             uvicorn.run(app, host=settings.host, port=settings.port, log_level="info")
         finally:
             runtime.close()  # if it never served (a port in use): closed on shutdown else
+
+
+def is_loopback(host: str) -> bool:
+    """Whether binding `host` serves this machine only."""
+    import ipaddress
+
+    name = host.strip("[]").lower()
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False  # a name may resolve anywhere: treat it as reachable from outside
+
+
+def refuse_open_exposure(host: str, runtime: Runtime) -> None:
+    """Refuse to serve a store without access keys beyond this machine: anyone who could
+    reach the port would write what every agent reads."""
+    runtime.reads.catch_up()
+    if is_loopback(host) or runtime.reads.key_index().any_live:
+        return
+    raise ConfigError(f"refusing to serve on {host}: the store holds no access key, so "
+                      "anyone who can reach the port could write what agents read. Issue "
+                      "one first: `planledger keys create --name NAME --role admin` (on "
+                      "this store), or serve on 127.0.0.1")
 
 
 def _close_on_shutdown(app: "FastAPI", runtime: Runtime) -> None:
