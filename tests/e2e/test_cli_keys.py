@@ -16,8 +16,8 @@ from tests.e2e.test_cli_server import PLANLEDGER, server  # noqa: F401 - a fixtu
 
 def run(*args: str, env: dict[str, str] | None = None, code: int = 0,
         ) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([PLANLEDGER, *args], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "COLUMNS": "200", **(env or {})})
+    done = subprocess.run([PLANLEDGER, *args], check=False, capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "COLUMNS": "200", **(env or {})})
     assert done.returncode == code, (args, done.stdout, done.stderr)
     return done
 
