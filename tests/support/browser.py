@@ -20,13 +20,14 @@ ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
 
 @contextmanager
-def chromium() -> Iterator[Browser]:
-    """The system Chromium, headless; the test is skipped where it is not installed
-    (`.ci/run` installs it)."""
+def chromium(*extra_args: str) -> Iterator[Browser]:
+    """The system Chromium, headless (with `extra_args`, e.g. host resolver rules); the
+    test is skipped where it is not installed (`.ci/run` installs it)."""
     if shutil.which(CHROMIUM) is None:
         pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)")
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        browser = playwright.chromium.launch(executable_path=CHROMIUM,
+                                             args=[*ARGS, *extra_args])
         try:
             yield browser
         finally:

@@ -5,12 +5,14 @@
 // written) it reads the first view again. Read-only unless an operator unlocks
 // force-release with the admin token.
 
+import { askForKey, withKey } from "./access.js";
 import { Drawer } from "./detail.js";
 import { clock, labeller } from "./dom.js";
 import { serverNow, setServerTime, tick } from "./lease.js";
 import { renderLoose, renderNow } from "./now.js";
 import { moreRow, renderPlans, stepRow, updatePlanHead } from "./plans.js";
 import { Store, finished } from "./store.js";
+import { openStream } from "./stream.js";
 import { renderTabs, renderTimeline } from "./timeline.js";
 
 const TOKEN_KEY = "planledger.admin-token";
@@ -19,11 +21,21 @@ const $ = (id) => document.getElementById(id);
 const store = new Store();
 const state = { timeline: null, plan: null, changed: new Set(), loading: new Set(), token: sessionStorage.getItem(TOKEN_KEY) };
 
-async function getJSON(url, init) {
-  const response = await fetch(url, { headers: { Accept: "application/json" }, ...init });
-  const body = await response.json().catch(() => ({}));
-  if (!response.ok) throw Object.assign(new Error(body.message || response.statusText), { status: response.status });
-  return body;
+// A read with this tab's access key; a refusal for want of one asks for it, then reads
+// again. A call that brings its own credential (force-release) is answered as it is.
+async function getJSON(url, init = {}) {
+  for (;;) {
+    const own = init.headers?.Authorization;
+    const headers = withKey({ Accept: "application/json", ...(init.headers || {}) });
+    const response = await fetch(url, { ...init, headers });
+    const body = await response.json().catch(() => ({}));
+    if (response.status === 401 && !own) {
+      await askForKey(body.message || response.statusText);
+      continue;
+    }
+    if (!response.ok) throw Object.assign(new Error(body.message || response.statusText), { status: response.status });
+    return body;
+  }
 }
 
 // --- what every section looks up -----------------------------------------------------
@@ -354,20 +366,19 @@ function hideTip() {
 
 function connect(position) {
   const live = $("live");
-  const source = new EventSource(`/api/console/events${position === undefined ? "" : `?after=${position}`}`);
-  source.addEventListener("ready", () => {
-    if (live.dataset.state === "down") refresh();  // back after a break: read everything again
-    live.dataset.state = "live";
-    live.textContent = "live";
-  });
-  source.addEventListener("log", (message) => {
-    try {
-      applyChange(JSON.parse(message.data));
-    } catch (error) {
-      report(error);
+  openStream(`/api/console/events${position === undefined ? "" : `?after=${position}`}`, (name, data) => {
+    if (name === "ready") {
+      if (live.dataset.state === "down") refresh();  // back after a break: read everything again
+      live.dataset.state = "live";
+      live.textContent = "live";
+    } else if (name === "log") {
+      try {
+        applyChange(JSON.parse(data));
+      } catch (error) {
+        report(error);
+      }
     }
-  });
-  source.addEventListener("error", () => {
+  }, () => {
     live.dataset.state = "down";
     live.textContent = "reconnecting…";
   });
@@ -443,7 +454,7 @@ function report(error) {
 const drawer = new Drawer($("detail"), ctx);
 
 document.addEventListener("keydown", (event) => {
-  if (event.key === "Escape" && drawer.open && !$("token-dialog").open) {
+  if (event.key === "Escape" && drawer.open && !$("token-dialog").open && !$("key-dialog").open) {
     drawer.close();
     hideTip();
   }
