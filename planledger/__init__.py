@@ -10,7 +10,7 @@ from typing import Any
 
 # The contract's version (agents and scripts depend on it): the package's, the OpenAPI
 # document's and the MCP server's. Bump it when what callers send or get changes.
-__version__ = "0.3.0"
+__version__ = "0.4.0"
 
 
 def __getattr__(name: str) -> Any:
