@@ -13,6 +13,7 @@ ledger's table (ledger.permissions).
 """
 
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -23,6 +24,7 @@ from planledger.ledger.domain import errors
 from planledger.ledger.domain.access import (
     KEY_PREFIX,
     OPEN_ROLE,
+    KeyState,
     Role,
     allows,
     check_role,
@@ -41,11 +43,15 @@ from planledger.ledger.domain.ids import (
 )
 from planledger.ledger.domain.state import SessionState
 from planledger.ledger.permissions import needed_role
+from planledger.ledger.store import EventStore
 from planledger.projections.readmodel import ReadModel
 from planledger.projections.view import KeyIndex
 
 NEEDS_KEY = ("this server requires an access key: send `Authorization: Bearer <key>` "
              "(an operator issues one with `planledger keys create`)")
+
+
+MAX_REMEMBERED = 100_000  # sessions whose start the role check keeps beside the view's
 
 
 def new_key() -> str:
@@ -76,9 +82,11 @@ class Caller:
 class Access:
     """Checks credentials and roles against the read model's keys and sessions."""
 
-    def __init__(self, identity: Identity, reads: ReadModel) -> None:
+    def __init__(self, identity: Identity, reads: ReadModel, store: EventStore) -> None:
         self.identity = identity
         self.reads = reads
+        self.store = store
+        self._started: dict[SessionId, SessionState] = {}
 
     def keys_required(self) -> bool:
         return self.reads.key_index().any_live
@@ -105,23 +113,42 @@ class Access:
 
     def _session_caller(self, session_id: SessionId) -> Caller:
         session = self.reads.sessions.get(session_id)
-        role = _session_role(session, self.reads.key_index())
+        index = self.reads.key_index()
+        role = _session_role(session, index, index.by_name.get)
         return Caller(Actor(session_id), role, None if session is None else session.key)
 
-    # --- the role check, on fresh state ------------------------------------------------
+    # --- the role check, before every command -----------------------------------------
 
     def role_of(self, actor: str) -> Role:
-        """The role an actor acts with now (the read model pulled first)."""
+        """The role an actor acts with now. A key's state is read from the store, fresh,
+        so a revocation stops its key and sessions at once on every replica; a session's
+        key and role never change, so the view's (or the store's, for a session the view
+        has not folded yet) serve."""
         if actor == ADMIN or actor.startswith(LOCAL_PREFIX):
             return "admin"
-        with self.reads.reading() as (view, _):
-            index = view.key_index()
-            if actor.startswith(KEY_ACTOR_PREFIX):
-                key = index.by_name.get(actor.removeprefix(KEY_ACTOR_PREFIX))
-                if key is None or not key.live:
-                    raise Unauthorized("unknown or revoked access key")
-                return key.role
-            return _session_role(view.sessions.get(SessionId(actor)), index)
+        if actor.startswith(KEY_ACTOR_PREFIX):
+            key = self.store.access_key(actor.removeprefix(KEY_ACTOR_PREFIX))
+            if key is None or not key.live:
+                raise Unauthorized("unknown or revoked access key")
+            return key.role
+        session = self._started_session(SessionId(actor))
+        if session is None:
+            return "reader"  # its handler says what is wrong
+        return _session_role(session, self.reads.key_index(), self.store.access_key)
+
+    def _started_session(self, session_id: SessionId) -> SessionState | None:
+        """A session as it started (its key and role never change): the view's, else the
+        store's, remembered for the next command (it may end: its handler reads that)."""
+        session = self.reads.sessions.get(session_id) or self._started.get(session_id)
+        if session is None:
+            try:
+                session = self.store.session(session_id)
+            except errors.UnknownSession:
+                return None
+            if len(self._started) >= MAX_REMEMBERED:
+                self._started.clear()  # a bound, not a cache policy: misses only cost a read
+            self._started[session_id] = session
+        return session
 
     def permit(self, command: Command[object], now: datetime) -> None:
         """Refuse (NotPermitted) a command its actor's role does not allow."""
@@ -138,18 +165,22 @@ class Access:
         return self.role_of(command.actor) if command.actor else OPEN_ROLE
 
     def _holds(self, actor: str, step_id: str, now: datetime) -> bool:
-        step = self.reads.steps.get(StepId(step_id))
-        return step is not None and live_holder(step, now, False) == actor
+        try:
+            step = self.store.step(StepId(step_id))
+        except errors.UnknownStep:
+            return False
+        return live_holder(step, now, False) == actor
 
 
-def _session_role(session: SessionState | None, index: KeyIndex) -> Role:
-    """The role a session acts with; Unauthorized when its key is revoked, or when it was
-    started without a key and keys are now required. A session not (yet) folded here
-    counts as a reader's: its handler reads it fresh and says what is wrong."""
+def _session_role(session: SessionState | None, index: KeyIndex,
+                  key_of: Callable[[str], KeyState | None]) -> Role:
+    """The role a session acts with (`key_of`: a key's state by name); Unauthorized when
+    its key is revoked, or when it was started without a key and keys are now required. A
+    session not (yet) known here counts as a reader's: its handler says what is wrong."""
     if session is None:
         return "reader" if index.any_live else OPEN_ROLE
     if session.key is not None:
-        key = index.by_name.get(session.key)
+        key = key_of(session.key)
         if key is None or not key.live:
             raise Unauthorized(f'the key "{session.key}" this session was started with is '
                                "revoked; start a new session with a live key")

@@ -54,7 +54,7 @@ class Service:
         self.ledger = runtime.ledger
         self.settings = settings
         self.identity = identity
-        self.access = Access(identity, runtime.reads)
+        self.access = Access(identity, runtime.reads, runtime.store)
         self.metrics = metrics or Metrics()
         self.idempotency = Idempotency(runtime)
         self.timelines = TimelineModel(runtime.store, reads=runtime.reads)  # one fold
