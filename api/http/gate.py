@@ -9,12 +9,15 @@ shell, the API docs) stay open. With no key, a request without a credential pass
 nobody in particular (zero set-up on a laptop). Roles are checked later, per command.
 """
 
+import logging
+
 from starlette.concurrency import run_in_threadpool
 
 from planledger.api.access import Access, Caller
 from planledger.api.errors import Unauthorized
 from planledger.api.http.asgi import ASGIApp, Receive, Scope, Send, header, send_refusal
 
+log = logging.getLogger("planledger.http")
 CALLER = "planledger.caller"  # the scope key the proven caller is kept under
 
 # Paths that serve no ledger data: health, the console's page and assets, the API docs.
@@ -58,7 +61,10 @@ class CredentialGate:
             except Unauthorized:
                 if credential is None:
                     raise
-        await run_in_threadpool(self.access.reads.catch_up)
+        try:
+            await run_in_threadpool(self.access.reads.catch_up)
+        except Exception:  # the route's own read says what is wrong with the store
+            log.warning("the credential gate could not pull the log", exc_info=True)
         return self.access.caller(credential)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
