@@ -210,6 +210,11 @@ class KeyOut(Schema):
 
     name: str = Field(examples=["ci-bot"])
     role: Literal["reader", "worker", "planner", "admin"]
+
+    @field_validator("role", mode="before")  # before the Literal's check, which says less
+    @classmethod
+    def _role_is_text(cls, value: Any) -> Any:
+        return check_text(value)
     live: bool
     issued_at: datetime
     issued_by: str | None = None
@@ -222,9 +227,15 @@ class KeyIssuedOut(KeyOut):
                             "Shown once, here; the store keeps only a hash.")
 
 
-class KeyCreateIn(Schema):
-    name: str = Field(min_length=1, max_length=64, examples=["ci-bot"])
+class KeyCreateIn(RequestSchema):
+    name: str = Field(description="1-64 letters, digits, '.', '_', '@' or '-' (checked by the "
+                      "ledger).", examples=["ci-bot"])
     role: Literal["reader", "worker", "planner", "admin"]
+
+    @field_validator("role", mode="before")  # before the Literal's check, which says less
+    @classmethod
+    def _role_is_text(cls, value: Any) -> Any:
+        return check_text(value)
 
 
 class KeysOut(Schema):

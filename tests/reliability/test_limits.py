@@ -54,7 +54,7 @@ def test_a_body_over_the_limit_is_refused_before_it_is_read(served: Served) -> N
     url = urlparse(served.url)
     answer: bytes | str
     with socket.create_connection((url.hostname, url.port), timeout=10) as raw:
-        raw.sendall(b"POST /api/plans HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
+        raw.sendall(b"POST /api/plans HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json"
                     b"\r\nContent-Length: 10000000000\r\n\r\n")
         answer = b""
         while chunk := raw.recv(4096):  # until the server closes the connection
