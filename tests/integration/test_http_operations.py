@@ -1,5 +1,7 @@
 """What operators and client authors read: /healthz, /metrics and /openapi.json."""
 
+import warnings
+
 import pytest
 from fastapi.testclient import TestClient
 
@@ -47,6 +49,14 @@ def test_metrics_count_claims_bounces_lapses_releases_completions_and_latency(
                  'planledger_request_seconds_count{method="POST",'
                  'route="/api/steps/{step_id}/claim",status="409"} 1.0']:
         assert line in text, line
+
+
+def test_the_openapi_document_is_built_without_a_warning(client: TestClient) -> None:
+    # a warning here prints on the server's stderr the first time someone opens /docs
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert client.get("/openapi.json").status_code == 200
+    assert [str(w.message) for w in caught] == []
 
 
 def test_openapi_documents_every_route_its_errors_and_examples(client: TestClient) -> None:
