@@ -19,10 +19,13 @@ def _verdict(figure: Any) -> str:
     return f"{'met' if figure.met else 'MISSED'} ({sign} {figure.goal:g}x)"
 
 
-def rows(name: str, figures: list[Any]) -> list[list[str]]:
+def rows(name: str, figures: list[Any], judged: bool = True) -> list[list[str]]:
+    """A row per figure; `judged` False (a smoke run: tiny sizes say nothing about goals)
+    leaves the goal column empty rather than print a verdict nobody should trust."""
     return [[name, f.name, f"{_number(f.value)} {f.unit}", f.baseline_name or "",
              _number(f.baseline) if f.baseline is not None else "",
-             f"{f.ratio:.3g}x" if f.ratio is not None else "", _verdict(f)]
+             f"{f.ratio:.3g}x" if f.ratio is not None else "",
+             _verdict(f) if judged else ""]
             for f in figures]
 
 
