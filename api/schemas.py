@@ -426,7 +426,8 @@ class StepDetailOut(StepOut):
 
 class ReadyOut(Schema):
     plan: str
-    ready: list[StepOut] = Field(description="Claimable now, oldest first.")
+    ready: list[StepOut] = Field(description="Claimable now, by priority (0 first), then "
+                                 "oldest first.")
     held: list[StepOut]
     blocked: list[StepOut] = Field(description="Waiting on the steps named in blockers.")
     progress: str = Field(description="The plan's progress line.",

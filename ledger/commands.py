@@ -2,7 +2,7 @@
 
 Every interface builds one of these (HTTP routes, MCP tools, the CLI on either store,
 `planledger.Client`, a replay re-executing a recording) and hands it to
-`Ledger.execute`, which runs its one handler (`ledger.handlers`) and returns the
+`Ledger.execute`, which runs its one handler (`ledger/*_handlers.py`) and returns the
 command's result type. Idempotency and metrics wrap that call once, whatever the command.
 
 `actor` is who the caller proved it speaks for: a session id, the admin or the local

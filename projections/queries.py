@@ -45,7 +45,8 @@ def _judged_lapsed(
 
 
 def ready_ids(view: LedgerView, plan: PlanSlug, now: datetime) -> list[StepId]:
-    """The plan's claimable steps at `now`, oldest first, ties by id."""
+    """The plan's claimable steps at `now`: by priority (0 first), then oldest first, ties
+    by id."""
     index = _index(view, plan)
     lapsed = [s for s, v in _judged_lapsed(view, index, now) if v.kind == "claimable"]
     if not lapsed:
@@ -82,8 +83,9 @@ def next_lapse(view: LedgerView, plan: PlanSlug, now: datetime) -> datetime | No
 
 
 def ready_steps(view: LedgerView, plan: PlanSlug | None, now: datetime) -> list[ReadyStep]:
-    """Claimable steps of one plan (or of every plan), oldest first, ties by id; a step
-    claimable because its claim lapsed names the lapsed holder."""
+    """Claimable steps of one plan (by priority, then oldest first, ties by id) or of every
+    plan (oldest first, ties by id); a step claimable because its claim lapsed names the
+    lapsed holder."""
     plans = [plan] if plan is not None else list(view.indexes)
     found = [_ready_step(view, step_id, now) for p in plans for step_id in ready_ids(view, p, now)]
     if plan is None:

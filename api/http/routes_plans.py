@@ -78,10 +78,10 @@ async def step_add(service: ServiceDep, slug: SlugPath, step: StepIn, actor: Aut
 
 @router.get("/{slug}/ready", response_model=ReadyOut, responses=errors(404))
 async def ready(service: ServiceDep, slug: SlugPath, limit: LimitQuery = None) -> ReadyOut:
-    """What a claim would accept now, oldest first (a lapsed claim shows its lapsed holder),
-    plus the held steps and the blocked ones with their blockers. A plain read: it records
-    nothing (POST records the listing for the session). `limit`: at most so many of each
-    (the `*_total` fields count them all)."""
+    """What a claim would accept now, by priority then oldest first (a lapsed claim shows
+    its lapsed holder), plus the held steps and the blocked ones with their blockers. A
+    plain read: it records nothing (POST records the listing for the session). `limit`: at
+    most so many of each (the `*_total` fields count them all)."""
     return await run_in_threadpool(lambda: service.ready(slug, limit=limit))
 
 

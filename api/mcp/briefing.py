@@ -6,9 +6,9 @@ from planledger.api.mcp.schemas import PlanBriefOut, SessionBriefingOut
 from planledger.api.runtime import Runtime
 from planledger.api.schemas import PlanSummaryOut, ProgressOut, SessionStartOut
 
-NEXT = ("Next: tasks_ready(plan) lists what you may claim (oldest first); tasks_claim(step_id) "
-        "one, or tasks_claim_next(plan) to take the one the longest chain waits on; "
-        "tasks_complete(step_id) when done.")
+NEXT = ("Next: tasks_ready(plan) lists what you may claim (by priority, then oldest); "
+        "tasks_claim(step_id) one, or tasks_claim_next(plan) to take the one the longest "
+        "chain waits on; tasks_complete(step_id) when done.")
 
 
 def in_motion(progress: ProgressOut) -> bool:
