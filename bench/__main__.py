@@ -19,26 +19,30 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from planledger.bench import (
-    backup,
-    claim_order,
-    claims,
-    console,
-    contention,
-    disk_full,
-    heartbeat,
-    http,
-    mcp,
-    memory,
-    pg_outage,
-    postgres,
-    ready_latency,
-    rebuild,
-    soak,
-    startup,
-    swarm,
-    timeline,
-)
+try:
+    from planledger.bench import (
+        backup,
+        claim_order,
+        claims,
+        console,
+        contention,
+        disk_full,
+        heartbeat,
+        http,
+        mcp,
+        memory,
+        pg_outage,
+        postgres,
+        ready_latency,
+        rebuild,
+        soak,
+        startup,
+        swarm,
+        timeline,
+    )
+except ModuleNotFoundError as missing:  # httpx or matplotlib: not the product's own needs
+    raise SystemExit(f"the benchmarks need {missing.name}, which the package installs only "
+                     "with its bench extra: pip install 'planledger[bench]'") from None
 from planledger.bench.apart import run_apart
 from planledger.bench.table import rows, table
 

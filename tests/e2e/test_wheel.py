@@ -33,6 +33,11 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return bin_dir
 
 
+def _wheel(installed: Path) -> Path:
+    (wheel,) = (installed.parent.parent / "dist").glob("planledger-*.whl")
+    return wheel
+
+
 def _stranger_env() -> dict[str, str]:
     """The environment of someone who never cloned the repository."""
     return {k: v for k, v in os.environ.items()
@@ -60,6 +65,16 @@ def test_the_installed_command_runs_the_demo_the_shipped_recording_and_a_benchma
     assert "6/6 done" in _run(installed, tmp_path, "demo", "--race")
     assert _run(installed, tmp_path, "replay", "run").startswith("identical:")
     assert "outcome" in _run(installed, tmp_path, "replay", "explore").lower()
+
+
+def test_the_benchmarks_ask_for_their_extra_then_run(installed: Path, tmp_path: Path) -> None:
+    bench = [str(installed / "planledger"), "bench", "--smoke", "claims"]
+    bare = subprocess.run(bench, cwd=tmp_path, env=_stranger_env(), capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert bare.returncode != 0 and "pip install 'planledger[bench]'" in bare.stderr, bare
+    assert "Traceback" not in bare.stderr
+    subprocess.run([str(installed / "pip"), "install", "-q", f"{installed.parent.parent}"
+                    f"/dist/{_wheel(installed).name}[bench]"], check=True, timeout=600)
     assert "cycles/s" in _run(installed, tmp_path, "bench", "--smoke", "claims")
 
 
