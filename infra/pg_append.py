@@ -240,6 +240,8 @@ class AppendingRecorder(PostgresApplicationRecorder):
         self.head_statement = SQL(
             "SELECT signed_position, signed_tip, mac FROM {}.{} WHERE id = 1").format(
             schema, head)
+        self.began_statement = SQL("SELECT EXISTS (SELECT 1 FROM {}.{}) AS began").format(
+            schema, began)
         self.lock_wait = f"{datastore.lock_timeout}s"
 
     @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
@@ -305,6 +307,14 @@ class AppendingRecorder(PostgresApplicationRecorder):
         if row is None:
             return None
         return SignedHead(row["signed_position"], row["signed_tip"], row["mac"])
+
+    def head_began(self) -> bool:
+        """Whether a head was ever signed here: the first signature writes a row in
+        BEGAN_TABLE, which outlives a head deleted."""
+        with self.datastore.get_connection() as conn, conn.cursor() as cursor:
+            cursor.execute(self.began_statement)
+            row = cursor.fetchone()
+        return bool(row is not None and row["began"])
 
 
 def _answer_columns(answers: Sequence[Answer]) -> tuple[Any, ...]:

@@ -8,6 +8,7 @@ the environment. A secret under `MIN_SECRET_BYTES` is refused wherever it comes 
 empty file would let anyone forge every token); a file others can read is warned about.
 """
 
+import contextlib
 import logging
 import os
 import secrets
@@ -47,6 +48,28 @@ def load_secret(db: str, configured: str | None = None) -> bytes:
     return _long_enough(_read_or_create(path), str(path))
 
 
+def find_secret(db: str) -> bytes | None:
+    """The secret for the store `db` if one is given (`PLANLEDGER_SECRET`, or the file
+    beside an SQLite store), else None: never makes one. For what only checks a store
+    (`audit verify`): a secret made up beside a copy would make its head look forged."""
+    if configured := os.environ.get(SECRET_ENV):
+        return _long_enough(configured.encode(), SECRET_ENV)
+    if db == MEMORY or is_postgres(db) or not os.path.lexists(secret_path(db)):
+        return None
+    return read_secret_file(secret_path(db))
+
+
+def read_secret_file(path: Path) -> bytes:
+    """The secret kept in the file `path` (SecretError: unreadable, or too short)."""
+    return _long_enough(_read_regular_file(path), str(path))
+
+
+def keep_secret(secret: bytes, path: Path) -> None:
+    """Write `secret` to the new file `path`, readable by its owner only (FileExistsError
+    if something is there: a secret is never overwritten)."""
+    _create(path, secret)
+
+
 def _long_enough(secret: bytes, where: str) -> bytes:
     if len(secret) < MIN_SECRET_BYTES:
         raise SecretError(
@@ -58,22 +81,22 @@ def _long_enough(secret: bytes, where: str) -> bytes:
 
 def _read_or_create(path: Path) -> bytes:
     if not os.path.lexists(path):  # a dangling symlink is there: it is refused, not replaced
-        _create(path)
+        # a concurrent process may get there first: its secret is then the store's
+        with contextlib.suppress(FileExistsError):
+            _create(path, secrets.token_hex(32).encode())
     return _read_regular_file(path)
 
 
-def _create(path: Path) -> None:
+def _create(path: Path, secret: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     # Write a private temporary file, then link it into place: the link fails if a
     # concurrent process got there first, and nobody ever reads a half-written secret.
     tmp = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(secrets.token_hex(32))
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(secret)
     try:
         os.link(tmp, path)
-    except FileExistsError:
-        pass
     finally:
         tmp.unlink()
 

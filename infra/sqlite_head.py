@@ -155,6 +155,12 @@ class HeadKeepingRecorder(UnitRecorder):
             row = cursor.execute(_READ).fetchone() if exists else None
         return SignedHead(int(row[0]), str(row[1]), row[2]) if row else None
 
+    def head_began(self) -> bool:
+        """Whether the store ever kept a head: its head table, made by its first append
+        since heads were kept, outlives a head deleted from it."""
+        with self.datastore.transaction(commit=False) as c:
+            return c.sqlite_cursor.execute(_EXISTS, (HEAD_TABLE,)).fetchone() is not None
+
 
 class Factory(UnitFactory):
     """infra.sqlite_pool's factory with the head-keeping recorder."""

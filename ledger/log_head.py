@@ -50,6 +50,12 @@ class KeepsHead(Protocol):
 
     def read_head(self) -> SignedHead | None: ...
 
+    def head_began(self) -> bool:
+        """Whether this store ever kept a head (SQLite: its head table exists; PostgreSQL:
+        the row its first signature writes): a store without one was written before heads
+        were kept, one with it and no head had its head deleted."""
+        ...
+
 
 def head_mac(key: bytes, position: int, tip: str) -> str:
     # hmac.digest: the one-shot C path, for a MAC taken once (HeadSigner: one per append).
@@ -77,22 +83,33 @@ def signed_by(head: SignedHead, key: bytes) -> bool:
 
 @dataclass(frozen=True)
 class Finding:
-    """What the head says of the log: `intact` False names what was done to it."""
+    """What the head says of the log: `intact` False names what was done to it, unless
+    `checked` is False (without the store's secret the head cannot be checked at all)."""
 
     intact: bool
     message: str
+    checked: bool = True
+
+
+NO_SECRET = ("cannot check the signed head without the store's secret: put the store's "
+             "secret file beside it as {path}, or set PLANLEDGER_SECRET")
+BEFORE_HEADS = ("no signed head yet: written before 0.3 (it never kept one); the next "
+                "write starts one. Until then nothing shows its newest events cut off")
 
 
 def judge(verified: Verified, head: SignedHead | None, key: bytes, *,
-          lag_allowed: bool) -> Finding:
+          lag_allowed: bool, began: bool = True) -> Finding:
     """Compare the head with the log a verify read (whose tips include the head's
     position). `lag_allowed`: events after the head are appends it has not yet covered
-    (PostgreSQL signs after the commit); otherwise they were appended around it."""
+    (PostgreSQL signs after the commit); otherwise they were appended around it. `began`:
+    the store ever kept a head (KeepsHead.head_began)."""
     if head is None:
         if verified.events == 0:
             return Finding(True, "no events and no signed head yet")
-        return Finding(False, "the store has no signed head: it was deleted, or the store "
-                              "was written before heads were kept (its next write starts one)")
+        if not began:
+            return Finding(True, BEFORE_HEADS)
+        return Finding(False, "the store has no signed head, though it kept one: it was "
+                              "deleted")
     if not signed_by(head, key):
         what = "not signed" if head.mac is None else "not signed with the store's secret"
         return Finding(False, f"the head at position {head.position} is {what}: it was "

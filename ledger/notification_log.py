@@ -100,6 +100,13 @@ def read_head(store: "EventStore") -> SignedHead | None:
     return recorder.read_head() if isinstance(recorder, KeepsHead) else None
 
 
+def head_began(store: "EventStore") -> bool:
+    """Whether the store ever kept a signed head (KeepsHead.head_began; True for a store
+    that keeps none, so nothing is excused)."""
+    recorder = store.recorder
+    return not isinstance(recorder, KeepsHead) or recorder.head_began()
+
+
 def sign_heads_with(store: "EventStore", key: Callable[[], bytes | None]) -> None:
     """Give a store that signs its head the key to sign with (read when first needed)."""
     recorder = store.recorder

@@ -4,25 +4,36 @@ recording too, is the replays', replays.audit_cli): check the hash chain of the 
 SQLite's positions have no gap and that the log adds up to its signed head
 (ledger.log_head), so its newest events cut off, or a stream deleted, show too.
 
-Exit codes: 0 every link holds; 1 a broken link, or a file or store that cannot be read.
+Exit codes: 0 every link holds; 1 a broken link, or a file or store that cannot be read;
+2 the chains hold but the signed head cannot be checked (no secret for the store). A verify
+never writes a file: without the store's secret it says so rather than make one up.
 """
 
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from types import EllipsisType
 
 import typer
 
 from planledger.api.cli.common import answering_errors
 from planledger.api.derived_keys import derived_key
 from planledger.api.runtime import Runtime, open_runtime
+from planledger.infra.secret import find_secret, secret_path
 from planledger.ledger.chain import Broken, Entry, Verified, verify
-from planledger.ledger.log_head import HEAD_PURPOSE, Finding, judge
-from planledger.ledger.notification_log import PAGE, keeps_head, page_after, read_head
+from planledger.ledger.log_head import HEAD_PURPOSE, NO_SECRET, Finding, judge
+from planledger.ledger.notification_log import (
+    PAGE,
+    head_began,
+    keeps_head,
+    page_after,
+    read_head,
+)
 from planledger.ledger.storage import MEMORY, is_postgres, resolve_db
 from planledger.ledger.store import EventStore
 
 EXIT_BROKEN = 1
+EXIT_UNCHECKED = 2
 
 
 def store_entries(store: EventStore) -> Iterator[Entry]:
@@ -41,12 +52,17 @@ def report(result: Verified | Broken, what: str, as_json: bool,
            head: Finding | None = None) -> None:
     """Print what was verified (`--json`: as one object); exit 1 unless it is intact."""
     intact = isinstance(result, Verified) and (head is None or head.intact)
+    unchecked = isinstance(result, Verified) and head is not None and not head.checked
     if as_json:
         found = {"head": vars(head)} if head is not None else {}
         typer.echo(json.dumps({"intact": intact, "source": what, **vars(result), **found},
                               indent=2, default=str))
     elif isinstance(result, Broken):
         typer.echo(f"TAMPERED: {what}: {result.message}", err=True)
+    elif unchecked:
+        assert head is not None
+        typer.echo(f"UNCHECKED: {what}: {result.events} events in {result.streams} streams, "
+                   f"every hash chained to the one before; {head.message}", err=True)
     elif head is not None and not head.intact:
         typer.echo(f"TAMPERED: {what}: {head.message}", err=True)
     else:
@@ -55,7 +71,7 @@ def report(result: Verified | Broken, what: str, as_json: bool,
                    f"every hash chained to the one before{signed}\n"
                    f"heads digest: {result.digest}")
     if not intact:
-        raise typer.Exit(EXIT_BROKEN)
+        raise typer.Exit(EXIT_UNCHECKED if unchecked else EXIT_BROKEN)
 
 
 def _require_store(db: str) -> None:
@@ -67,15 +83,24 @@ def _require_store(db: str) -> None:
 TRIES = 5  # a store appended to while it is verified: read its head and log again
 
 
-def verify_store(runtime: Runtime) -> tuple[Verified | Broken, Finding | None]:
-    """The store's chains, and what its signed head says of its log. SQLite moves its head
-    in each append's transaction, so a head and a log read apart are read again until they
-    agree (a store busy past `TRIES` reads is judged on the last)."""
+def verify_store(runtime: Runtime, secret: bytes | EllipsisType | None = ...,
+                 ) -> tuple[Verified | Broken, Finding | None]:
+    """The store's chains, and what its signed head says of its log, checked under
+    `secret` (`...`: the runtime's own; None: none known, so the head goes unchecked).
+    SQLite moves its head in each append's transaction, so a head and a log read apart
+    are read again until they agree (a store busy past `TRIES` reads is judged on the
+    last)."""
     store = runtime.store
     postgres = is_postgres(runtime.db)
     if not keeps_head(store):  # an in-memory store keeps no head
         return verify(store_entries(runtime.store)), None
-    key = derived_key(runtime.secret, HEAD_PURPOSE)
+    secret = runtime.secret if secret is ... else secret
+    if secret is None:
+        result = verify(store_entries(runtime.store), contiguous=not postgres)
+        where = "its secret file" if postgres else str(secret_path(runtime.db))
+        return result, Finding(False, NO_SECRET.format(path=where), checked=False)
+    key = derived_key(secret, HEAD_PURPOSE)
+    began = head_began(store)
     for _ in range(TRIES):
         head = read_head(store)
         marks = (head.position,) if head is not None else ()
@@ -88,16 +113,18 @@ def verify_store(runtime: Runtime) -> tuple[Verified | Broken, Finding | None]:
         again = read_head(store)
         if again is None or again.position <= head.position:
             break  # the head did not move: the newer events were written around it
-    return verified, judge(verified, head, key, lag_allowed=postgres)
+    return verified, judge(verified, head, key, lag_allowed=postgres, began=began)
 
 
 def check_store(db: str | None, as_json: bool) -> None:
     """Verify the store named by `db` and report it (exit 1 unless intact)."""
     with answering_errors():
-        _require_store(resolve_db(db))
-        runtime = open_runtime(db)
+        resolved = resolve_db(db)
+        _require_store(resolved)
+        secret = find_secret(resolved)  # never made up here: see verify_store
+        runtime = open_runtime(resolved, secret=secret)
         try:
-            result, head = verify_store(runtime)
+            result, head = verify_store(runtime, secret)
         finally:
             runtime.close()
     report(result, f"store {runtime.db}", as_json, head)

@@ -197,6 +197,24 @@ def test_postgres_a_whole_stream_deleted_is_detected(pg: str) -> None:
     assert code == 1 and "is not the log that was signed" in out, out
 
 
+def _pg_execute(url: str, statement: str) -> None:
+    schema = sql.Identifier(postgres_options(url)["schema"])
+    with psycopg.connect(BASE_URL, autocommit=True) as conn:
+        conn.execute(sql.SQL(statement).format(schema=schema))
+
+
+def test_postgres_a_head_deleted_is_tampered_but_a_store_from_before_heads_is_not(
+    pg: str,
+) -> None:
+    _pg_execute(pg, "DELETE FROM {schema}.planledger_head")
+    code, out = _verify(pg)
+    assert code == 1 and "though it kept one: it was deleted" in out, out
+
+    _pg_execute(pg, "DELETE FROM {schema}.planledger_head_began")  # as before 0.3
+    code, out = _verify(pg)
+    assert code == 0 and "written before 0.3" in out, out
+
+
 def test_postgres_concurrent_appends_leave_the_head_signed_at_the_end(
     pg: str, clock: FakeClock,
 ) -> None:
