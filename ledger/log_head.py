@@ -93,7 +93,7 @@ class Finding:
 
 NO_SECRET = ("cannot check the signed head without the store's secret: put the store's "
              "secret file beside it as {path}, or set PLANLEDGER_SECRET")
-BEFORE_HEADS = ("no signed head yet: written before 0.3 (it never kept one); the next "
+BEFORE_HEADS = ("no signed head yet: written by a version that kept none (0.1); the next "
                 "write starts one. Until then nothing shows its newest events cut off")
 
 

@@ -108,7 +108,7 @@ def test_restoring_a_copy_without_its_secret_warns(store: Path, tmp_path: Path) 
 
 def test_a_store_from_before_signed_heads_verifies_with_a_warning(store: Path,
                                                                   tmp_path: Path) -> None:
-    # What a store written before 0.3 looks like: its events, and no head table at all
+    # What a store written by 0.1 looks like: its events, and no head table at all
     with sqlite3.connect(store) as conn:
         conn.execute("DROP TABLE planledger_head")
 
@@ -117,7 +117,7 @@ def test_a_store_from_before_signed_heads_verifies_with_a_warning(store: Path,
     assert verified.returncode == 0, verified
     assert "TAMPERED" not in verified.stdout + verified.stderr
     assert "no signed head yet" in verified.stdout + verified.stderr
-    assert "before 0.3" in verified.stdout + verified.stderr
+    assert "a version that kept none" in verified.stdout + verified.stderr
 
 
 def test_a_head_deleted_from_a_store_that_kept_one_is_still_tampered(store: Path,

@@ -210,9 +210,9 @@ def test_postgres_a_head_deleted_is_tampered_but_a_store_from_before_heads_is_no
     code, out = _verify(pg)
     assert code == 1 and "though it kept one: it was deleted" in out, out
 
-    _pg_execute(pg, "DELETE FROM {schema}.planledger_head_began")  # as before 0.3
+    _pg_execute(pg, "DELETE FROM {schema}.planledger_head_began")  # as 0.1 left it
     code, out = _verify(pg)
-    assert code == 0 and "written before 0.3" in out, out
+    assert code == 0 and "a version that kept none" in out, out
 
 
 def test_postgres_concurrent_appends_leave_the_head_signed_at_the_end(
