@@ -11,6 +11,15 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from planledger.api.metrics import Metrics
 
+# A client may send any token as its method; as a label each would become a series of its
+# own, so a flood of invented methods would grow /metrics without bound.
+KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+
+
+def method_label(method: str) -> str:
+    """The method as a metrics label: one of the standard ones, or `other`."""
+    return method if method in KNOWN_METHODS else "other"
+
 
 class LatencyObserver:
     def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
@@ -36,5 +45,5 @@ class LatencyObserver:
         finally:
             self.metrics.in_flight.dec()
             route: Any = scope.get("route")  # the router sets it on this same scope
-            self.metrics.latency.labels(scope["method"], getattr(route, "path", "unmatched"),
+            self.metrics.latency.labels(method_label(scope["method"]), getattr(route, "path", "unmatched"),
                                         str(status)).observe(time.perf_counter() - started)
