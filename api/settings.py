@@ -7,7 +7,7 @@
 | port | `--port` | `PLANLEDGER_PORT` (default 8765) |
 | default lease | `--lease-default` | `PLANLEDGER_LEASE_DEFAULT` (seconds, default 900) |
 | secret | — | `PLANLEDGER_SECRET` (see infra.secret) |
-| admin token | — | `PLANLEDGER_ADMIN_TOKEN` (unset: no force-release over the API) |
+| admin token | — | `PLANLEDGER_ADMIN_TOKEN` (unset: no admin over the API; 32 characters or more) |
 | steps per request | — | `PLANLEDGER_MAX_STEPS_PER_REQUEST` (default 1000, up to 100000) |
 | allowed hosts | — | `PLANLEDGER_ALLOWED_HOSTS` (comma-separated names; api.http.origin) |
 
@@ -16,6 +16,9 @@ Steps per request caps the steps one plan creation may carry (HTTP, MCP `plans_c
 store takes no other write, so a plan of 100,000 steps held every agent's claims for
 twenty seconds. Above the cap the request is refused (422 naming the cap and this
 setting); a longer plan is created with the first steps and grown by adding steps.
+
+The admin token may release any step and issue keys, so a guessable one is refused at start
+(under `MIN_ADMIN_TOKEN` characters), as a short secret is (infra.secret).
 """
 
 import os
@@ -30,6 +33,7 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 DEFAULT_MAX_STEPS_PER_REQUEST = 1_000
 MAX_STEPS_SETTING = "PLANLEDGER_MAX_STEPS_PER_REQUEST"
+MIN_ADMIN_TOKEN = 32  # characters: `openssl rand -hex 16` makes one
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,13 @@ class Settings:
     # Host names besides localhost, IP addresses and the bind address that requests may
     # be sent to (a proxy's public name); "*": any (api.http.origin).
     allowed_hosts: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        token = self.admin_token
+        if token is not None and len(token) < MIN_ADMIN_TOKEN:
+            raise ValueError(f"PLANLEDGER_ADMIN_TOKEN is {len(token)} characters; at least "
+                             f"{MIN_ADMIN_TOKEN} are needed (make one with "
+                             "`openssl rand -hex 32`)")
 
     def __repr__(self) -> str:
         # Secrets never reach a log line through a repr.

@@ -45,5 +45,6 @@ class LatencyObserver:
         finally:
             self.metrics.in_flight.dec()
             route: Any = scope.get("route")  # the router sets it on this same scope
-            self.metrics.latency.labels(method_label(scope["method"]), getattr(route, "path", "unmatched"),
+            path = getattr(route, "path", "unmatched")
+            self.metrics.latency.labels(method_label(scope["method"]), path,
                                         str(status)).observe(time.perf_counter() - started)

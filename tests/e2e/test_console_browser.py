@@ -20,7 +20,7 @@ from planledger.bench.servers import Agent, Replica, author_at, start_replica
 from tests.support.browser import PageWatch, chromium, screenshot
 from tests.support.seed import AUTH_REFRESH_STEPS, seed_auth_refresh
 
-ADMIN = "console-admin-token"
+ADMIN = "console-admin-token-0123456789abcdef"
 COUNTDOWN = re.compile(r"^1[45]:\d\d$")  # a fresh 900 s lease, read a moment later
 RATE_LIMIT = AUTH_REFRESH_STEPS[4]
 

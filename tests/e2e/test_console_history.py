@@ -12,7 +12,7 @@ from planledger.api.runtime import open_runtime
 from planledger.bench.servers import Agent, Replica, start_replica
 from tests.support.browser import PageWatch, chromium
 
-ADMIN = "console-history-admin-token"
+ADMIN = "console-history-admin-token-0123456789abcdef"
 
 
 @pytest.fixture(scope="module")

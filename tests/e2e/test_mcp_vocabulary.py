@@ -25,7 +25,7 @@ from tests.support.fakes import FakeClock, SequentialIds
 from tests.support.live_server import LiveServer, live_server
 from tests.support.mcp_wire import Wire, answer
 
-ADMIN = "admin-token-for-the-vocabulary-tests"
+ADMIN = "admin-token-for-the-vocabulary-tests-0123456789abcdef"
 LEASE = 900  # the server's default lease
 
 

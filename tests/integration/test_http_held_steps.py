@@ -14,7 +14,7 @@ from tests.support.fakes import FakeClock, SequentialIds
 from tests.support.live_server import LiveServer, live_server, session
 from tests.support.seed import seed_auth_refresh
 
-ADMIN = "admin-token-for-held-steps"
+ADMIN = "admin-token-for-held-steps-0123456789abcdef"
 LEASE = 900
 
 

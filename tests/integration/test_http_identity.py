@@ -15,7 +15,7 @@ from tests.support.fakes import FakeClock
 from tests.support.live_server import live_server, session
 from tests.support.seed import seed_auth_refresh
 
-ADMIN = "admin-token-for-tests"
+ADMIN = "admin-token-for-tests-0123456789abcdef"
 
 
 @pytest.fixture

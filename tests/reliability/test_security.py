@@ -3,6 +3,7 @@ session ended with another session's token or with none; only the admin token fo
 releases; tokens never reach the server's log, the event log or an exported recording; and
 the defaults are safe for a laptop (bound to 127.0.0.1, console read-only, CORS closed)."""
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -112,3 +113,16 @@ def test_defaults_are_safe_for_a_laptop(served: Served, monkeypatch: pytest.Monk
         assert httpx.post(f"{served.url}{path}").status_code in (404, 405), path
     page = httpx.get(served.url).headers
     assert "content-security-policy" in page
+
+
+@pytest.mark.parametrize("command", [["serve", "--port", "0"], ["mcp"], ["ready", "x"]])
+def test_a_short_admin_token_is_refused_at_start(tmp_path: Path, command: list[str]) -> None:
+    # `a` once force-released any step; a guessable token must never start a server
+    env = {**os.environ, "PLANLEDGER_ADMIN_TOKEN": "a" * 31}
+    hello = '{"jsonrpc": "2.0", "id": 1, "method": "ping"}\n'  # stdio MCP waits for a word
+    ran = subprocess.run([PLANLEDGER, *command, "--db", str(tmp_path / "l.sqlite")], env=env,
+                         capture_output=True, text=True, timeout=60, input=hello,
+                         check=False)
+    assert ran.returncode == 1, ran.stdout
+    assert "PLANLEDGER_ADMIN_TOKEN is 31 characters; at least 32" in ran.stderr
+    assert "Traceback" not in ran.stderr
