@@ -2,7 +2,8 @@
 
 A transcript holds whatever the agent saw and sent: the session token `session_start`
 answered (`<session id>.<signature>`, which acts for the session), the token it passed
-back on later calls, an admin token on a command line. None of that may reach a timeline
+back on later calls, an admin token or an access key on a command line, in a header or
+in an environment assignment (`PLANLEDGER_ADMIN_TOKEN=…`, `authorization: bearer …`). None of that may reach a timeline
 someone else reads, so transcripts are masked as they are read, unless the caller asks to
 see them (`reveal`). The session id before a token's dot is kept: it is no secret (every
 event names it) and it is what binds a transcript to its ledger session.
@@ -11,11 +12,20 @@ event names it) and it is what binds a transcript to its ledger session.
 import re
 from typing import Any
 
+from planledger.ledger.domain.access import KEY_PREFIX
+
 MASK = "[masked]"
 # A session token: a ULID, a dot, an HMAC-SHA256 in unpadded url-safe base64 (43 chars).
 SESSION_TOKEN = re.compile(r"\b([0-9A-HJKMNP-TV-Z]{26})\.[A-Za-z0-9_-]{32,}")
-# A token on a command line or in a header, whatever it looks like.
-TOKEN_FLAG = re.compile(r"(--token[= ]|--admin-token[= ]|Bearer )(?!\[masked)([^\s\"']+)")
+# An access key, wherever it stands (api.access makes them with this prefix).
+ACCESS_KEY = re.compile(rf"{KEY_PREFIX}[A-Za-z0-9_-]{{16,}}")
+# A token on a command line or in a header, whatever it looks like; HTTP's scheme names
+# are case-insensitive, so `bearer` is one too.
+TOKEN_FLAG = re.compile(r"(--token[= ]|--admin-token[= ]|--key[= ]|\bbearer\s+)"
+                        r"(?!\[masked)([^\s\"']+)", re.IGNORECASE)
+# A shell or .env assignment to a name that says it holds a credential.
+SECRET_ASSIGNMENT = re.compile(r"\b(\w*(?:token|key|secret|password|passwd))=([\"']?)"
+                               r"(?!\[masked)([^\s\"']+)", re.IGNORECASE)
 SECRET_KEYS = frozenset({"token", "admin_token", "password", "secret", "api_key", "apikey",
                          "authorization", "access_token", "refresh_token"})
 
@@ -25,6 +35,8 @@ def mask_text(text: str, reveal: bool = False) -> str:
     if reveal:
         return text
     text = SESSION_TOKEN.sub(rf"\1.{MASK}", text)
+    text = ACCESS_KEY.sub(MASK, text)
+    text = SECRET_ASSIGNMENT.sub(rf"\1=\2{MASK}", text)
     return TOKEN_FLAG.sub(rf"\1{MASK}", text)
 
 

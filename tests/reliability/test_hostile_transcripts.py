@@ -173,3 +173,38 @@ def test_tokens_are_copied_only_when_asked_for(tmp_path: Path) -> None:
 
     assert shown.exit_code == 0
     assert f"my token is {token}" in shown.output
+
+
+SECRETS_IN_COMMANDS = {
+    "admin-secret-0123456789abcdef0123456789": "PLANLEDGER_ADMIN_TOKEN={}",
+    "lower-case-bearer-0123456789abcdef": "curl -H 'authorization: bearer {}' http://x",
+    "plk_AbCdEf0123456789-_AbCdEf0123456789AbCdEf01234": "echo {} > key.txt",
+    "key-in-env-0123456789abcdef0123": "export PLANLEDGER_KEY='{}'",
+    "a-secret-of-many-bytes-0123456789abcdef": "PLANLEDGER_SECRET=\"{}\" planledger serve",
+}
+
+
+@pytest.mark.parametrize("output", [[], ["--json"], ["--html"]])
+def test_secrets_in_shell_commands_are_masked(output: list[str], tmp_path: Path) -> None:
+    # an agent's Bash calls carry credentials in environment assignments and headers
+    lines = [json.loads(line) for line in _lines()]
+    calls = [{"type": "tool_use", "id": f"toolu_{n}", "name": "Bash",
+              "input": {"command": shape.format(secret)}}
+             for n, (secret, shape) in enumerate(SECRETS_IN_COMMANDS.items())]
+    prose = {"type": "text", "text": " and ".join(SECRETS_IN_COMMANDS.values()).format(
+        *SECRETS_IN_COMMANDS)}
+    lines.append({"type": "assistant", "timestamp": lines[-1]["timestamp"],
+                  "sessionId": lines[0]["sessionId"],
+                  "message": {"role": "assistant", "content": [prose, *calls]}})
+    path = tmp_path / "agent.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+    result = runner.invoke(app, ["replay", "timeline", "--transcript", str(path),
+                                 "--transcript", str(B), str(RECORDING), *output],
+                           env={"COLUMNS": "400"})
+
+    assert result.exit_code == 0, result.output
+    leaked = [secret for secret in SECRETS_IN_COMMANDS if secret in result.output]
+    assert leaked == []
+    if output:  # the terminal folds tool calls; JSON and HTML keep them
+        assert "PLANLEDGER_ADMIN_TOKEN=[masked]" in result.output
