@@ -3,10 +3,11 @@
 A transcript holds whatever the agent saw and sent: the session token `session_start`
 answered (`<session id>.<signature>`, which acts for the session), the token it passed
 back on later calls, an admin token or an access key on a command line, in a header or
-in an environment assignment (`PLANLEDGER_ADMIN_TOKEN=…`, `authorization: bearer …`). None of that may reach a timeline
-someone else reads, so transcripts are masked as they are read, unless the caller asks to
-see them (`reveal`). The session id before a token's dot is kept: it is no secret (every
-event names it) and it is what binds a transcript to its ledger session.
+in an environment assignment (`PLANLEDGER_ADMIN_TOKEN=…`, `authorization: bearer …`).
+None of that may reach a timeline someone else reads, so transcripts are masked as they
+are read, unless the caller asks to see them (`reveal`). The session id before a token's
+dot is kept: it is no secret (every event names it) and it is what binds a transcript to
+its ledger session.
 """
 
 import re
