@@ -47,6 +47,10 @@ class Identity:
         return self._admin is not None and hmac.compare_digest(
             token.strip().encode(), self._admin.encode())
 
+    def admin_in(self, text: str) -> bool:
+        """Whether the admin token stands anywhere in `text` (never, when none is set)."""
+        return self._admin is not None and self._admin in text
+
     def check_admin(self, token: str) -> None:
         if self._admin is None:
             raise Forbidden("force-release is disabled: the server has no PLANLEDGER_ADMIN_TOKEN")

@@ -21,6 +21,7 @@ from planledger.api.access import Access, new_key
 from planledger.api.idempotency import Answered, Idempotency, Write, fingerprint
 from planledger.api.identity import Identity
 from planledger.api.metrics import Metrics
+from planledger.api.pasted_credentials import PastedCredentials
 from planledger.api.runtime import Runtime
 from planledger.api.schemas import (
     TOKEN_ONLY_FIRST,
@@ -55,6 +56,7 @@ class Service:
         self.settings = settings
         self.identity = identity
         self.access = Access(identity, runtime.reads, runtime.store)
+        self.pasted = PastedCredentials(identity, runtime.reads)
         self.metrics = metrics or Metrics()
         self.idempotency = Idempotency(runtime)
         self.timelines = TimelineModel(runtime.store, reads=runtime.reads)  # one fold
@@ -145,6 +147,7 @@ class Service:
 
     def _within_limits(self, command: Command[Any]) -> Command[Any]:
         """The deployment's limits and defaults, applied to any command they concern."""
+        self.pasted.refuse_in(command)
         if isinstance(command, c.CreatePlan):
             self.settings.check_steps_per_request(len(command.steps))
         if isinstance(command, c.ClaimNext) and not (
