@@ -22,6 +22,7 @@ from pathlib import Path
 
 from planledger.api.schemas import PathsCheckOut, ReservationOut
 from planledger.ledger.domain.paths import covers
+from planledger.ledger.domain.plans import shown_on_one_line
 
 HOOK_MARK = "# planledger commit guard"
 HOOKS = ("pre-commit", "pre-merge-commit")
@@ -99,9 +100,11 @@ class Refusal:
     held: ReservationOut
 
     def describe(self) -> str:
-        named = f"{self.held.holder_name}, " if self.held.holder_name else ""
-        return (f'{self.file}: "{self.pattern}" is held by "{self.held.holder}" ({named}step '
-                f'{self.held.step_id} "{self.held.title}") until '
+        # Each text on one line whatever the store holds: a title must not forge a line.
+        named = f"{shown_on_one_line(self.held.holder_name)}, " if self.held.holder_name else ""
+        return (f'{shown_on_one_line(self.file)}: "{self.pattern}" is held by '
+                f'"{self.held.holder}" ({named}step {self.held.step_id} '
+                f'"{shown_on_one_line(self.held.title)}") until '
                 f"{self.held.expires_at.isoformat()}")
 
 
@@ -114,10 +117,19 @@ def refusals(files: Sequence[str], ask: Ask) -> list[Refusal]:
     found = []
     for start in range(0, len(files), CHECK_BATCH):
         batch = files[start:start + CHECK_BATCH]
-        for held in ask(batch).reserved:
+        asked = [as_text(f) for f in batch]
+        for held in ask(asked).reserved:
             exclusive = [p.pattern for p in held.paths if p.mode == "exclusive"]
-            found += [Refusal(f, p, held) for f in batch for p in exclusive if covers(p, f)]
+            found += [Refusal(f, p, held) for f, text in zip(batch, asked, strict=True)
+                      for p in exclusive if covers(p, text)]
     return found
+
+
+def as_text(path: str) -> str:
+    """A file's path as text the ledger takes: git's bytes that are no UTF-8 (kept as
+    surrogate escapes) become U+FFFD, each one character as it was one byte. No pattern
+    names such a byte, so what covers the path covers it still."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def session_of(session: str | None, token: str | None) -> str | None:

@@ -29,11 +29,11 @@ from planledger.ledger.turns import each_in_turns
 def start_session(run: Execution, command: c.StartSession) -> SessionState:
     name = command.session_name
     if name is not None:
-        plan_rules.check_text("name", name, plan_rules.MAX_TITLE, required=False)
+        plan_rules.check_line("name", name, plan_rules.MAX_TITLE, required=False)
     for field, said in (("cwd", command.cwd), ("source", command.source),
                         ("model", command.model)):
         if said is not None:
-            plan_rules.check_text(field, said, plan_rules.MAX_WHERE, required=False)
+            plan_rules.check_line(field, said, plan_rules.MAX_WHERE, required=False)
     role = None if command.role is None else access.check_role(command.role)
     key = None if command.key is None else access.check_key_name(command.key)
     session_id = SessionId(run.ids.new_id())

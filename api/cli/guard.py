@@ -76,8 +76,8 @@ def check(repo: RepoOption = Path("."), db: DbOption = None, url: UrlOption = No
     committer = session_of(session, token)
     try:
         found = refusals(files, _asker(db, url, token, committer))
-    except Exception as error:  # unreachable, missing, refusing: the ledger was not asked
-        _unsure(_why(error), fail_closed)
+    except Exception as error:
+        _refused_or_unsure(error, fail_closed)
         return
     if found:
         lines = "\n".join(f"  {r.describe()}" for r in found)
@@ -104,13 +104,22 @@ def _asker(db: str | None, url: str | None, token: str | None, committer: str | 
     return ask
 
 
-def _why(error: Exception) -> str:
+def _refused_or_unsure(error: Exception, fail_closed: bool) -> None:
+    """A ledger that answered and refused the guard's question (a 4xx: a bad credential,
+    a path it will not take) was reached: the commit is refused, naming why. A ledger that
+    could not answer (unreachable, missing, its store down) leaves the commit unchecked."""
     from planledger.api.errors import problem
 
     if isinstance(error, ConnectionError | FileNotFoundError):
-        return str(error)
+        _unsure(str(error), fail_closed)
+        return
     status, body = problem(error)
-    return body.message if status != 500 else f"{type(error).__name__}: {error}"
+    if 400 <= status < 500:
+        typer.echo(f"planledger guard: the ledger refused to check this commit "
+                   f"({body.message}); refused", err=True)
+        raise typer.Exit(EXIT_REFUSED)
+    _unsure(body.message if status != 500 else f"{type(error).__name__}: {error}",
+            fail_closed)
 
 
 def _unsure(why: str, fail_closed: bool) -> None:

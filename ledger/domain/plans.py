@@ -34,14 +34,47 @@ def check_slug(slug: str) -> PlanSlug:
     return PlanSlug(slug)
 
 
+# Characters that are no part of any written text: the C0 controls but tab and line
+# breaks, DEL and the C1 controls. A terminal acts on them (moves the cursor, clears).
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+# What a one-line text (a title, a session name) must not hold besides: line breaks and
+# tabs, which let it forge further lines of a listing, and the bidirectional controls,
+# which show its characters in another order than they are stored.
+_OFF_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029"
+                       "\u202a-\u202e\u2066-\u2069]")
+
+
 def check_text(field: str, value: str, limit: int, *, required: bool) -> str:
+    """A text of several lines (a body, a note): within `limit`, no control characters."""
+    _check_size(field, value, limit, required)
+    if (found := _CONTROL.search(value)) is not None:
+        raise errors.InvalidInput(field, f"contains the control character "
+                                         f"U+{ord(found.group()):04X}")
+    return value
+
+
+def check_line(field: str, value: str, limit: int, *, required: bool) -> str:
+    """A one-line text (a title, a name): as `check_text`, and no line break, tab or
+    bidirectional control either."""
+    _check_size(field, value, limit, required)
+    if (found := _OFF_LINE.search(value)) is not None:
+        raise errors.InvalidInput(field, f"holds U+{ord(found.group()):04X}; a {field} is one "
+                                         "line of plain text (no line breaks, tabs, control "
+                                         "or bidirectional characters)")
+    return value
+
+
+def shown_on_one_line(value: str) -> str:
+    """`value` safe to print as one line: each character a one-line text may not hold is
+    written as its escape (`\\u202e`), for texts stored before they were refused."""
+    return _OFF_LINE.sub(lambda found: f"\\u{ord(found.group()):04x}", value)
+
+
+def _check_size(field: str, value: str, limit: int, required: bool) -> None:
     if required and not value.strip():
         raise errors.InvalidInput(field, "must not be empty")
     if len(value) > limit:
         raise errors.InvalidInput(field, f"is {len(value)} characters; the limit is {limit}")
-    if any(ord(c) < 32 and c not in "\n\t\r" for c in value):
-        raise errors.InvalidInput(field, "contains control characters")
-    return value
 
 
 def check_constraints(constraints: Mapping[str, str]) -> dict[str, str]:
@@ -68,7 +101,7 @@ def decide_create_plan(
     return ev.PlanCreated(
         plan_stream(checked), 1, timestamp=now, session_id=acting_session(actor), actor=actor,
         slug=checked,
-        title=check_text("title", title, MAX_TITLE, required=True),
+        title=check_line("title", title, MAX_TITLE, required=True),
         constraints=check_constraints(constraints),
     )
 
@@ -92,7 +125,7 @@ def decide_add_step(
     added = ev.StepAdded(
         plan.id, version, timestamp=now, session_id=acting_session(actor), actor=actor,
         step_id=step_id,
-        title=check_text("title", title, MAX_TITLE, required=True),
+        title=check_line("title", title, MAX_TITLE, required=True),
         body=check_text("body", body, MAX_BODY, required=False),
         depends_on=list(deps), priority=check_priority(priority),
     )
@@ -121,7 +154,7 @@ def decide_revise_step(
         raise errors.UnknownStep(step_id)
     _check_not_held_elsewhere(step_id, actor, holder, holder_name)
     if title is not None:
-        check_text("title", title, MAX_TITLE, required=True)
+        check_line("title", title, MAX_TITLE, required=True)
     if body is not None:
         check_text("body", body, MAX_BODY, required=False)
     return ev.StepRevised(

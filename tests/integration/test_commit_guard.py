@@ -214,3 +214,33 @@ def test_the_guard_asks_a_running_server(scene: Scene, server: Replica) -> None:
     _git(scene.repo, "reset", "-q", "HEAD", "--", "internal/auth/token.go")
     _write(scene.repo, "docs/x.md", "x\n")
     assert _git(scene.repo, "commit", "-m", "docs", session=scene.a, check=False).returncode == 0
+
+
+def test_a_file_name_that_is_no_utf8_does_not_open_the_guard(
+        scene: Scene, server: Replica) -> None:
+    _install(scene, "--url", server.url)
+    odd = os.fsdecode(b"notes-\xff.txt")  # a name git keeps as bytes, no UTF-8 text
+    (scene.repo / odd).write_text("x\n")
+    _git(scene.repo, "add", "--", odd)
+    _write(scene.repo, "internal/auth/token.go", "package auth // changed\n")
+    refused = _git(scene.repo, "commit", "-m", "both", session=scene.a, check=False)
+    assert refused.returncode != 0, refused.stderr
+    assert f'internal/auth/token.go: "{AUTH}" is held by "{scene.b}"' in refused.stderr
+    _git(scene.repo, "reset", "-q", "HEAD", "--", "internal/auth/token.go")
+    alone = _git(scene.repo, "commit", "-m", "odd name", session=scene.a, check=False)
+    assert alone.returncode == 0 and alone.stderr == "", alone.stderr
+
+
+def test_a_ledger_that_refuses_the_guards_question_refuses_the_commit(
+        scene: Scene, server: Replica) -> None:
+    hook_env = {"PLANLEDGER_TOKEN": "01ARZ3NDEKTSV4RRFFQ69G5FAV." + "A" * 43}  # signed by nobody
+    _install(scene, "--url", server.url)
+    _write(scene.repo, "docs/x.md", "x\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PLANLEDGER_")}
+    refused = subprocess.run(["git", "-C", str(scene.repo), "commit", "-m", "docs"],
+                             capture_output=True, text=True, env={**env, **hook_env},
+                             check=False)
+    assert refused.returncode != 0, refused.stderr
+    assert "the ledger refused to check this commit" in refused.stderr
+    assert "allowed without a check" not in refused.stderr
+
