@@ -12,6 +12,7 @@ from planledger.infra.persistence import open_event_store
 from planledger.infra.pg_follower import PgFollower
 from planledger.infra.secret import SecretError, load_secret
 from planledger.infra.sqlite_checkpoints import sqlite_checkpoints
+from planledger.infra.sqlite_shape import check_store_file
 from planledger.ledger.log_head import HEAD_PURPOSE
 from planledger.ledger.notification_log import sign_heads_with
 from planledger.ledger.ports import Clock, IdGenerator
@@ -79,6 +80,8 @@ def open_runtime(
     every so many events and on close (projections.checkpoints): the server and the
     command-line and MCP-stdio processes agents run use them."""
     resolved = resolve_db(db)
+    if resolved != MEMORY and not is_postgres(resolved):
+        check_store_file(resolved)  # a foreign file is refused before anything is made
     if secret is None and is_new_sqlite_file(resolved):
         secret = load_secret(resolved)  # refused before any file of the store is created
     if is_postgres(resolved):

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from planledger.infra.clock_ids import SteadyClock, SystemClock
 from planledger.infra.secret import load_secret
+from planledger.infra.sqlite_shape import NotAStore, check_store_file
 from planledger.ledger.domain.ids import PlanSlug, StepId
 from planledger.ledger.ports import Clock
 from planledger.ledger.storage import (
@@ -301,5 +302,9 @@ def open_reading(db: str) -> Reading | None:
     if any(os.environ.get(name) or os.environ.get(f"{STORE_NAME.upper()}_{name}")
            for name in _STORED_FORM_SETTINGS):
         return None
+    try:
+        check_store_file(db)
+    except NotAStore:
+        return None  # the library's door refuses it, in the words the command line uses
     timeout = lock_timeout()
     return Reading(db, timeout=timeout) if timeout is not None else None

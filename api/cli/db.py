@@ -32,9 +32,21 @@ def _postgres_url(db: str | None) -> str | None:
     anything of PostgreSQL's is imported."""
     resolved = resolve_db(db)
     if not is_postgres(resolved):
+        if resolved != MEMORY:
+            _refuse_a_foreign_file(resolved)
         typer.echo(f"{resolved}: an embedded store creates its tables on first use")
         return None
     return resolved
+
+
+def _refuse_a_foreign_file(db: str) -> None:
+    from planledger.infra.sqlite_shape import NotAStore, check_store_file
+
+    try:
+        check_store_file(db)
+    except NotAStore as error:
+        typer.echo(str(error), err=True)
+        raise typer.Exit(EXIT_NOT_READY) from None
 
 
 def _on_postgres(url: str, action: Callable[[str], T]) -> T:
