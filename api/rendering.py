@@ -36,7 +36,8 @@ def claim_out(grant: c.Grant) -> ClaimOut:
                     step_id=grant.step_id, plan=grant.plan, title=grant.title,
                     holder=grant.session_id, fence=grant.fence, expires_at=grant.expires_at,
                     renewed=grant.renewed, took_over_from=grant.took_over_from,
-                    notes=[note_out(n) for n in grant.notes])
+                    notes=[note_out(n) for n in grant.notes],
+                    notes_left_out=grant.notes_left_out)
 
 
 def note_out(note: Note) -> NoteOut:

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from planledger.api.text import check_text
 from planledger.ledger import commands as c
+from planledger.ledger.domain.closing import HANDED_CHARACTERS, HANDED_NOTES
 from planledger.ledger.domain.paths import PathSpec
 from planledger.projections.results import Progress
 from planledger.projections.timeline_entries import Entry, Lane
@@ -468,7 +469,12 @@ class ClaimOut(StepAnswer):
                                  "none answers none, and they stay reserved).")
     notes: list[NoteOut] = Field(default_factory=list, description="A new claim: the notes "
                                  "left on the step since it was last claimed (why the last "
-                                 "holder let go, what it tried).")
+                                 "holder let go, what it tried), oldest first: the newest "
+                                 f"{HANDED_NOTES} at most, within {HANDED_CHARACTERS:,} "
+                                 "characters.")
+    notes_left_out: int = Field(0, description="Older notes left since the last claim that "
+                                "this answer does not carry: the plan's timeline and the log "
+                                "have them.")
 
 
 NothingReady = Literal["all_held", "all_blocked", "all_done", "empty", "none_ready"]

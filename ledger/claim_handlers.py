@@ -42,9 +42,10 @@ def _grant(decision: Decision, verdict: Verdict, session: SessionId, plan: PlanS
     assert isinstance(event, StepClaimed | LeaseRenewed)
     renewed = isinstance(event, LeaseRenewed)
     lapsed = None if renewed or verdict.holder == session else verdict.holder
+    handed, left_out = closing.handed_notes(() if renewed else notes)
     return c.Grant(StepId(event.originator_id), session, event.fence, event.expires_at,
                    renewed=renewed, took_over_from=lapsed, plan=plan, title=title,
-                   notes=() if renewed else notes)
+                   notes=handed, notes_left_out=left_out)
 
 
 def claim(run: Execution, command: c.Claim) -> c.Grant:

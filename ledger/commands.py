@@ -45,7 +45,8 @@ class Grant:
     plan: PlanSlug  # the step's plan and title, as the decision read them
     title: str
     took_over_from: SessionId | None = None  # the lapsed holder a new grant replaced
-    notes: tuple[Note, ...] = ()  # a new grant: the notes left since the step's last claim
+    notes: tuple[Note, ...] = ()  # a new grant: the newest notes left since the last claim
+    notes_left_out: int = 0  # older notes left since then, not carried (the log has them)
     paths: tuple[PathSpec, ...] = ()  # what the claim holds reserved (ledger.domain.paths)
 
 

@@ -9,7 +9,13 @@ from planledger.ledger.domain import events as ev
 from planledger.ledger.domain.claims import Decision, live_holder
 from planledger.ledger.domain.ids import Actor, SessionId, acting_session
 from planledger.ledger.domain.plans import MAX_BODY, check_text
-from planledger.ledger.domain.state import SATISFYING, SessionState, StepDef, StepState
+from planledger.ledger.domain.state import (
+    SATISFYING,
+    Note,
+    SessionState,
+    StepDef,
+    StepState,
+)
 
 Action = Literal["complete", "drop", "release"]
 
@@ -127,11 +133,41 @@ def decide_end_session(
 def decide_note(step: StepState, actor: Actor, text: str, now: datetime,
                 after: str | None = None, version: int | None = None) -> ev.StepNoted:
     """A handoff note on the step, by any author, whatever the step's status. `version`:
-    the stream version it lands at (after a close appended in the same decision)."""
+    the stream version it lands at (after a close appended in the same decision). A note
+    of its own (no `after`) is refused once MAX_WAITING_NOTES wait for the next claimer;
+    the note a holder leaves as it lets go is always taken."""
     check_text("note", text, MAX_BODY, required=True)
+    if after is None and len(step.notes) >= MAX_WAITING_NOTES:
+        raise errors.InvalidInput("note", f"step {step.id} has {len(step.notes)} notes "
+                                  "waiting for its next claimer, the limit: add to what "
+                                  "they say once the step is claimed")
     return ev.StepNoted(step.id, version or step.version + 1, timestamp=now,
                         session_id=acting_session(actor), actor=actor, text=text,
                         after=after)
+
+
+# --- notes handed to a claimer ----------------------------------------------------------
+# A new claim is handed the notes left since the last one. So that no step can make a
+# claim's answer of any size (300 notes of 20,000 characters made one of 6 MB), notes wait
+# at most MAX_WAITING_NOTES at a time, and an answer carries the newest of them within
+# HANDED_NOTES and HANDED_CHARACTERS (the newest always), counting the rest: the log and
+# the plan's timeline hold every note.
+MAX_WAITING_NOTES = 100
+HANDED_NOTES = 10
+HANDED_CHARACTERS = 2 * MAX_BODY
+
+
+def handed_notes(waiting: Sequence[Note]) -> tuple[tuple[Note, ...], int]:
+    """The notes a claim's answer carries, oldest first, and how many older ones it
+    leaves out."""
+    kept: list[Note] = []
+    size = 0
+    for note in reversed(waiting):
+        if kept and (len(kept) == HANDED_NOTES or size + len(note.text) > HANDED_CHARACTERS):
+            break
+        kept.append(note)
+        size += len(note.text)
+    return tuple(reversed(kept)), len(waiting) - len(kept)
 
 
 def with_note(decision: Decision, step: StepState, actor: Actor, note: str | None,
