@@ -49,14 +49,14 @@ def check(runtime: Runtime, patterns: Sequence[str] = (), files: Sequence[str] =
     normal = [check_pattern(p, "paths") for p in patterns]
     named = [check_file(f, "files") for f in files]
     with runtime.reads.reading() as (view, moment):
-        if normal or named:
-            found = reservations.meeting(view, moment, normal, named, exclusive_only,
-                                         SessionId(but) if but else None)
-        else:
-            found = [Meeting(h, tuple(p.pattern for p in h.paths))
-                     for h in reservations.live(view, moment)
-                     if (h.session_id != but) and (not exclusive_only or
-                                                   any(p.exclusive for p in h.paths))]
+        live_ones = reservations.live(view, moment)
+    if normal or named:  # decided outside the lock: reads wait for no overlap question
+        found = reservations.meeting(live_ones, normal, named, exclusive_only,
+                                     SessionId(but) if but else None)
+    else:
+        found = [Meeting(h, tuple(p.pattern for p in h.paths)) for h in live_ones
+                 if (h.session_id != but) and (not exclusive_only or
+                                               any(p.exclusive for p in h.paths))]
     return PathsCheckOut(reserved=[reservation_out(m.held, m.patterns) for m in found],
                          message=describe(found))
 

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from planledger.ledger.domain import errors
 from planledger.ledger.domain.claims import Verdict
 from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId
-from planledger.ledger.domain.paths import PathSpec
+from planledger.ledger.domain.paths import Budget, OverBudget, PathSpec
 from planledger.ledger.domain.state import PlanState, StepDef, StepState
 from planledger.projections import queries, reservations
 from planledger.projections.readmodel import ReadModel
@@ -99,14 +99,26 @@ def annotate(view: LedgerView, moment: datetime, steps: Sequence[tuple[StepDef, 
     held = reservations.live(view, moment)
     if held:
         by_step: dict[str, HeldPaths] = {h.step_id: h for h in held}
+        budget = Budget()  # one for the whole list: a list is one request
         for definition, fields in steps:
             mine = by_step.get(definition.id)
             if mine is not None:
                 fields["reserved"] = paths_fields(mine.paths)
             if fields["claimable"] and definition.paths:
-                found = reservations.collisions(view, definition.paths, moment, asker, held)
-                fields["collides_with"] = [_collision(m) for m in found]
+                found = _colliding(view, definition, moment, asker, held, budget)
+                fields["collides_with"] = [_collision(m) for m in found or ()]
     return [fields for _, fields in steps]
+
+
+def _colliding(view: LedgerView, definition: StepDef, moment: datetime,
+               asker: SessionId | None, held: Sequence[HeldPaths], budget: Budget,
+               ) -> list[Meeting] | None:
+    """The step's collisions; None once the list's budget is spent (a claim decides
+    them then, within its own): a hostile reservation slows no list."""
+    try:
+        return reservations.collisions(view, definition.paths, moment, asker, held, budget)
+    except OverBudget:
+        return None
 
 
 def _collision(found: Meeting) -> Fields:
@@ -124,9 +136,10 @@ def free_first(view: LedgerView, moment: datetime, steps: list[StepDef],
         return steps
     free: list[StepDef] = []
     colliding: list[StepDef] = []
+    budget = Budget()
     for definition in steps:
-        bounced = reservations.collisions(view, definition.paths, moment, asker, held)
-        (colliding if bounced else free).append(definition)
+        bounced = _colliding(view, definition, moment, asker, held, budget)
+        (free if bounced == [] else colliding).append(definition)
     return free + colliding
 
 

@@ -16,7 +16,7 @@ from planledger.ledger import commands as c
 from planledger.ledger.domain import events as ev
 from planledger.ledger.domain.claims import Decision
 from planledger.ledger.domain.ids import SessionId, StepId
-from planledger.ledger.domain.paths import PathSpec
+from planledger.ledger.domain.paths import OverBudget, PathSpec
 from planledger.ledger.domain.reservations import (
     Reservation,
     Reserving,
@@ -26,6 +26,7 @@ from planledger.ledger.domain.reservations import (
 )
 from planledger.ledger.domain.state import SessionState, StepDef, StepState
 from planledger.ledger.execution import Execution
+from planledger.ledger.store import must_not_linger
 
 
 def reserve(run: Execution, granted: Decision, step: StepState, definition: StepDef,
@@ -38,6 +39,8 @@ def reserve(run: Execution, granted: Decision, step: StepState, definition: Step
     if not extra and (renewing or not definition.paths):
         return granted  # nothing new to reserve: the reservations are not read
     seen = reading(run, step, session.id, now)
+    if seen.others:  # overlaps to decide: never on an event loop (api.http.running)
+        must_not_linger("a claim with paths decides their overlaps on a worker thread")
     return decide_reservation(granted, step, definition.paths, extra, session,
                               lease_seconds, seen, now)
 
@@ -78,7 +81,10 @@ def collides(run: Execution, step_id: StepId, session: str, now: datetime) -> bo
     if definition is None or not definition.paths:
         return False
     seen = reading(run, step, SessionId(session), now)
-    return bool(conflicts(definition.paths, seen.others))
+    try:
+        return bool(conflicts(definition.paths, seen.others))
+    except OverBudget:
+        return True  # too costly to decide: passed by, as a step that would bounce
 
 
 def with_reserved(grant: c.Grant | None, decision: Decision) -> c.Grant | None:

@@ -46,7 +46,7 @@ from planledger.ledger.sealing import Encoded, Heads, SealingEventStore, Unseali
 from planledger.ledger.stored_form import STORED_KINDS
 from planledger.ledger.turns import TURN, turns
 
-__all__ = ["ConflictError", "EventStore", "WouldWait"]
+__all__ = ["ConflictError", "EventStore", "WouldWait", "must_not_linger"]
 
 ConflictError = IntegrityError
 
@@ -100,6 +100,23 @@ class _Appending(threading.local):
     pending: list[tuple[Sequence[Fact], Sequence[int]]] | None = None  # events, positions
     caught_up = False  # the open unit has looked at the log's end (ledger.followed)
     position: int | None = None  # the log position of the thread's latest append
+
+
+class _Hurried(threading.local):
+    """Whether this thread runs a command inside `EventStore.without_waiting`."""
+
+    active = False
+
+
+_HURRIED = _Hurried()
+
+
+def must_not_linger(why: str) -> None:
+    """WouldWait inside `EventStore.without_waiting` (a command on an event loop), so a
+    command about to do work that may take long (deciding path overlaps) runs again on a
+    worker thread, having written nothing; elsewhere nothing."""
+    if _HURRIED.active:
+        raise WouldWait(why)
 
 
 _NOTHING_FOLDED: dict[str, Any] = {}  # never written to
@@ -231,7 +248,11 @@ class EventStore(Application[str]):
         if self._without_waiting is None:
             raise WouldWait("this store's commands wait on the network")
         with self._without_waiting():
-            yield
+            _HURRIED.active = True
+            try:
+                yield
+            finally:
+                _HURRIED.active = False
 
     def full(self) -> bool:
         """Whether the store refuses writes at once for want of disk space (SQLite: after a

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId
-from planledger.ledger.domain.paths import PathSpec, conflict, covers, overlaps
+from planledger.ledger.domain.paths import Budget, PathSpec, conflict, covers, overlaps
 from planledger.ledger.domain.reservations import Reservation
 from planledger.projections.view import LedgerView
 
@@ -67,36 +67,41 @@ def of_step(view: LedgerView, step_id: StepId, now: datetime) -> HeldPaths | Non
 
 def collisions(view: LedgerView, paths: Sequence[PathSpec], now: datetime,
                session: SessionId | None = None, among: Sequence[HeldPaths] | None = None,
-               ) -> list[Meeting]:
+               budget: Budget | None = None) -> list[Meeting]:
     """The live reservations a claim of these paths would bounce off: those of sessions
     other than `session` (the claimer, if known) they conflict with. `among`: the live
-    reservations, when the caller has them already."""
+    reservations, when the caller has them already; `budget`: the request's, when it asks
+    for several steps (OverBudget once it is spent)."""
     if not paths:
         return []
     held = live(view, now) if among is None else among
     found = []
+    budget = budget or Budget()
     for other in held:
         if other.session_id == session:
             continue
-        theirs = tuple(t.pattern for t in other.paths if any(conflict(p, t) for p in paths))
+        theirs = tuple(t.pattern for t in other.paths
+                       if any(conflict(p, t, budget) for p in paths))
         if theirs:
             found.append(Meeting(other, theirs))
     return found
 
 
-def meeting(view: LedgerView, now: datetime, patterns: Sequence[str] = (),
+def meeting(live_ones: Sequence[HeldPaths], patterns: Sequence[str] = (),
             files: Sequence[str] = (), exclusive_only: bool = False,
             but: SessionId | None = None) -> list[Meeting]:
-    """The live reservations some patterns overlap or some files (paths taken literally)
-    fall under, with the reserved patterns they meet; `exclusive_only` leaves shared
-    reservations out, `but` one session's."""
+    """Which of the live reservations (`live`'s) some patterns overlap or some files
+    (paths taken literally) fall under, with the reserved patterns they meet;
+    `exclusive_only` leaves shared reservations out, `but` one session's. It reads no view,
+    so it is decided outside the read model's lock; OverBudget past a request's budget."""
     found = []
-    for held in live(view, now):
+    budget = Budget(field="files" if files and not patterns else "paths")
+    for held in live_ones:
         if held.session_id == but:
             continue
         theirs = tuple(t.pattern for t in held.paths if (t.exclusive or not exclusive_only)
-                       and (any(overlaps(p, t.pattern) for p in patterns)
-                            or any(covers(t.pattern, f) for f in files)))
+                       and (any(overlaps(p, t.pattern, budget) for p in patterns)
+                            or any(covers(t.pattern, f, budget) for f in files)))
         if theirs:
             found.append(Meeting(held, theirs))
     return found

@@ -36,6 +36,7 @@ MODES: tuple[Mode, ...] = ("exclusive", "shared")
 MAX_PATTERN = 1_024  # characters, after normalization
 MAX_SEGMENT = 255  # characters: a file name's limit on common file systems
 MAX_STARS = 16  # `*` per pattern: the overlap decision grows with their product
+MAX_SEGMENTS = 64  # `/`-separated parts per pattern: deeper than any repository's tree
 MAX_PATHS = 100  # patterns per declaration (a step's, a claim's extra, a check's)
 
 
@@ -117,6 +118,9 @@ def _check_size(field: str, given: str, normal: str, segments: Sequence[str]) ->
     if len(normal) > MAX_PATTERN:
         raise errors.InvalidInput(field, f"a pattern of {len(normal)} characters; the limit "
                                          f"is {MAX_PATTERN}")
+    if len(segments) > MAX_SEGMENTS:
+        raise errors.InvalidInput(field, f"{given[:80]!r} has {len(segments)} segments; the "
+                                         f"limit is {MAX_SEGMENTS}")
     if any(len(s) > MAX_SEGMENT for s in segments):
         raise errors.InvalidInput(field, f"{given[:80]!r} has a segment longer than "
                                          f"{MAX_SEGMENT} characters")
@@ -155,6 +159,56 @@ def merge(*declarations: Iterable[PathSpec]) -> tuple[PathSpec, ...]:
 # "do two sequences with a star token share a word?", answered by searching the pairs of
 # positions the two sequences can reach together (their automata's product): a pair moves
 # on when both consume one item they both accept, or when either skips its star.
+#
+# The search is bounded, so no pattern a client may declare makes a request take long.
+# One question (two patterns, or a pattern and a file) may visit QUESTION_STATES pairs of
+# positions, at both levels together; past that it is answered "they overlap", which errs
+# on the safe side (a claim bounces, the commit guard refuses, a check lists the holder).
+# Patterns as people write them decide in a few dozen. A request asks many questions
+# (a claim's patterns against every live reservation's, a check's files against them):
+# it shares one Budget of REQUEST_STATES among them all, and is refused (OverBudget)
+# when that runs out, before anything is written.
+QUESTION_STATES = 8_192
+REQUEST_STATES = 250_000
+
+
+class OverBudget(errors.InvalidInput):
+    """A request's overlap questions would take more than its budget to decide."""
+
+    def __init__(self, field: str = "paths") -> None:
+        super().__init__(field, "deciding these patterns against the live reservations "
+                                "takes too long; declare fewer, or plainer, patterns")
+
+
+class _QuestionTooHard(Exception):
+    """One question reached QUESTION_STATES: answered as an overlap."""
+
+
+class Budget:
+    """The pairs of positions a request's overlap questions may still visit."""
+
+    __slots__ = ("field", "left", "question_left")
+
+    def __init__(self, states: int = REQUEST_STATES, field: str = "paths") -> None:
+        self.left = states
+        self.question_left = QUESTION_STATES
+        self.field = field
+
+    def spend(self) -> None:
+        self.left -= 1
+        self.question_left -= 1
+        if self.left < 0:
+            raise OverBudget(self.field)
+        if self.question_left < 0:
+            raise _QuestionTooHard
+
+    def ask(self, question: Callable[["Budget"], bool]) -> bool:
+        """The question's answer; True ("they overlap") when it is too hard to decide."""
+        self.question_left = QUESTION_STATES
+        try:
+            return question(self)
+        except _QuestionTooHard:
+            return True
 
 
 class _Star:
@@ -173,9 +227,9 @@ Compiled = tuple[Segment | _Star, ...]
 
 
 def _meets(a: Sequence[object], b: Sequence[object],
-           accept_both: Callable[[object, object], bool]) -> bool:
-    """Whether the sequences share a word; `accept_both(x, y)` says whether some one item
-    is accepted by both tokens (a star accepts any)."""
+           accept_both: Callable[[object, object, Budget], bool], budget: Budget) -> bool:
+    """Whether the sequences share a word; `accept_both(x, y, budget)` says whether some
+    one item is accepted by both tokens (a star accepts any)."""
     seen: set[tuple[int, int]] = set()
     todo = [(0, 0)]
     n, m = len(a), len(b)
@@ -184,6 +238,7 @@ def _meets(a: Sequence[object], b: Sequence[object],
         if (i, j) in seen:
             continue
         seen.add((i, j))
+        budget.spend()
         if i == n and j == m:
             return True
         x = a[i] if i < n else None
@@ -193,23 +248,23 @@ def _meets(a: Sequence[object], b: Sequence[object],
         if y is STAR:
             todo.append((i, j + 1))
         if x is not None and y is not None and not (x is STAR and y is STAR) \
-                and accept_both(x, y):
+                and accept_both(x, y, budget):
             todo.append((i if x is STAR else i + 1, j if y is STAR else j + 1))
     return False
 
 
-def _chars_meet(x: object, y: object) -> bool:
+def _chars_meet(x: object, y: object, budget: Budget) -> bool:
     return x is STAR or y is STAR or x is ONE or y is ONE or x == y
 
 
-def _segments_meet(x: object, y: object) -> bool:
+def _segments_meet(x: object, y: object, budget: Budget) -> bool:
     # Every segment pattern matches some non-empty name, so `**` meets any; two patterns
     # of one segment share a name when their tokens share a word (two all-star segments
     # share the empty word, and every other word as well).
     if x is GLOBSTAR or y is GLOBSTAR:
         return True
     assert isinstance(x, tuple) and isinstance(y, tuple)
-    return _meets(x, y, _chars_meet)
+    return _meets(x, y, _chars_meet, budget)
 
 
 @lru_cache(maxsize=4_096)
@@ -228,21 +283,36 @@ def _compiled(pattern: str) -> Compiled:
     return tuple(segments)
 
 
-@lru_cache(maxsize=65_536)
-def overlaps(a: str, b: str) -> bool:
-    """Whether some path is covered by both (normalized) patterns."""
+_DECIDED: dict[tuple[str, str], bool] = {}  # overlaps' answers, so a pair costs once
+_DECIDED_MAX = 65_536
+
+
+def overlaps(a: str, b: str, budget: Budget | None = None) -> bool:
+    """Whether some path is covered by both (normalized) patterns; a question too hard to
+    decide within QUESTION_STATES is answered True. `budget`: the request's (one of its
+    own when none is given)."""
     if a == b:
         return True
-    return _meets(_compiled(a), _compiled(b), _segments_meet)
+    known = _DECIDED.get((a, b))
+    if known is not None:
+        return known
+    found = (budget or Budget()).ask(
+        lambda spending: _meets(_compiled(a), _compiled(b), _segments_meet, spending))
+    if len(_DECIDED) >= _DECIDED_MAX:
+        _DECIDED.clear()
+    _DECIDED[(a, b)] = found
+    return found
 
 
-def covers(pattern: str, path: str) -> bool:
+def covers(pattern: str, path: str, budget: Budget | None = None) -> bool:
     """Whether the pattern covers this file's path: the path's characters are taken as
-    they are (a file named `a*b` is not a pattern)."""
+    they are (a file named `a*b` is not a pattern). Too hard to decide: True."""
     literal = tuple(tuple(segment) for segment in path.split("/") if segment)
-    return bool(literal) and _meets(_compiled(pattern), literal, _segments_meet)
+    return bool(literal) and (budget or Budget()).ask(
+        lambda spending: _meets(_compiled(pattern), literal, _segments_meet, spending))
 
 
-def conflict(mine: PathSpec, theirs: PathSpec) -> bool:
+def conflict(mine: PathSpec, theirs: PathSpec, budget: Budget | None = None) -> bool:
     """Whether two reservations exclude each other: they overlap and one is exclusive."""
-    return (mine.exclusive or theirs.exclusive) and overlaps(mine.pattern, theirs.pattern)
+    return (mine.exclusive or theirs.exclusive) and overlaps(mine.pattern, theirs.pattern,
+                                                             budget)

@@ -22,7 +22,7 @@ from planledger.ledger.domain import errors
 from planledger.ledger.domain import events as ev
 from planledger.ledger.domain.claims import Decision, live_holder
 from planledger.ledger.domain.ids import Actor, SessionId, StepId, acting_session
-from planledger.ledger.domain.paths import PathSpec, check_paths, conflict, merge
+from planledger.ledger.domain.paths import Budget, PathSpec, check_paths, conflict, merge
 from planledger.ledger.domain.state import PlanState, SessionState, StepState
 
 RESERVATIONS_STREAM = "reservations"
@@ -125,11 +125,13 @@ def with_declared_paths(
 def conflicts(
     wanted: Sequence[PathSpec], others: Iterable[Reservation]
 ) -> list[tuple[Reservation, tuple[str, ...]]]:
-    """Each reservation the paths conflict with, and its patterns that do."""
+    """Each reservation the paths conflict with, and its patterns that do; OverBudget
+    when deciding it all would take more than one request's budget (ledger.domain.paths)."""
     found = []
+    budget = Budget()
     for other in others:
         theirs = tuple(t.pattern for t in other.paths
-                       if any(conflict(mine, t) for mine in wanted))
+                       if any(conflict(mine, t, budget) for mine in wanted))
         if theirs:
             found.append((other, theirs))
     return found
