@@ -58,7 +58,7 @@ def check_store_file(db: str) -> None:
 
 def _tables(path: Path) -> dict[str, frozenset[str]] | None:
     """Each table of the database with its columns, read without writing; None when a
-    writer holds it locked."""
+    writer holds it locked or a read would need a write (WAL on a read-only disk)."""
     try:
         connection = sqlite3.connect(f"file:{quote(str(path.resolve()))}?mode=ro", uri=True,
                                      timeout=1.0)
@@ -70,8 +70,8 @@ def _tables(path: Path) -> dict[str, frozenset[str]] | None:
         return {name: frozenset(row[0] for row in connection.execute(
             "SELECT name FROM pragma_table_info(?)", (name,))) for name in names}
     except sqlite3.OperationalError as error:
-        if "locked" in str(error) or "busy" in str(error):
-            return None
+        if any(word in str(error) for word in ("locked", "busy", "readonly")):
+            return None  # a store in WAL mode on a read-only disk: its own opening words it
         raise NotAStore(f"{path} is not a planledger store: {error}") from None
     except sqlite3.DatabaseError as error:  # "file is not a database", "malformed"
         raise NotAStore(f"{path} is not a planledger store: {error}") from None
