@@ -10,6 +10,8 @@
 | admin token | — | `PLANLEDGER_ADMIN_TOKEN` (unset: no admin over the API; 32 characters or more) |
 | steps per request | — | `PLANLEDGER_MAX_STEPS_PER_REQUEST` (default 1000, up to 100000) |
 | allowed hosts | — | `PLANLEDGER_ALLOWED_HOSTS` (comma-separated names; api.http.origin) |
+| unused MCP sessions end after | — | `PLANLEDGER_MCP_FRESH_SECONDS` (default 60) |
+| MCP sessions per client address | — | `PLANLEDGER_MCP_SESSIONS_PER_ADDRESS` (default 64) |
 
 Steps per request caps the steps one plan creation may carry (HTTP, MCP `plans_create`,
 `planledger plan create`): a plan is written in one transaction, and while it is the
@@ -34,6 +36,8 @@ DEFAULT_PORT = 8765
 DEFAULT_MAX_STEPS_PER_REQUEST = 1_000
 MAX_STEPS_SETTING = "PLANLEDGER_MAX_STEPS_PER_REQUEST"
 MIN_ADMIN_TOKEN = 32  # characters: `openssl rand -hex 16` makes one
+DEFAULT_FRESH_SECONDS = 60.0  # api.mcp.session_watch
+DEFAULT_PER_ADDRESS = 64
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,10 @@ class Settings:
     # Host names besides localhost, IP addresses and the bind address that requests may
     # be sent to (a proxy's public name); "*": any (api.http.origin).
     allowed_hosts: tuple[str, ...] = ()
+    # MCP over HTTP (api.mcp.session_watch): a session that sent nothing after its
+    # handshake ends this many seconds after it began; one address holds at most so many.
+    mcp_fresh_seconds: float = DEFAULT_FRESH_SECONDS
+    mcp_sessions_per_address: int = DEFAULT_PER_ADDRESS
 
     def __post_init__(self) -> None:
         token = self.admin_token
@@ -95,7 +103,17 @@ def load_settings(
         max_steps_per_request=_max_steps(),
         allowed_hosts=tuple(n.strip() for n in os.environ.get(
             "PLANLEDGER_ALLOWED_HOSTS", "").split(",") if n.strip()),
+        mcp_fresh_seconds=_positive("PLANLEDGER_MCP_FRESH_SECONDS", DEFAULT_FRESH_SECONDS),
+        mcp_sessions_per_address=int(_positive("PLANLEDGER_MCP_SESSIONS_PER_ADDRESS",
+                                               DEFAULT_PER_ADDRESS)),
     )
+
+
+def _positive(name: str, default: float) -> float:
+    value = _env_int(name, int(default))
+    if value < 1:
+        raise ValueError(f"{name}={value} is out of range: at least 1")
+    return value
 
 
 def _max_steps() -> int:

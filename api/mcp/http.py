@@ -17,12 +17,14 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 from fastapi import FastAPI
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from planledger.api.mcp.server import LedgerMCP, build_server
+from planledger.api.mcp.session_watch import IDLE_SECONDS, SessionWatch, WatchedSessions
 from planledger.api.service import Service
 
 PATH = "/mcp"
@@ -47,16 +49,32 @@ def install_mcp(app: FastAPI, service: Service, host: str) -> None:
     """Serve the MCP tools over `service` at /mcp on `app` (bound to `host`)."""
     server = build_server(service, single_connection=False)
     app.state.mcp = server  # what operators and tests inspect (its connections)
+    settings = service.settings
+    watch = SessionWatch(settings.mcp_fresh_seconds, settings.mcp_sessions_per_address)
+    watched = WatchedSessions(_Endpoint(server), watch)
+    app.state.mcp_sessions = watch
     # First, not last: the router tries its routes in order, and /mcp was matched against
     # every API route before its own (35, a regular expression each) on every call.
-    app.router.routes.insert(0, Route(PATH, endpoint=_Endpoint(server)))
+    app.router.routes.insert(0, Route(PATH, endpoint=watched))
     outer = app.router.lifespan_context
 
     @asynccontextmanager
     async def lifespan(parent: FastAPI) -> AsyncIterator[Any]:
         server.streamable_http_app(streamable_http_path=PATH, host=host,  # a fresh manager
-                                   json_response=True, transport_security=ONE_GUARD)
-        async with outer(parent) as state, server.session_manager.run():
+                                   json_response=True, transport_security=ONE_GUARD,
+                                   session_idle_timeout=IDLE_SECONDS)
+        watch.sessions.clear()  # the last manager's sessions ended with it
+        async with outer(parent) as state, server.session_manager.run(), \
+                anyio.create_task_group() as reaping:
+            reaping.start_soon(_reap_every, watched, watch.fresh_seconds)
             yield state
+            reaping.cancel_scope.cancel()
 
     app.router.lifespan_context = lifespan
+
+
+async def _reap_every(watched: WatchedSessions, seconds: float) -> None:
+    """Unused sessions end without waiting for someone to open another."""
+    while True:
+        await anyio.sleep(seconds)
+        await watched.reap()
