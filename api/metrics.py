@@ -68,7 +68,7 @@ class Metrics:
         elif isinstance(command, c.Complete):
             self.completions.inc()
         elif isinstance(command, c.Release):
-            self.released("released")
+            self.released(command.reason)
         elif isinstance(command, c.Drop):
             self.drops.inc()
 

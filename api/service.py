@@ -9,6 +9,7 @@ proved it speaks for (a session, a key, the admin or the local operator); the ro
 actor holds is checked here against what the command needs (`api.access`).
 """
 
+import logging
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, TypeGuard, TypeVar
@@ -25,6 +26,7 @@ from planledger.api.pasted_credentials import PastedCredentials
 from planledger.api.runtime import Runtime
 from planledger.api.schemas import (
     TOKEN_ONLY_FIRST,
+    ClaimNextOut,
     KeyIssuedOut,
     KeyOut,
     KeysOut,
@@ -44,6 +46,7 @@ from planledger.projections.timeline import TimelineModel
 
 M = TypeVar("M", bound=BaseModel)
 Key = str | None
+log = logging.getLogger("planledger.service")
 
 
 class Service:
@@ -76,7 +79,8 @@ class Service:
         that waits does its waiting on the loop, holding no thread (api.waiting)."""
         command = self._within_limits(command)
         if _waits(command):
-            return await self.waiting.claim_next(command, self._attempt(command, key))
+            return await self.waiting.claim_next(command, self._attempt(command, key),
+                                                 unclaim=self.release_departed)
         return await to_thread.run_sync(self.execute, command, key)
 
     async def answer_async(self, command: Command[Any], out: type[M], key: Key = None) -> M:
@@ -186,6 +190,20 @@ class Service:
             except _NothingYet:
                 return None
         return attempt
+
+    def release_departed(self, answer: BaseModel) -> None:
+        """Let go of the claim in a waiting claim-next's answer whose caller left before it
+        was told (api.waiting): the step is free again at once, and its release says why.
+        Nothing to let go of (the session ended meanwhile, say) is not news."""
+        if not isinstance(answer, ClaimNextOut) or answer.claimed is None:
+            return
+        claimed = answer.claimed
+        try:
+            self.execute(c.Release(claimed.step_id, claimed.holder, claimed.fence,
+                                   reason="caller_departed"))
+        except LedgerError as error:
+            log.info("a departed caller's claim of %s was let go of already: %s",
+                     claimed.step_id, error)
 
     def _unless_nothing_yet(self, run: Callable[[Attach | None], Any],
                             ) -> Callable[[Attach | None], Any]:

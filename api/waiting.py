@@ -22,6 +22,11 @@ nothing is left in it to wait for.
   that moves an injected clock calls `clock_moved` to cut the sleeps short.
 - Idempotent: tries that find nothing record nothing; only the answer given (a claim, a
   refusal, or the time-up answer) is recorded under the caller's key (see `Attempt`).
+- A caller that leaves (an HTTP client that disconnects, an MCP call its client gives up
+  on) cancels its wait and leaves the line: it is granted nothing more. A try already
+  claiming runs to its end (it runs on a thread, inside the store's write, and cannot stop
+  half-way); a claim it made for the departed caller is let go of at once (`Unclaim`), so
+  the step is free for the next agent rather than held for a lease nobody heard of.
 """
 
 import asyncio
@@ -48,6 +53,8 @@ T = TypeVar("T")
 # (then nothing is recorded), else the answer (a claim, a refusal raised, or, `final`
 # True, the "nothing ready" answer, recorded under the caller's key if it sent one).
 Attempt = Callable[[bool], BaseModel | None]
+# Let go of the claim in an answer whose caller left before it was told of it.
+Unclaim = Callable[[BaseModel], None]
 
 
 class Run(Protocol):
@@ -231,6 +238,37 @@ class Lines:
             line.tickets[0].wake()  # to sleep until then, not until its deadline
 
 
+async def _to_the_end(run: Run, work: Callable[[], T], unclaim: Unclaim | None,
+                      answer_in: Callable[[T], BaseModel | None]) -> T:
+    """`work`'s result, run to its end even if the caller is cancelled meanwhile (both
+    anyio's cancel scopes and a task's own `cancel` reach here); cancelled, the answer in
+    it (`answer_in`) goes to `unclaim` and the cancellation goes on."""
+    running = asyncio.ensure_future(run(work))
+    result, left = await _uncancelled(running)
+    if left is None:
+        return result
+    answer = answer_in(result)
+    if answer is not None and unclaim is not None:
+        await _uncancelled(asyncio.ensure_future(run(lambda: unclaim(answer))))
+    raise left
+
+
+async def _uncancelled(running: "asyncio.Future[T]") -> tuple[T, BaseException | None]:
+    """`running`'s result once it ends, and the cancellation that reached its awaiter
+    meanwhile (None: none did; with one, its error gives way to the cancellation). A cancel
+    scope keeps cancelling its task until the task leaves it, so each is caught until the
+    work is done."""
+    left: BaseException | None = None
+    while not running.done():
+        try:
+            await asyncio.wait({running})
+        except asyncio.CancelledError as cancelled:
+            left = cancelled
+    if left is not None and (running.cancelled() or running.exception() is not None):
+        raise left
+    return running.result(), left
+
+
 class Waiting:
     """`Waiting(reads, clock)`: claim-next calls that wait, on one read model."""
 
@@ -240,9 +278,10 @@ class Waiting:
         self._wakeups = Wakeups(reads, self._lines)
 
     async def claim_next(self, command: ClaimNext, attempt: Attempt,
-                         run: Run = on_a_thread) -> BaseModel:
+                         run: Run = on_a_thread, unclaim: Unclaim | None = None) -> BaseModel:
         """Wait in the plan's line until `attempt` answers or the time is up (the module's
-        doc); blocking work goes to `run`."""
+        doc); blocking work goes to `run`. Cancelled, it answers nothing, and a claim its
+        try made meanwhile goes to `unclaim`."""
         plan = PlanSlug(command.plan)
         deadline = self._clock.now() + timedelta(seconds=command.wait_seconds)
         ticket = Ticket(asyncio.get_running_loop())
@@ -253,14 +292,16 @@ class Waiting:
             self._lines.join(plan, ticket)
             while True:
                 if self._lines.turn(plan, ticket, self._clock.now()):
-                    answer, lapse = await run(lambda: self._try(plan, attempt))
+                    answer, lapse = await _to_the_end(
+                        run, lambda: self._try(plan, attempt), unclaim, lambda a: a[0])
                     if answer is not None:
                         served = True
                         return answer
                     self._lines.tried(plan, ticket, lapse)
                 now = self._clock.now()
                 if now >= deadline:
-                    final = await run(lambda: attempt(True))
+                    final = await _to_the_end(run, lambda: attempt(True), unclaim,
+                                              lambda a: a)
                     assert final is not None, "a final attempt answers"
                     return final
                 await ticket.sleep(self._lines.seconds_to_sleep(plan, ticket, deadline, now))

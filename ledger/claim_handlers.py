@@ -6,6 +6,7 @@ its command's result."""
 # `Outcome[Grant]` on every definition cost a subscription per command.
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
@@ -136,7 +137,8 @@ def complete(run: Execution, command: c.Complete) -> c.StepChanged:
 
 
 def release(run: Execution, command: c.Release) -> c.StepChanged:
-    return _close(run, closing.decide_release, command, "open", "release")
+    decide = functools.partial(closing.decide_release, reason=command.reason)
+    return _close(run, decide, command, "open", "release")
 
 
 def _close(run: Execution, decide: Callable[..., Decision], command: c.Complete | c.Release,

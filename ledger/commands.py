@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any, ClassVar, Generic, TypeVar
 
 from planledger.ledger.domain.access import KeyState
+from planledger.ledger.domain.events import HolderRelease
 from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId
 from planledger.ledger.domain.paths import PathSpec
 from planledger.ledger.domain.state import Note, PlanState, SessionState, Status, StepDef
@@ -259,6 +260,9 @@ class Release(Command[StepChanged]):
     actor: str
     fence: int | None = None
     note: str | None = None  # a handoff note left with it, for the next claimer
+    # "caller_departed": the server lets go of a grant whose claim-next caller had left
+    # before it was told of it (api.waiting); callers themselves release as "released".
+    reason: HolderRelease = "released"
 
 
 @dataclass(frozen=True)

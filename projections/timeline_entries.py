@@ -212,6 +212,8 @@ def _step_entry(
                      f"{_clock(event.expires_at)}", step, fence=event.fence)
     if isinstance(event, ev.StepReleased):
         why = {"released": "released", "session_ended": "released (session ended)",
+               "caller_departed": "released (its caller left before it was told of the "
+                                  "claim)",
                "forced": f'force-released (held by "{event.holder}")'}[event.reason]
         return entry("released", f"{ref(step)} {why}", step, holder=event.holder,
                      fence=event.fence)

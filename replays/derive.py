@@ -169,8 +169,10 @@ def _closing(event: ev.LedgerEvent) -> Start | None:
     if isinstance(event, ev.StaleFenceRejected):
         held = "actor" if event.action == "drop" else "session_id"
         return event.action, who, {"step_id": event.step_id, held: who, "fence": event.fence}, []
-    if isinstance(event, ev.StepReleased) and event.reason == "released":
-        return "release", who, {"step_id": step, "session_id": who, "fence": event.fence}, []
+    if isinstance(event, ev.StepReleased) and event.reason in ev.HOLDER_RELEASES:
+        said = {"reason": event.reason} if event.reason != "released" else {}
+        return "release", who, {"step_id": step, "session_id": who, "fence": event.fence,
+                                **said}, []
     if isinstance(event, ev.StepReleased) and event.reason == "forced":
         return "force_release", who, {"step_id": step, "actor": _author(event)}, []
     if isinstance(event, ev.StepReopened):
@@ -214,6 +216,16 @@ def _actor(a: Args) -> str:
     return str(a.get("actor") or a.get("session_id") or UNRECORDED)
 
 
+def _holder_release(a: Args) -> ev.HolderRelease:
+    """A recorded release's reason (a file is untrusted: a reason no holder gives is refused)."""
+    reason = a.get("reason", "released")
+    for known in ev.HOLDER_RELEASES:
+        if reason == known:
+            return known
+    raise RecordingError(f"a release's reason is {str(reason)[:40]!r}: one of "
+                         f"{', '.join(ev.HOLDER_RELEASES)} was expected")
+
+
 def _paths(a: Args) -> tuple[PathSpec, ...]:
     return specs(a.get("paths") or [])
 
@@ -254,7 +266,7 @@ BUILDERS: dict[str, tuple[tuple[str, ...], Build]] = {
     "complete": (("step_id", "session_id", "fence"), lambda a: c.Complete(
         a["step_id"], a["session_id"], a["fence"], a.get("note"))),
     "release": (("step_id", "session_id", "fence"), lambda a: c.Release(
-        a["step_id"], a["session_id"], a["fence"], a.get("note"))),
+        a["step_id"], a["session_id"], a["fence"], a.get("note"), _holder_release(a))),
     "drop": (("step_id", "fence"), lambda a: c.Drop(a["step_id"], _actor(a), a["fence"],
                                                     a.get("note"))),
     "force_release": (("step_id",), lambda a: c.ForceRelease(a["step_id"], _actor(a))),

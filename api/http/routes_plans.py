@@ -3,10 +3,11 @@ add steps, and claim the next ready step."""
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from planledger.api import reads
+from planledger.api.http.departure import CLIENT_CLOSED_REQUEST, CallerLeft, unless_caller_leaves
 from planledger.api.http.deps import (
     ActorDep,
     AuthorDep,
@@ -98,9 +99,9 @@ async def ready_recorded(service: ServiceDep, slug: SlugPath, actor: ActorDep,
              responses=errors(401, 404, e409="session_ended: the session cannot claim.",
                               e422=f"Bad lease_seconds, or wait_seconds outside "
                                    f"0..{c.MAX_WAIT_SECONDS}."))
-async def claim_next(service: ServiceDep, slug: SlugPath, actor: ActorDep,
+async def claim_next(request: Request, service: ServiceDep, slug: SlugPath, actor: ActorDep,
                      key: IdempotencyKeyDep = None,
-                     body: ClaimNextIn | None = None) -> ClaimNextOut:
+                     body: ClaimNextIn | None = None) -> ClaimNextOut | Response:
     """Atomically claim the plan's next ready step, skipping steps lost to a race, so a
     worker needs no bounce round trip. Steps are tried by priority (0 first), then the
     step heading the longest chain of open steps still waiting on it (the critical path
@@ -109,7 +110,15 @@ async def claim_next(service: ServiceDep, slug: SlugPath, actor: ActorDep,
     all_done, empty or none_ready (a mix).
     With `wait_seconds`, a call that finds nothing waits (holding no server thread) until
     a step becomes claimable and claims it, or answers why not when the time is up; a
-    finished plan (all_done) answers at once."""
+    finished plan (all_done) answers at once. A caller that disconnects while it waits
+    leaves the line: it is granted nothing (a claim that lands for it even so is released
+    at once, as `caller_departed`)."""
     command = c.ClaimNext(slug, actor, body.lease_seconds if body else None,
                           body.wait_seconds if body else 0)
-    return await service.answer_async(command, ClaimNextOut, key)
+    if command.wait_seconds == 0:
+        return await service.answer_async(command, ClaimNextOut, key)
+    try:
+        return await unless_caller_leaves(
+            request.receive, lambda: service.answer_async(command, ClaimNextOut, key))
+    except CallerLeft:
+        return Response(status_code=CLIENT_CLOSED_REQUEST)  # read by no one but the logs

@@ -23,6 +23,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from planledger.api.http.departure import CancelledWhenCallerLeaves
 from planledger.api.mcp.server import LedgerMCP, build_server
 from planledger.api.mcp.session_watch import IDLE_SECONDS, SessionWatch, WatchedSessions
 from planledger.api.service import Service
@@ -51,7 +52,9 @@ def install_mcp(app: FastAPI, service: Service, host: str) -> None:
     app.state.mcp = server  # what operators and tests inspect (its connections)
     settings = service.settings
     watch = SessionWatch(settings.mcp_fresh_seconds, settings.mcp_sessions_per_address)
-    watched = WatchedSessions(_Endpoint(server), watch)
+    # A tool call its client gives up on (closing its request, as the 2026-07-28 protocol
+    # cancels) stops: a waiting claim-next then claims nothing for nobody.
+    watched = WatchedSessions(CancelledWhenCallerLeaves(_Endpoint(server)), watch)
     app.state.mcp_sessions = watch
     # First, not last: the router tries its routes in order, and /mcp was matched against
     # every API route before its own (35, a regular expression each) on every call.

@@ -58,14 +58,14 @@ def decide_complete(
 
 def decide_release(
     step: StepState, definition: StepDef, session: SessionState, fence: int | None,
-    holder: SessionId | None, now: datetime,
+    holder: SessionId | None, now: datetime, reason: ev.HolderRelease = "released",
 ) -> Decision:
     refused = _check_holder(step, definition, "release", session, fence, holder, now)
     if refused:
         return refused
     released = ev.StepReleased(
         step.id, step.version + 1, timestamp=now, session_id=session.id, actor=session.id,
-        fence=step.fence, holder=session.id, reason="released",
+        fence=step.fence, holder=session.id, reason=reason,
     )
     return Decision([released])
 

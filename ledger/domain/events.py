@@ -12,7 +12,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import ClassVar, Literal
 
-ReleaseReason = Literal["released", "session_ended", "forced"]
+# Why a holder let its step go: it said so, or the claim-next caller the grant was for had
+# left before it was told (api.waiting releases such a grant at once).
+HolderRelease = Literal["released", "caller_departed"]
+HOLDER_RELEASES: tuple[HolderRelease, ...] = ("released", "caller_departed")
+ReleaseReason = HolderRelease | Literal["session_ended", "forced"]
 RefusalReason = Literal["blocked", "closed"]
 
 
@@ -131,7 +135,8 @@ class LeaseRenewed(LedgerEvent):
 
 @dataclass(frozen=True)
 class StepReleased(LedgerEvent):
-    """The step let go by its holder, its session's end, or the admin."""
+    """The step let go by its holder, its session's end, or the admin; `reason` says which
+    (and "caller_departed": a grant nobody heard of, let go by the server for its holder)."""
 
     fence: int
     holder: str

@@ -1,0 +1,80 @@
+"""A long answer that stops when its HTTP caller leaves.
+
+A plain (not streamed) answer is never told its client disconnected: Starlette runs the
+handler to its end and drops the answer. For a claim-next that waits up to minutes, that
+end is a claim granted to nobody (api.waiting lets such a claim go). Here the handler's
+work runs beside a watch on the connection: the client's disconnect cancels the work.
+`unless_caller_leaves` does this for one handler's work; `CancelledWhenCallerLeaves` for
+a whole ASGI app (the MCP endpoint, whose tool calls are answered with plain JSON bodies).
+"""
+
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+import anyio
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+T = TypeVar("T")
+# The status logs and metrics record for an answer nobody was left to read (nginx's 499).
+CLIENT_CLOSED_REQUEST = 499
+
+
+class CallerLeft(Exception):
+    """The HTTP client disconnected before its answer was ready: nobody is left to tell."""
+
+
+async def unless_caller_leaves(receive: Receive, work: Callable[[], Awaitable[T]]) -> T:
+    """`work`'s answer; if the client disconnects first, `work` is cancelled and
+    `CallerLeft` raised. `receive`: the request's, after its body was read (the server
+    then answers it only with the disconnect, when it comes)."""
+    answers: list[T] = []
+    async with anyio.create_task_group() as group:
+
+        async def watch() -> None:
+            await _disconnected(receive)
+            group.cancel_scope.cancel()
+
+        group.start_soon(watch)
+        answers.append(await work())
+        group.cancel_scope.cancel()
+    if not answers:
+        raise CallerLeft
+    return answers[0]
+
+
+class CancelledWhenCallerLeaves:
+    """ASGI middleware: an HTTP request's handling is cancelled when its client
+    disconnects. The watch begins once the app has read the whole body, so it takes no
+    message the app wants (a server answers later reads only with the disconnect)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        body_read = anyio.Event()
+
+        async def reading() -> Message:
+            message = await receive()
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                body_read.set()
+            return message
+
+        async with anyio.create_task_group() as group:
+
+            async def watch() -> None:
+                await body_read.wait()
+                await _disconnected(receive)
+                group.cancel_scope.cancel()
+
+            group.start_soon(watch)
+            await self.app(scope, reading, send)
+            group.cancel_scope.cancel()
+
+
+async def _disconnected(receive: Receive) -> None:
+    """Return once the client has disconnected (or its answer is complete)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
