@@ -19,8 +19,9 @@ if TYPE_CHECKING:
 
 # A connection that has been answered and sends nothing more is closed after this long.
 KEEP_ALIVE_SECONDS = 5
-# The most a request's line and headers may take while they arrive (h11's own default,
-# here so a change of uvicorn's or h11's does not change ours); larger is refused with 400.
+# The most of a request's line and headers held while they are still arriving; past it the
+# request is refused with 400. h11's own default, named here so that a change of uvicorn's
+# or h11's does not change ours.
 MAX_HEAD_BYTES = 16 * 1024
 
 
