@@ -12,12 +12,21 @@
 | allowed hosts | — | `PLANLEDGER_ALLOWED_HOSTS` (comma-separated names; api.http.origin) |
 | unused MCP sessions end after | — | `PLANLEDGER_MCP_FRESH_SECONDS` (default 60) |
 | MCP sessions per client address | — | `PLANLEDGER_MCP_SESSIONS_PER_ADDRESS` (default 64) |
+| connections at once | — | `PLANLEDGER_MAX_CONNECTIONS` (default 1000, or fewer: see below) |
 
 Steps per request caps the steps one plan creation may carry (HTTP, MCP `plans_create`,
 `planledger plan create`): a plan is written in one transaction, and while it is the
 store takes no other write, so a plan of 100,000 steps held every agent's claims for
 twenty seconds. Above the cap the request is refused (422 naming the cap and this
 setting); a longer plan is created with the first steps and grown by adding steps.
+
+Connections at once bounds the connections a server holds. Each is an open file, and
+`planledger serve` raises the limit on open files to the most the system allows
+(api.open_files). The default is 1000, or the open-file limit less `FILES_KEPT` where that
+is smaller, so the store, the logs and the event loop always have files to open. A
+request that arrives while the server holds as many connections is answered 503 and its
+connection closed. A higher setting than the open-file limit leaves room for is refused at
+start.
 
 The admin token may release any step and issue keys, so a guessable one is refused at start
 (under `MIN_ADMIN_TOKEN` characters), as a short secret is (infra.secret).
@@ -38,6 +47,12 @@ MAX_STEPS_SETTING = "PLANLEDGER_MAX_STEPS_PER_REQUEST"
 MIN_ADMIN_TOKEN = 32  # characters: `openssl rand -hex 16` makes one
 DEFAULT_FRESH_SECONDS = 60.0  # api.mcp.session_watch
 DEFAULT_PER_ADDRESS = 64
+MAX_CONNECTIONS_SETTING = "PLANLEDGER_MAX_CONNECTIONS"
+DEFAULT_MAX_CONNECTIONS = 1_000
+# Open files kept beside the connections: the store's (a SQLite database, its WAL and
+# shared memory, per pooled connection), the secret and checkpoint files, the logs, the
+# event loop's own.
+FILES_KEPT = 64
 
 
 @dataclass(frozen=True)
@@ -55,6 +70,8 @@ class Settings:
     # handshake ends this many seconds after it began; one address holds at most so many.
     mcp_fresh_seconds: float = DEFAULT_FRESH_SECONDS
     mcp_sessions_per_address: int = DEFAULT_PER_ADDRESS
+    # Connections the HTTP server holds at once (uvicorn's `limit_concurrency`).
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
 
     def __post_init__(self) -> None:
         token = self.admin_token
@@ -90,9 +107,11 @@ def _env_int(name: str, default: int) -> int:
 
 def load_settings(
     db: str | None = None, host: str | None = None, port: int | None = None,
-    lease_default: int | None = None,
+    lease_default: int | None = None, open_files: int | None = None,
 ) -> Settings:
-    """Settings from the given values, else the environment, else the defaults."""
+    """Settings from the given values, else the environment, else the defaults.
+    `open_files`: how many files the serving process may open (api.open_files), which
+    bounds its connections; None where it is not known or nothing is served."""
     lease = lease_default or _env_int("PLANLEDGER_LEASE_DEFAULT", DEFAULT_LEASE_SECONDS)
     return Settings(
         db=resolve_db(db),
@@ -106,6 +125,7 @@ def load_settings(
         mcp_fresh_seconds=_positive("PLANLEDGER_MCP_FRESH_SECONDS", DEFAULT_FRESH_SECONDS),
         mcp_sessions_per_address=int(_positive("PLANLEDGER_MCP_SESSIONS_PER_ADDRESS",
                                                DEFAULT_PER_ADDRESS)),
+        max_connections=_max_connections(open_files),
     )
 
 
@@ -120,4 +140,19 @@ def _max_steps() -> int:
     cap = _env_int(MAX_STEPS_SETTING, DEFAULT_MAX_STEPS_PER_REQUEST)
     if not 1 <= cap <= MAX_STEPS_PER_PLAN:
         raise ValueError(f"{MAX_STEPS_SETTING}={cap} is out of range: 1..{MAX_STEPS_PER_PLAN}")
+    return cap
+
+
+def _max_connections(open_files: int | None) -> int:
+    """The connections a server may hold: the setting, else the default, and never more
+    than `open_files` (None: no limit) leaves once `FILES_KEPT` are set aside."""
+    room = None if open_files is None else max(1, open_files - FILES_KEPT)
+    cap = _env_int(MAX_CONNECTIONS_SETTING, min(DEFAULT_MAX_CONNECTIONS,
+                                                room or DEFAULT_MAX_CONNECTIONS))
+    if cap < 1:
+        raise ValueError(f"{MAX_CONNECTIONS_SETTING}={cap} is out of range: at least 1")
+    if room is not None and cap > room:
+        raise ValueError(f"{MAX_CONNECTIONS_SETTING}={cap} is more than this process can "
+                         f"hold: it may open {open_files} files and keeps {FILES_KEPT} for "
+                         f"the store and the logs, so at most {room} (raise `ulimit -n`)")
     return cap

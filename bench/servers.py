@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,8 +77,11 @@ def app_name(port: int) -> str:
     return f"planledger-replica-{port}"
 
 
-def launch_replica(db: str, extra_env: dict[str, str] | None = None) -> Replica:
-    """Start `planledger serve` on a free port, without waiting for it."""
+def launch_replica(db: str, extra_env: dict[str, str] | None = None,
+                   max_files: int | None = None) -> Replica:
+    """Start `planledger serve` on a free port, without waiting for it. `max_files`: the
+    server may open at most so many files (its soft and hard limits both, so raising
+    the soft one at start gains nothing)."""
     port = free_port()
     # PGAPPNAME labels the replica's database connections (pg_stat_activity), so a test or
     # a benchmark can find the server processes working for it.
@@ -88,13 +91,25 @@ def launch_replica(db: str, extra_env: dict[str, str] | None = None) -> Replica:
     output = tempfile.NamedTemporaryFile(prefix=f"planledger-{port}-", suffix=".log")  # noqa: SIM115 (closed by stop)
     process = subprocess.Popen(
         [PLANLEDGER, "serve", "--db", db, "--host", "127.0.0.1", "--port", str(port)],
-        env=env, stdout=output, stderr=subprocess.STDOUT)
+        env=env, stdout=output, stderr=subprocess.STDOUT,
+        # The child only sets its limit and execs: it takes no lock a thread here may hold.
+        preexec_fn=None if max_files is None else _limit_files(max_files))  # noqa: PLW1509
     return Replica(db, port, process, output)
 
 
-def start_replica(db: str, extra_env: dict[str, str] | None = None) -> Replica:
+def _limit_files(count: int) -> Callable[[], None]:
+    def limit() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_NOFILE, (count, count))
+
+    return limit
+
+
+def start_replica(db: str, extra_env: dict[str, str] | None = None,
+                  max_files: int | None = None) -> Replica:
     """Start `planledger serve` on a free port; returns once /healthz answers."""
-    replica = launch_replica(db, extra_env)
+    replica = launch_replica(db, extra_env, max_files)
     wait_healthy(replica)
     return replica
 

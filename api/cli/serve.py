@@ -9,11 +9,20 @@ from starlette.concurrency import run_in_threadpool
 
 from planledger.api.cli.common import DbOption, answering_errors
 from planledger.api.errors import ConfigError
+from planledger.api.logs import configure_logging
+from planledger.api.open_files import raise_open_file_limit
 from planledger.api.runtime import Runtime, open_runtime
 from planledger.api.settings import load_settings
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
+
+# A connection that has been answered and sends nothing more is closed after this long.
+KEEP_ALIVE_SECONDS = 5
+# The most of a request's line and headers held while they are still arriving; past it the
+# request is refused with 400. h11's own default, named here so that a change of uvicorn's
+# or h11's does not change ours.
+MAX_HEAD_BYTES = 16 * 1024
 
 
 def _steady_collector() -> None:
@@ -44,8 +53,11 @@ def serve(
 
     from planledger.api.http.app import create_app
 
+    configure_logging()  # before the MCP server is built: it would install its own
+    open_files = raise_open_file_limit()
     with answering_errors():
-        settings = load_settings(db=db, host=host, port=port, lease_default=lease_default)
+        settings = load_settings(db=db, host=host, port=port, lease_default=lease_default,
+                                 open_files=open_files)
         runtime = open_runtime(settings.db, checkpoints=True)
         runtime.reads.resume()  # its first answer should not wait for the checkpoint
         try:
@@ -58,7 +70,11 @@ def serve(
                        f"planledger: serving {base} — open {base}/ (the console) or "
                        f"{base}/docs (API reference); agents call {base}/api/… or MCP at "
                        f"{base}/mcp")
-            uvicorn.run(app, host=settings.host, port=settings.port, log_level="info")
+            # log_config=None: uvicorn's loggers write through ours (api.logs).
+            uvicorn.run(app, host=settings.host, port=settings.port, log_level="info",
+                        log_config=None, limit_concurrency=settings.max_connections,
+                        timeout_keep_alive=KEEP_ALIVE_SECONDS,
+                        h11_max_incomplete_event_size=MAX_HEAD_BYTES)
         finally:
             runtime.close()  # if it never served (a port in use): closed on shutdown else
 

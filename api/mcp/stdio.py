@@ -70,11 +70,13 @@ def _serve_embedded(db: str | None, lease_default: int | None, wire: "Wire") -> 
     import anyio
 
     from planledger.api.identity import Identity
+    from planledger.api.logs import configure_logging
     from planledger.api.mcp.server import build_server
     from planledger.api.runtime import open_runtime
     from planledger.api.service import Service
     from planledger.api.settings import load_settings
 
+    configure_logging()  # before the MCP server is built: it would install its own
     settings = load_settings(db=db, lease_default=lease_default)
     runtime = open_runtime(settings.db, checkpoints=True)
     try:
