@@ -27,19 +27,34 @@ async def unless_caller_leaves(receive: Receive, work: Callable[[], Awaitable[T]
     """`work`'s answer; if the client disconnects first, `work` is cancelled and
     `CallerLeft` raised. `receive`: the request's, after its body was read (the server
     then answers it only with the disconnect, when it comes)."""
-    answers: list[T] = []
-    async with anyio.create_task_group() as group:
-
-        async def watch() -> None:
-            await _disconnected(receive)
-            group.cancel_scope.cancel()
-
-        group.start_soon(watch)
-        answers.append(await work())
-        group.cancel_scope.cancel()
+    answers = await _beside(lambda: _disconnected(receive), work)
     if not answers:
         raise CallerLeft
     return answers[0]
+
+
+async def _beside(watch: Callable[[], Awaitable[None]],
+                  work: Callable[[], Awaitable[T]]) -> list[T]:
+    """`[work's answer]`, or `[]` when `watch` returned first (and `work` was cancelled).
+    An error of `work` is raised as itself, not wrapped in the task group's exception
+    group, so the handlers that turn refusals into answers still see it."""
+    answers: list[T] = []
+    failures: list[Exception] = []
+    async with anyio.create_task_group() as group:
+
+        async def watching() -> None:
+            await watch()
+            group.cancel_scope.cancel()
+
+        group.start_soon(watching)
+        try:
+            answers.append(await work())
+        except Exception as failure:  # noqa: BLE001 - raised again below, unwrapped
+            failures.append(failure)
+        group.cancel_scope.cancel()
+    if failures:
+        raise failures[0]
+    return answers
 
 
 class CancelledWhenCallerLeaves:
@@ -62,16 +77,11 @@ class CancelledWhenCallerLeaves:
                 body_read.set()
             return message
 
-        async with anyio.create_task_group() as group:
+        async def watch() -> None:
+            await body_read.wait()
+            await _disconnected(receive)
 
-            async def watch() -> None:
-                await body_read.wait()
-                await _disconnected(receive)
-                group.cancel_scope.cancel()
-
-            group.start_soon(watch)
-            await self.app(scope, reading, send)
-            group.cancel_scope.cancel()
+        await _beside(watch, lambda: self.app(scope, reading, send))
 
 
 async def _disconnected(receive: Receive) -> None:

@@ -191,3 +191,33 @@ def test_an_mcp_call_the_client_abandons_leaves_the_line_and_is_granted_nothing(
     assert answer["claimed"]["step_id"] == step_id, answer
     assert claims_by(mcp_server.app.state.service.runtime, gone_id) == []
 
+
+
+# --- refusals while the caller is watched ------------------------------------------------
+
+
+def test_a_waiting_claim_next_on_an_unknown_plan_is_refused_not_a_server_error(
+    runtime: Runtime,
+) -> None:
+    """The watch on the caller must not turn the domain's refusal into a 500 (schemathesis
+    found this: the refusal came out wrapped in the watch's exception group)."""
+    with live_server(runtime) as server, server.client() as http:
+        _, caller = session(http, "caller")
+        answer = http.post("/api/plans/no-such-plan/claim-next", headers=caller,
+                           json={"wait_seconds": 5})
+    assert answer.status_code == 404, answer.text
+    assert answer.json()["reason"] == "unknown_plan", answer.text
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_a_waiting_mcp_claim_next_on_an_unknown_plan_is_a_tool_error(
+    mcp_server: LiveServer, mode: str,
+) -> None:
+    async def story() -> str:
+        async with agents([f"{mcp_server.url}/mcp"], [mode]) as (agent,):
+            started = await agent.ok("session_start", name=agent.name)
+            agent.session_id, agent.token = started["session_id"], started.get("token", "")
+            return await agent.refused("tasks_claim_next", plan="no-such-plan",
+                                       wait_seconds=5)
+
+    assert "unknown plan" in anyio.run(story)
