@@ -49,7 +49,7 @@ async def _beside(watch: Callable[[], Awaitable[None]],
         group.start_soon(watching)
         try:
             answers.append(await work())
-        except Exception as failure:  # noqa: BLE001 - raised again below, unwrapped
+        except Exception as failure:  # raised again below, unwrapped
             failures.append(failure)
         group.cancel_scope.cancel()
     if failures:
