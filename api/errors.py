@@ -46,6 +46,13 @@ class BadIdempotencyKey(ApiError):
     reason = "invalid_idempotency_key"
 
 
+class TooManyStreams(ApiError):
+    """The server follows as many console streams as its setting allows."""
+
+    status = 503
+    reason = "too_many_streams"
+
+
 class ConfigError(Exception):
     """The server cannot start with this configuration."""
 

@@ -31,6 +31,9 @@ MAX_STEPS = 100  # steps sent one by one; a wider change names its plans to read
 FINISHING = frozenset(t.__name__ for t in (ev.StepCompleted, ev.StepDropped, ev.StepReopened))
 KEEP_SECONDS = 2.0  # a change built for one console serves others this long
 KEEP = 8  # changes kept at once (one per position consoles wait at)
+# A message's most bytes: a longer page is cut short (its `more` says so) and the rest
+# follows in the next messages; one event over it is still sent, alone.
+MESSAGE_BYTES = 256 * 1024
 
 
 @dataclass
@@ -51,10 +54,18 @@ class Message:
     text: str
 
 
-def message_after(runtime: Runtime, after: int, limit: int) -> Message:
-    """The change after position `after`, ready to send."""
-    change = change_after(runtime, after, limit)
-    return Message(change, change.model_dump_json())
+def message_after(runtime: Runtime, after: int, limit: int,
+                  max_bytes: int = MESSAGE_BYTES) -> Message:
+    """The change after position `after`, ready to send: at most `limit` events, fewer
+    where that many would make more than `max_bytes` of JSON (at least one)."""
+    while True:
+        change = change_after(runtime, after, limit)
+        text = change.model_dump_json()
+        size = len(text.encode())
+        if size <= max_bytes or len(change.events) <= 1:
+            return Message(change, text)
+        # Events differ in size: guess from the average, and halve at least.
+        limit = max(1, min(len(change.events) // 2, len(change.events) * max_bytes // size))
 
 
 def change_after(runtime: Runtime, after: int, limit: int) -> ChangeOut:

@@ -371,6 +371,8 @@ function connect(position) {
       if (live.dataset.state === "down") refresh();  // back after a break: read everything again
       live.dataset.state = "live";
       live.textContent = "live";
+    } else if (name === "resync") {
+      refresh();  // resumed from too far back: the server sends no backlog, the first view has it
     } else if (name === "log") {
       try {
         applyChange(JSON.parse(data));
@@ -378,9 +380,9 @@ function connect(position) {
         report(error);
       }
     }
-  }, () => {
+  }, (busy) => {
     live.dataset.state = "down";
-    live.textContent = "reconnecting…";
+    live.textContent = busy ? "server busy, retrying…" : "reconnecting…";
   });
 }
 

@@ -1,16 +1,19 @@
 // The live stream, read with fetch rather than EventSource: EventSource cannot send an
 // Authorization header, and an access key must never travel in a URL. This reads the
 // server-sent events format (https://html.spec.whatwg.org/#event-stream-interpretation)
-// and reconnects as EventSource would, resuming with Last-Event-ID.
+// and reconnects as EventSource would, resuming with Last-Event-ID. A server that follows
+// as many streams as it is set to answers 503: the next try waits its Retry-After.
 
 import { askForKey, withKey } from "./access.js";
 
 const LINE = /\r\n|\r|\n/;
 
-// `on(name, data)` for each message, `down()` when the connection breaks.
+// `on(name, data)` for each message, `down(busy)` when the connection breaks or is refused
+// (`busy`: the server follows as many consoles as it may, and said when to come back).
 export function openStream(url, on, down) {
   let lastId = null;
   let retry = 3000;
+  let busyFor = 0;  // milliseconds the server asked us to wait (Retry-After) before the next try
 
   function take(event) {
     if (event.id !== null) lastId = event.id;
@@ -36,6 +39,10 @@ export function openStream(url, on, down) {
       const body = await response.json().catch(() => ({}));
       await askForKey(body.message || "unauthorized");
       return;
+    }
+    if (response.status === 503) {
+      const seconds = Number(response.headers.get("Retry-After"));
+      busyFor = 1000 * (Number.isFinite(seconds) && seconds > 0 ? Math.min(seconds, 300) : 5);
     }
     if (!response.ok || !response.body) throw new Error(`stream answered ${response.status}`);
     const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
@@ -67,8 +74,11 @@ export function openStream(url, on, down) {
       } catch (error) {
         // the connection broke: said below, then tried again
       }
-      down();
-      await new Promise((resolve) => setTimeout(resolve, retry));
+      down(busyFor > 0);
+      // Spread out: many consoles refused at once should not all come back at once.
+      const wait = Math.max(retry, busyFor) * (busyFor ? 1 + Math.random() : 1);
+      busyFor = 0;
+      await new Promise((resolve) => setTimeout(resolve, wait));
     }
   })();
 }
