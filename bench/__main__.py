@@ -25,6 +25,7 @@ try:
         claim_order,
         claims,
         console,
+        console_streams,
         contention,
         disk_full,
         heartbeat,
@@ -49,9 +50,9 @@ from planledger.bench.table import rows, table
 # Every benchmark, by its module's name, in name order: a new one is added here.
 BENCHMARKS: dict[str, ModuleType] = {
     module.__name__.rpartition(".")[2]: module
-    for module in (backup, claim_order, claims, console, contention, disk_full, heartbeat,
-                   http, mcp, memory, pg_outage, postgres, ready_latency, rebuild, soak,
-                   startup, swarm, timeline)
+    for module in (backup, claim_order, claims, console, console_streams, contention,
+                   disk_full, heartbeat, http, mcp, memory, pg_outage, postgres,
+                   ready_latency, rebuild, soak, startup, swarm, timeline)
 }
 
 

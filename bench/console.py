@@ -129,7 +129,7 @@ def claim_times(agent: Agent, steps: Iterator[str], claims: int) -> list[float]:
     return times
 
 
-def _ready_ids(server: Replica) -> Iterator[str]:
+def ready_ids(server: Replica) -> Iterator[str]:
     """The plan's first WIDTH steps (ready at the start), from the console's own pages."""
     offset: int | None = 0
     while offset is not None and offset < WIDTH:
@@ -156,7 +156,7 @@ def run(smoke: bool = False) -> list[Figure]:
                 whole_timeline, whole_timeline_size = _reads(
                     http, f"/api/timeline?plan={PLAN}", rounds)
             agent = Agent(server, "claimer")
-            ready = _ready_ids(server)
+            ready = ready_ids(server)
             claim_times(agent, ready, 3)  # warm: connection, session, caches
             alone = claim_times(agent, ready, claims)
             with consoles(server, CONSOLES, follow_changes):
