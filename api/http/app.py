@@ -12,8 +12,6 @@ pool and then validates its answer on the pool again, two hand-offs where this i
 
 import logging
 import warnings
-from collections.abc import Callable
-from typing import Any
 
 from eventsourcing.persistence import PersistenceError
 from fastapi import FastAPI, Request, Response
@@ -71,7 +69,7 @@ def create_app(runtime: Runtime, settings: Settings, identity: Identity | None =
                    routes_reservations.router, routes_log.router, routes_log.ops,
                    routes_keys.router):
         app.router.routes.extend(router.routes)
-    app.openapi = _quiet(app.openapi)  # type: ignore[method-assign]
+    _without_alias_warning()
     install_console(app)
     install_mcp(app, app.state.service, settings.host)  # /mcp: the MCP tools (api/mcp)
     _install_errors(app)
@@ -87,17 +85,14 @@ def create_app(runtime: Runtime, settings: Settings, identity: Identity | None =
     return app
 
 
-def _quiet(openapi: Callable[[], dict[str, Any]]) -> Callable[[], dict[str, Any]]:
-    """FastAPI's document builder without pydantic's alias warning: FastAPI names each
-    body parameter with an alias, which pydantic (2.12 and later) flags on a model that
-    defers its build (ours do, for the command line's start-up) though the alias works
-    (pydantic/pydantic#12356); it would print on stderr when someone first opens /docs."""
-    def document() -> dict[str, Any]:
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", category=UnsupportedFieldAttributeWarning,
-                                    message="The 'alias' attribute")
-            return openapi()
-    return document
+def _without_alias_warning() -> None:
+    """Silence pydantic's alias warning, and only it: FastAPI names each body parameter
+    with an alias, which pydantic (2.12 and later) flags on a model that defers its build
+    (ours do, for the command line's start-up) though the alias works (pydantic/pydantic
+    #12356). The flag is raised wherever such a model is first built: the OpenAPI document,
+    or the first request that carries such a body; it would print on stderr each time."""
+    warnings.filterwarnings("ignore", category=UnsupportedFieldAttributeWarning,
+                            message="The 'alias' attribute")
 
 
 def _json(status: int, body: ErrorOut) -> JSONResponse:
