@@ -13,6 +13,7 @@ from planledger.api.runtime import Runtime, open_runtime
 from tests.support.fakes import FakeClock, SequentialIds
 from tests.support.live_server import LiveServer, live_server, session
 from tests.support.seed import seed_auth_refresh
+from tests.support.sse import sent_events
 
 Message = tuple[str, str, dict[str, object]]  # (event, id, data)
 
@@ -28,18 +29,9 @@ def server(tmp_path: Path, clock: FakeClock) -> Iterator[tuple[LiveServer, list[
 
 
 def _messages(response: httpx.Response) -> Iterator[Message]:
-    """Server-sent events as (event, id, data); keep-alive comments are skipped."""
-    event, ident, data = "message", "", []
-    for line in response.iter_lines():
-        if line == "" and data:
-            yield event, ident, json.loads("\n".join(data))
-            event, ident, data = "message", "", []
-        elif line.startswith("event:"):
-            event = line.removeprefix("event:").strip()
-        elif line.startswith("id:"):
-            ident = line.removeprefix("id:").strip()
-        elif line.startswith("data:"):
-            data.append(line.removeprefix("data:").strip())
+    """Server-sent events as (event, id, data parsed)."""
+    for event, ident, data in sent_events(response):
+        yield event, ident, json.loads(data)
 
 
 def test_each_append_is_streamed_and_a_reconnect_resumes(

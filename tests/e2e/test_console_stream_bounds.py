@@ -21,9 +21,9 @@ from planledger.api.runtime import Runtime, open_runtime
 from planledger.api.settings import Settings, load_settings
 from planledger.ledger.application import NewStep
 from tests.support.live_server import author, live_server
+from tests.support.sse import SentEvent, sent_events
 
 JOIN = 30.0  # bounds a failure; never a synchronisation
-Message = tuple[str, str, str]  # (event, id, data as sent)
 
 
 @pytest.fixture
@@ -31,20 +31,6 @@ def runtime(tmp_path: Path) -> Iterator[Runtime]:
     opened = open_runtime(str(tmp_path / "ledger.sqlite"))
     yield opened
     opened.close()
-
-
-def _messages(response: httpx.Response) -> Iterator[Message]:
-    event, ident, data = "message", "", []
-    for line in response.iter_lines():
-        if line == "" and data:
-            yield event, ident, "\n".join(data)
-            event, ident, data = "message", "", []
-        elif line.startswith("event:"):
-            event = line.removeprefix("event:").strip()
-        elif line.startswith("id:"):
-            ident = line.removeprefix("id:").strip()
-        elif line.startswith("data:"):
-            data.append(line.removeprefix("data:").strip())
 
 
 def _log_end(runtime: Runtime) -> int:
@@ -63,7 +49,7 @@ def test_a_stream_past_the_cap_is_answered_503_and_a_closed_one_frees_its_place(
         with http.stream("GET", "/api/console/events") as first, \
                 http.stream("GET", "/api/console/events") as second:
             # (Each reader is kept: a dropped one closes its connection.)
-            readers = [_messages(first), _messages(second)]
+            readers = [sent_events(first), sent_events(second)]
             assert [next(r)[0] for r in readers] == ["ready", "ready"]
             refused = http.get("/api/console/events")
             assert refused.status_code == 503, refused.text
@@ -76,7 +62,7 @@ def test_a_stream_past_the_cap_is_answered_503_and_a_closed_one_frees_its_place(
         assert slots.wait_until_held(0, JOIN), "closed streams kept their places"
         with http.stream("GET", "/api/console/events") as again:
             assert again.status_code == 200
-            assert next(_messages(again))[0] == "ready"
+            assert next(sent_events(again))[0] == "ready"
 
 
 def test_the_stream_cap_is_a_setting_refused_when_out_of_range(
@@ -111,7 +97,7 @@ def test_a_resume_from_further_back_than_the_bound_gets_one_resync_not_the_backl
             query = {} if resume else {"after": "0"}
             with http.stream("GET", "/api/console/events", headers=resume,
                              params=query) as stream:
-                messages = _messages(stream)
+                messages = sent_events(stream)
                 event, ident, data = next(messages)
                 assert event == "resync", (event, data[:200])
                 resynced = json.loads(data)["position"]
@@ -134,7 +120,7 @@ def test_a_resume_within_the_bound_gets_every_event_it_missed(runtime: Runtime) 
     with live_server(runtime) as server, server.client() as http, \
             http.stream("GET", "/api/console/events",
                         headers={"Last-Event-ID": str(end - 20)}) as stream:
-        messages = _messages(stream)
+        messages = sent_events(stream)
         assert next(messages)[0] == "ready"
         event, ident, data = next(messages)
     assert event == "log" and int(ident) == end
@@ -145,9 +131,9 @@ def test_a_resume_within_the_bound_gets_every_event_it_missed(runtime: Runtime) 
 # --- messages bounded in bytes -------------------------------------------------------------
 
 
-def _follow_to(stream: httpx.Response, end: int) -> list[Message]:
-    found: list[Message] = []
-    for message in _messages(stream):
+def _follow_to(stream: httpx.Response, end: int) -> list[SentEvent]:
+    found: list[SentEvent] = []
+    for message in sent_events(stream):
         found.append(message)
         if message[0] == "log" and int(message[1]) >= end:
             return found
