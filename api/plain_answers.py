@@ -77,7 +77,7 @@ def step_fields(definition: StepDef, state: StepState, verdict: Verdict | None,
         "depends_on": list(definition.depends_on),
         # A step claimable after a lapse reads as open: its lease no longer holds it.
         "status": "open" if kind == "claimable" else state.status,
-        "claimable": kind == "claimable", "holder": holder,
+        "claimable": kind == "claimable", "holder": holder, "holder_name": None,
         "lapsed_holder": verdict.holder if verdict and kind == "claimable" else None,
         "fence": state.fence, "expires_at": state.expires_at if holder else None,
         "blockers": [{"step_id": b, "title": _title(definitions, b), "status": s}
@@ -95,7 +95,12 @@ def annotate(view: LedgerView, moment: datetime, steps: Sequence[tuple[StepDef, 
              asker: SessionId | None = None) -> list[Fields]:
     """The steps' fields with what their live claims reserved and, for claimable ones, the
     live reservations of sessions other than the `asker` they would bounce off (none held:
-    the fields as they are). api.reads makes its step schemas from these too."""
+    the fields as they are), and their holders' session names. api.reads makes its step
+    schemas from these too."""
+    for _, fields in steps:
+        if fields["holder"] is not None:
+            holder = view.sessions.get(fields["holder"])
+            fields["holder_name"] = holder.name if holder is not None else None
     held = reservations.live(view, moment)
     if held:
         by_step: dict[str, HeldPaths] = {h.step_id: h for h in held}

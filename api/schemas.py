@@ -383,6 +383,8 @@ class StepOut(StepAnswer):
     status: Literal["open", "in_progress", "done", "dropped"]
     claimable: bool = Field(description="A claim would be granted now.")
     holder: str | None = Field(None, description="The live holder, if any.")
+    holder_name: str | None = Field(None, description="The live holder's session name, if "
+                                    "it has one.")
     lapsed_holder: str | None = Field(None, description="Whose lease lapsed, if claimable "
                                       "after a lapse.")
     fence: int

@@ -11,9 +11,8 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import typer
-from rich.console import Console
 
-from planledger.api.cli import EXIT_BOUNCED, EXIT_ERROR, EXIT_NOTHING_READY
+from planledger.api.cli import EXIT_BOUNCED, EXIT_ERROR, EXIT_NOTHING_READY, output
 from planledger.api.cli.direct import word_error
 from planledger.api.cli.options import (
     DbOption,
@@ -40,19 +39,13 @@ __all__ = [
     "TokenOption",
     "UrlOption",
     "answering_errors",
-    "console",
     "emit",
-    "errors",
     "open_client",
     "require",
 ]
 
 
 T = TypeVar("T")
-
-console = Console()
-errors = Console(stderr=True)
-
 
 @contextmanager
 def open_client(db: str | None, url: str | None, session: str | None = None,
@@ -87,7 +80,7 @@ def emit(result: Any, as_json: bool, show: Callable[[Any], None]) -> None:
     data = ([r.model_dump(mode=mode) for r in result] if isinstance(result, list)
             else result.model_dump(mode=mode))
     if as_json:
-        typer.echo(json.dumps(data, indent=2))
+        output.echo(json.dumps(data, indent=2))
     else:
         show(data)
 

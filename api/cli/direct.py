@@ -475,7 +475,7 @@ def _json_moment(value: object) -> str:
 def _refused(message: str, code: int) -> int:
     from planledger.api.cli import output
 
-    output.line(message, markup=False, stderr=True)
+    output.line(message, stderr=True)
     return code
 
 
@@ -530,5 +530,5 @@ def word_error(error: BaseException) -> int | None:
         message, code = body.message, EXIT_BOUNCED if bounced else EXIT_ERROR
         if status == 500:  # the server's own failure, not a refusal
             message = f"the server failed ({status}): {message}"
-    output.line(message, markup=False, stderr=True)
+    output.line(message, stderr=True)
     return code

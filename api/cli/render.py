@@ -23,42 +23,56 @@ def _when(value: datetime | str | None) -> str:
     return _moment(value).strftime("%Y-%m-%d %H:%M:%S") if value else ""
 
 
-def _who(step: Answer) -> str:
+def named(session_id: str, name: str | None) -> str:
+    """A session as people read it: its name beside its id (the id whole, to copy)."""
+    return f"{name} ({session_id})" if name else session_id
+
+
+def _state(step: Answer) -> tuple[str, str]:
+    """A step's status and who holds it or what it waits on."""
+    collisions = step.get("collides_with") or []
+    if step["claimable"] and collisions:
+        held = "; ".join(f"{named(c['holder'], c['holder_name'])} holds "
+                         f"{', '.join(c['patterns'])}" for c in collisions)
+        return "paths held", held  # a claim now would bounce
+    status = "claimable" if step["claimable"] else step["status"]
     if step["holder"]:
-        return str(step["holder"])
+        return status, named(step["holder"], step.get("holder_name"))
     if step["lapsed_holder"]:
-        return f"lapsed: {step['lapsed_holder']}"
+        return status, f"lapsed: {step['lapsed_holder']}"
     if step["blockers"]:
-        return "waits on " + ", ".join(b["step_id"] for b in step["blockers"])
-    return ""
+        return status, "waits on " + ", ".join(b["step_id"] for b in step["blockers"])
+    return status, ""
 
 
 def steps_table(title: str, steps: list[Answer]) -> None:
-    rows = [(s["step_id"], s["title"], "claimable" if s["claimable"] else s["status"],
-             _who(s), str(s["fence"] or "")) for s in steps]
-    # Step ids stay whole (no wrap), so people can copy them.
-    output.table(("step", "title", "status", "holder / blockers", "fence"), rows, title,
-                 first_no_wrap=True)
+    rows = [(s["step_id"], *_state(s), str(s["fence"] or ""), s["title"]) for s in steps]
+    # Only the title (last) is cut to fit: ids stay whole, to copy into the next command.
+    output.table(("step", "status", "holder / blockers", "fence", "title"), rows, title,
+                 cut=(4,))
 
 
 def plans(found: list[Answer]) -> None:
-    output.table(("plan", "title", "progress"),
-                 [(p["slug"], p["title"], p["progress"]["line"]) for p in found], "plans")
+    if not found:
+        output.line("no plans yet: create one with `planledger plan create FILE`")
+        return
+    output.table(("plan", "progress", "title"),
+                 [(p["slug"], p["progress"]["line"], p["title"]) for p in found], cut=(2,))
 
 
 def plan(shown: Answer) -> None:
-    output.line(f"[bold]{shown['slug']}[/bold]: {shown['title']} — "
+    output.line(f"{shown['slug']}: {shown['title']} — "
                 f"{shown['progress']['line']}")
     for name, rule in shown["constraints"].items():
-        output.line(f"  constraint [cyan]{name}[/cyan]: {rule}")
+        output.line(f"  constraint {name}: {rule}")
     steps_table("steps", shown["steps"])
 
 
 def created(made: Answer) -> None:
-    output.line(f"created plan [bold]{made['slug']}[/bold] with {len(made['steps'])} steps")
-    output.table(("key", "step", "title", "depends on"),
-                 [(s["key"] or "", s["step_id"], s["title"], ", ".join(s["depends_on"]))
-                  for s in made["steps"]])
+    output.line(f"created plan {made['slug']} with {len(made['steps'])} steps")
+    output.table(("step", "key", "depends on", "title"),
+                 [(s["step_id"], s["key"] or "", ", ".join(s["depends_on"]), s["title"])
+                  for s in made["steps"]], cut=(3,))
 
 
 def ready(shown: Answer) -> None:
@@ -75,33 +89,32 @@ def ready(shown: Answer) -> None:
 def step(shown: Answer) -> None:
     steps_table(f"step of {shown['plan']}", [shown])
     if shown["body"]:
-        output.line(shown["body"], markup=False)
+        for text in shown["body"].splitlines():
+            output.line(text)
     rows = []
     for e in shown["history"]:
         detail = ", ".join(f"{k}={v}" for k, v in e["data"].items() if k not in ("body",))
-        rows.append((_when(e["at"]), e["type"], e["session_id"] or "", detail[:80]))
-    output.table(("at", "event", "session", "detail"), rows, "history")
+        rows.append((_when(e["at"]), e["type"], e["session_id"] or "", detail))
+    output.table(("at", "event", "session", "detail"), rows, "history", cut=(3,))
 
 
 def claim(granted: Answer) -> None:
     verb = "renewed" if granted["renewed"] else "claimed"
     output.line(f'{verb} {granted["step_id"]} "{granted["title"]}" — fence '
-                f"{granted['fence']}, lease until {_when(granted['expires_at'])}",
-                markup=False)
+                f"{granted['fence']}, lease until {_when(granted['expires_at'])}")
     if granted["took_over_from"]:
-        output.line(f"  (took over from lapsed holder {granted['took_over_from']})",
-                    markup=False)
+        output.line(f"  (took over from lapsed holder {granted['took_over_from']})")
     if granted["paths"]:
         reserved = ", ".join(p["pattern"] + (" (shared)" if p["mode"] == "shared" else "")
                              for p in granted["paths"])
-        output.line(f"  reserved: {reserved}", markup=False)
+        output.line(f"  reserved: {reserved}")
 
 
 def claim_next(answer: Answer) -> None:
     if answer["claimed"]:
         claim(answer["claimed"])
     else:
-        output.line(answer["message"], markup=False)
+        output.line(answer["message"])
 
 
 def change(changed: Answer) -> None:
@@ -110,7 +123,7 @@ def change(changed: Answer) -> None:
 
 def session_started(started: Answer) -> None:
     output.line(f"session {started['session_id']} started"
-                + (f" ({started['name']})" if started["name"] else ""), markup=False)
+                + (f" ({started['name']})" if started["name"] else ""))
     # Plain lines, never wrapped, so `eval "$(… | grep export)"` works in any terminal.
     output.echo("act for it with:")
     output.echo(f"  export PLANLEDGER_SESSION={started['session_id']}")
@@ -125,10 +138,10 @@ def session_ended(ended: Answer) -> None:
 def session(shown: Answer) -> None:
     state = "ended" if shown["ended"] else "live"
     output.line(f"session {shown['session_id']} ({shown['name'] or 'unnamed'}), {state}, "
-                f"started {_when(shown['started_at'])}", markup=False)
+                f"started {_when(shown['started_at'])}")
     for h in shown["holds"]:
         output.line(f'  holds {h["step_id"]} "{h["title"]}" fence {h["fence"]}, '
-                    f"{int(h['seconds_left'] or 0)} s left", markup=False)
+                    f"{int(h['seconds_left'] or 0)} s left")
 
 
 def note_added(added: Answer) -> None:
@@ -136,7 +149,7 @@ def note_added(added: Answer) -> None:
 
 
 def log(page: Answer) -> None:
-    output.table(("pos", "at", "event", "stream", "session"),
+    output.table(("position", "at", "event", "stream", "session"),
                  [(str(e["position"]), _when(e["at"]), e["type"], e["stream"],
                    e["session_id"] or "") for e in page["events"]])
     if page["more"]:
@@ -145,23 +158,24 @@ def log(page: Answer) -> None:
 
 def paths_found(found: Answer) -> None:
     if not found["reserved"]:
-        output.line(found["message"], markup=False)
+        output.line(found["message"])
     for held in found["reserved"]:
         who = f"{held['holder']}" + (f" ({held['holder_name']})" if held["holder_name"]
                                      else "")
         met = ", ".join(held["patterns"])
         until = _moment(held["expires_at"])
         output.line(f'{met}: held by {who}, step {held["step_id"]} "{held["title"]}", fence '
-                    f"{held['fence']}, until {until.isoformat()}", markup=False)
+                    f"{held['fence']}, until {until.isoformat()}")
 
 
 def timeline(shown: Any) -> None:
     """The merged timeline's terminal rendering (api.timeline_render, the replays' too), fed
     from the API's schema (TimelineOut itself, not its dict). Loaded here: the read side's
     timeline is a heavy import that every other command would pay."""
+    from rich.console import Console
+
     from planledger.api import timeline_render
     from planledger.projections.timeline import Timeline
 
     timeline_render.terminal(Timeline(tuple(shown.lanes), tuple(shown.entries),
-                                      tuple(shown.progress)),
-                             output.rich_console())
+                                      tuple(shown.progress)), Console())
