@@ -1,46 +1,70 @@
-"""The in-process store (`--db memory`): the library's, keeping idempotent answers beside
-its log (ledger.answers) as infra.sqlite_answers does on disk: checked and written under
-the lock the events are, so both land or neither."""
+"""The in-process store (`--db memory`): a log of our own behind the library's public
+recorder interface, keeping idempotent answers beside it (ledger.answers) as
+infra.sqlite_answers does on disk: checked and written under the lock the events are, so
+both land or neither."""
 
+import threading
 from collections.abc import Sequence
 from typing import Any
+from uuid import UUID
 
 from eventsourcing.persistence import (
     ApplicationRecorder,
     IntegrityError,
     Notification,
     StoredEvent,
+    Subscription,
 )
-from eventsourcing.popo import POPOApplicationRecorder, POPOFactory
+from eventsourcing.popo import POPOFactory
 
 from planledger.ledger.answers import Answer
 
 
-class AnswerKeepingRecorder(POPOApplicationRecorder):
-    """The library's in-process recorder, with a table of answers by key."""
+class AnswerKeepingRecorder(ApplicationRecorder):
+    """An in-process log (the library's public recorder interface, our own table) with a
+    table of answers by key, both written under one lock."""
 
     def __init__(self) -> None:
-        super().__init__()
+        self._lock = threading.Lock()
+        self._events: list[StoredEvent] = []  # notification id n is self._events[n - 1]
+        self._versions: dict[str, dict[int, int]] = {}  # stream -> version -> index
         self._answers: dict[str, Answer] = {}
 
-    def _assert_uniqueness(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> None:
-        super()._assert_uniqueness(stored_events, **kwargs)
-        for answer in kwargs.get("answers", ()):
+    def insert_events(self, stored_events: Sequence[StoredEvent],
+                      **kwargs: Any) -> Sequence[int] | None:
+        answers: Sequence[Answer] = kwargs.get("answers", ())
+        with self._lock:
+            self._check_new(stored_events, answers)
+            ids = []
+            for event in stored_events:
+                self._events.append(event)
+                stream = self._versions.setdefault(str(event.originator_id), {})
+                stream[event.originator_version] = len(self._events) - 1
+                ids.append(len(self._events))
+            self._keep(answers)
+        return ids
+
+    def _check_new(self, stored_events: Sequence[StoredEvent],
+                   answers: Sequence[Answer]) -> None:
+        """Refuse the whole write when an event's version is taken (or named twice in it),
+        or a live answer is kept under one of the answers' keys already."""
+        written = {(str(e.originator_id), e.originator_version) for e in stored_events}
+        if len(written) < len(stored_events):
+            raise IntegrityError("the events written are not unique")
+        for stream, version in written:
+            if version in self._versions.get(stream, {}):
+                raise IntegrityError(f"version {version} of {stream} is recorded already")
+        for answer in answers:
             kept = self._answers.get(answer.key)
             if kept is not None and not _expired(kept, answer):
                 raise IntegrityError(f"an answer is kept under {answer.key} already")
 
-    def _update_table(
-        self, stored_events: Sequence[StoredEvent], **kwargs: Any
-    ) -> Sequence[int] | None:
-        ids = super()._update_table(stored_events, **kwargs)
-        answers: Sequence[Answer] = kwargs.get("answers", ())
+    def _keep(self, answers: Sequence[Answer]) -> None:
         if answers:
             self._drop_expired(answers)
             for answer in answers:
                 self._answers.pop(answer.key, None)  # an expired key's new answer: at the end
                 self._answers[answer.key] = answer
-        return ids
 
     def _drop_expired(self, answers: Sequence[Answer]) -> None:
         """Drop the answers that expired, oldest first: the table is in the order they were
@@ -57,6 +81,15 @@ class AnswerKeepingRecorder(POPOApplicationRecorder):
                 return
             del self._answers[oldest]
 
+    def select_events(self, originator_id: UUID | str, *, gt: int | None = None,
+                      lte: int | None = None, desc: bool = False,
+                      limit: int | None = None) -> Sequence[StoredEvent]:
+        with self._lock:
+            stream = self._versions.get(str(originator_id), {})
+            versions = sorted((v for v in stream if (gt is None or v > gt)
+                               and (lte is None or v <= lte)), reverse=desc)
+            return [self._events[stream[v]] for v in versions[:limit]]
+
     def select_notifications(
         self,
         start: int | None,
@@ -66,20 +99,37 @@ class AnswerKeepingRecorder(POPOApplicationRecorder):
         *,
         inclusive_of_start: bool = True,
     ) -> Sequence[Notification]:
-        """The library's, answering "nothing new" at the log's end at once: its loop finds
-        the end by raising and catching an IndexError, half the cost of a read model's
-        usual read (there is seldom anything new)."""
-        first = 1 if start is None else start + (0 if inclusive_of_start else 1)
-        # Reading the length needs no lock: a log only grows, and an append racing this
-        # read may land just after it either way.
-        if first > len(self._stored_events):
-            return []
-        return super().select_notifications(start, limit, stop, topics,
-                                            inclusive_of_start=inclusive_of_start)
+        """At most `limit` notifications from id `start` (past it, if not inclusive) up to
+        `stop`, of the `topics` if any are named."""
+        first = 1 if start is None else max(start + (0 if inclusive_of_start else 1), 1)
+        with self._lock:
+            last = len(self._events) if stop is None else min(stop, len(self._events))
+            found: list[Notification] = []
+            for number in range(first, last + 1):
+                event = self._events[number - 1]
+                if topics and event.topic not in topics:
+                    continue
+                found.append(Notification(
+                    id=number, originator_id=event.originator_id,
+                    originator_version=event.originator_version, topic=event.topic,
+                    state=event.state))
+                if len(found) == limit:
+                    break
+            return found
+
+    def max_notification_id(self) -> int | None:
+        with self._lock:
+            return len(self._events) or None
+
+    def subscribe(self, gt: int | None = None,
+                  topics: Sequence[str] = ()) -> Subscription[ApplicationRecorder]:
+        """Not offered: planledger's readers follow the log by position
+        (projections.follower), and nothing here pushes to them."""
+        raise NotImplementedError("the in-process store's readers poll the log by position")
 
     def select_answer(self, key: str) -> Answer | None:
         """The answer kept under `key` (ledger.answers.AnswerTable)."""
-        with self._database_lock:
+        with self._lock:
             return self._answers.get(key)
 
 

@@ -21,11 +21,11 @@ file beside the log, so the log's writers never wait on a checkpoint:
 `planledger db init` with the log's; every replica shares them: `infra.pg_checkpoints`).
 """
 
+import threading
 from abc import abstractmethod
 from typing import Protocol
 
 from eventsourcing.persistence import IntegrityError, Tracking, TrackingRecorder
-from eventsourcing.popo import POPOTrackingRecorder
 
 
 class Checkpoints(Protocol):
@@ -60,28 +60,43 @@ class CheckpointRecorder(TrackingRecorder):
         """Let go of whatever the recorder holds open (nothing, unless a subclass says)."""
 
 
-class MemoryCheckpointRecorder(POPOTrackingRecorder, CheckpointRecorder):
-    """Checkpoints kept in this process (tests, and `--db memory`)."""
+class MemoryCheckpointRecorder(CheckpointRecorder):
+    """Checkpoints kept in this process (tests, and `--db memory`): each application's
+    state with the position it is at, under one lock."""
 
     def __init__(self) -> None:
-        super().__init__()
+        self._lock = threading.Lock()
+        self._tracked: dict[str, int] = {}
         self._states: dict[str, tuple[int, bytes]] = {}
 
+    def _moves_forward(self, tracking: Tracking) -> bool:
+        tracked = self._tracked.get(tracking.application_name)
+        return tracked is None or tracking.notification_id > tracked
+
+    def insert_tracking(self, tracking: Tracking) -> None:
+        with self._lock:
+            if not self._moves_forward(tracking):
+                raise IntegrityError(f"{tracking.application_name} is tracked at or past "
+                                     f"{tracking.notification_id} already")
+            self._tracked[tracking.application_name] = tracking.notification_id
+
+    def max_tracking_id(self, application_name: str) -> int | None:
+        with self._lock:
+            return self._tracked.get(application_name)
+
     def save_checkpoint(self, tracking: Tracking, state: bytes | memoryview) -> bool:
-        with self._database_lock:
-            try:
-                self._assert_tracking_uniqueness(tracking)
-            except IntegrityError:
+        with self._lock:
+            if not self._moves_forward(tracking):
                 return False
-            self._insert_tracking(tracking)
+            self._tracked[tracking.application_name] = tracking.notification_id
             self._states[tracking.application_name] = (tracking.notification_id, bytes(state))
             return True
 
     def load_checkpoint(self, application_name: str) -> tuple[int, bytes] | None:
-        with self._database_lock:
+        with self._lock:
             return self._states.get(application_name)
 
     def forget(self, application_name: str) -> None:
-        with self._database_lock:
+        with self._lock:
             self._states.pop(application_name, None)
-            self._max_tracking_ids.pop(application_name, None)
+            self._tracked.pop(application_name, None)

@@ -28,18 +28,6 @@ REMAINING = {
     ("planledger.infra.sqlite_pool", "_insert_events"):
         "idempotent answers go in the events' own transaction (tests/integration/"
         "test_idempotent_answers.py, tests/integration/test_store_transaction.py)",
-    ("planledger.infra.memory_answers", "_assert_uniqueness"):
-        "the in-process store checks answers under the events' lock "
-        "(tests/unit/test_memory_recorder.py)",
-    ("planledger.infra.memory_answers", "_update_table"):
-        "the in-process store writes answers under the events' lock "
-        "(tests/unit/test_memory_recorder.py)",
-    ("planledger.infra.memory_answers", "_stored_events"):
-        "'nothing new' at the log's end without the library's IndexError loop "
-        "(tests/unit/test_memory_recorder.py)",
-    ("planledger.infra.memory_answers", "_database_lock"):
-        "answers are read under the lock the events are written under "
-        "(tests/unit/test_memory_recorder.py)",
     ("planledger.infra.sqlite_pool", "_create_connection"):
         "the pool's connections open in autocommit with our pragmas; the library's pool "
         "builds them only there (tests/integration/test_store_transaction.py)",
@@ -51,12 +39,6 @@ REMAINING = {
         "(tests/integration/test_projection_rebuild.py)",
     ("planledger.infra.pg_checkpoints", "_insert_tracking"): "as on SQLite, above",
     ("planledger.infra.pg_checkpoints", "_max_tracking_id"): "as on SQLite, above",
-    ("planledger.projections.checkpoints", "_database_lock"):
-        "the in-process checkpoints keep states under the tracking recorder's lock",
-    ("planledger.projections.checkpoints", "_assert_tracking_uniqueness"):
-        "as above: a stale checkpoint is refused as the library refuses a stale position",
-    ("planledger.projections.checkpoints", "_insert_tracking"): "as above",
-    ("planledger.projections.checkpoints", "_max_tracking_ids"): "as above (forget)",
     ("planledger.api.mcp.server", "_tool_manager"):
         "a tool that answers its declared model skips the SDK's second conversion "
         "(tests/e2e/test_mcp_stdio.py, tests/e2e/test_mcp_keys.py)",
