@@ -6,35 +6,58 @@ for what a checkpoint recorder promises)."""
 from typing import Any
 
 from eventsourcing.persistence import IntegrityError, Tracking
-from eventsourcing.sqlite import SQLiteDatastore, SQLiteTrackingRecorder
+from eventsourcing.sqlite import SQLiteCursor, SQLiteDatastore
 
 from planledger.ledger.storage import CHECKPOINT_TABLE, checkpoint_path
 from planledger.projections.checkpoints import CheckpointRecorder
 
-__all__ = ["CHECKPOINT_TABLE", "SQLiteCheckpointRecorder", "checkpoint_path",
-           "sqlite_checkpoints"]
+__all__ = ["CHECKPOINT_TABLE", "TRACKING_TABLE", "SQLiteCheckpointRecorder",
+           "checkpoint_path", "sqlite_checkpoints"]
+
+TRACKING_TABLE = "tracking"  # the tracked positions: one row per application
+CREATE_STATEMENTS = (
+    # The shape eventsourcing 9.5's tracking recorder gave this table, so files it made
+    # read on; ours writes it with its own statements.
+    f"CREATE TABLE IF NOT EXISTS {TRACKING_TABLE} (application_name TEXT, "
+    "notification_id INTEGER, PRIMARY KEY (application_name)) WITHOUT ROWID",
+    f"CREATE TABLE IF NOT EXISTS {CHECKPOINT_TABLE} (application_name TEXT PRIMARY KEY, "
+    "notification_id INTEGER NOT NULL, state BLOB NOT NULL)",
+)
 
 
-class SQLiteCheckpointRecorder(SQLiteTrackingRecorder, CheckpointRecorder):
-    """Checkpoints in an SQLite file, beside the library's `tracking` table."""
+class SQLiteCheckpointRecorder(CheckpointRecorder):
+    """Checkpoints in an SQLite file: a tracked position and a state per application, on
+    the library's SQLite datastore (its connections and transactions), with our tables and
+    statements."""
 
-    def construct_create_table_statements(self) -> list[str]:
-        return [
-            *super().construct_create_table_statements(),
-            f"CREATE TABLE IF NOT EXISTS {CHECKPOINT_TABLE} ("
-            "application_name TEXT PRIMARY KEY, notification_id INTEGER NOT NULL, "
-            "state BLOB NOT NULL)",
-        ]
+    def __init__(self, datastore: SQLiteDatastore) -> None:
+        self.datastore = datastore
+
+    def create_table(self) -> None:
+        with self.datastore.transaction(commit=True) as cursor:
+            for statement in CREATE_STATEMENTS:
+                cursor.execute(statement)
+
+    def insert_tracking(self, tracking: Tracking) -> None:
+        with self.datastore.transaction(commit=True) as cursor:
+            if not _moved(cursor, tracking):
+                raise IntegrityError(f"{tracking.application_name} is tracked at or past "
+                                     f"{tracking.notification_id} already")
+
+    def max_tracking_id(self, application_name: str) -> int | None:
+        with self.datastore.transaction(commit=False) as cursor:
+            return _tracked(cursor, application_name)
 
     def save_checkpoint(self, tracking: Tracking, state: bytes | memoryview) -> bool:
         try:
             with self.datastore.transaction(commit=True) as cursor:
-                self._insert_tracking(cursor, tracking)  # raises unless it moves forward
+                if not _moved(cursor, tracking):
+                    return False
                 cursor.execute(
                     f"INSERT OR REPLACE INTO {CHECKPOINT_TABLE} VALUES (?, ?, ?)",
                     (tracking.application_name, tracking.notification_id, state),
                 )
-        except IntegrityError:
+        except IntegrityError:  # another process tracked it first
             return False
         return True
 
@@ -45,20 +68,49 @@ class SQLiteCheckpointRecorder(SQLiteTrackingRecorder, CheckpointRecorder):
                 f"SELECT notification_id, CAST(state AS BLOB) FROM {CHECKPOINT_TABLE} "
                 "WHERE application_name = ?", (application_name,))
             row: Any = cursor.fetchone()
-            tracked = self._max_tracking_id(application_name, cursor)
+            tracked = _tracked(cursor, application_name)
         if row is None or row[0] != tracked:
             return None  # never a state whose position the tracking table does not vouch for
         return int(row[0]), bytes(row[1])
 
     def forget(self, application_name: str) -> None:
         with self.datastore.transaction(commit=True) as cursor:
-            cursor.execute("DELETE FROM tracking WHERE application_name = ?",
-                           (application_name,))
-            cursor.execute(f"DELETE FROM {CHECKPOINT_TABLE} WHERE application_name = ?",
-                           (application_name,))
+            for table in (TRACKING_TABLE, CHECKPOINT_TABLE):
+                cursor.execute(f"DELETE FROM {table} WHERE application_name = ?",
+                               (application_name,))
 
     def close(self) -> None:
         self.datastore.close()
+
+
+def _moved(cursor: SQLiteCursor, tracking: Tracking) -> bool:
+    """Move the application's tracked position forward to the tracking's; False (nothing
+    written) when it is there or past it already. The first write takes the file's write
+    lock, so no other process moves it between the two statements."""
+    asked = (tracking.notification_id, tracking.application_name, tracking.notification_id)
+    cursor.execute(f"UPDATE {TRACKING_TABLE} SET notification_id = ? "
+                   "WHERE application_name = ? AND notification_id < ?", asked)
+    if _changed(cursor):
+        return True
+    cursor.execute(f"INSERT INTO {TRACKING_TABLE} SELECT ?, ? WHERE NOT EXISTS (SELECT 1 "
+                   f"FROM {TRACKING_TABLE} WHERE application_name = ?)",
+                   (tracking.application_name, tracking.notification_id,
+                    tracking.application_name))
+    return _changed(cursor)
+
+
+def _changed(cursor: SQLiteCursor) -> bool:
+    """Whether the last statement changed a row (the library's cursor names no count)."""
+    cursor.execute("SELECT changes()")
+    row: Any = cursor.fetchone()
+    return bool(row[0])
+
+
+def _tracked(cursor: SQLiteCursor, application_name: str) -> int | None:
+    cursor.execute(f"SELECT MAX(notification_id) FROM {TRACKING_TABLE} "
+                   "WHERE application_name = ?", (application_name,))
+    row: Any = cursor.fetchone()
+    return row[0] if row is not None and type(row[0]) is int else None
 
 
 def sqlite_checkpoints(db: str) -> SQLiteCheckpointRecorder:

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 
 STORE_NAME = "planledger"  # ledger.store.EventStore.name (a test holds them equal)
 EVENTS_TABLE = "stored_events"  # the library's SQLite events table
-TRACKING_TABLE = "tracking"  # the library's tracking table (infra.sqlite_checkpoints)
+TRACKING_TABLE = "tracking"  # the tracked positions (infra.sqlite_checkpoints)
 
 
 class Unreadable(Exception):

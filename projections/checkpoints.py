@@ -94,7 +94,10 @@ class MemoryCheckpointRecorder(CheckpointRecorder):
 
     def load_checkpoint(self, application_name: str) -> tuple[int, bytes] | None:
         with self._lock:
-            return self._states.get(application_name)
+            saved = self._states.get(application_name)
+            # As the others: never a state whose position is not the tracked one.
+            tracked = self._tracked.get(application_name)
+            return saved if saved is not None and saved[0] == tracked else None
 
     def forget(self, application_name: str) -> None:
         with self._lock:

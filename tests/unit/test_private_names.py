@@ -31,14 +31,6 @@ REMAINING = {
     ("planledger.infra.sqlite_pool", "_create_connection"):
         "the pool's connections open in autocommit with our pragmas; the library's pool "
         "builds them only there (tests/integration/test_store_transaction.py)",
-    ("planledger.infra.sqlite_checkpoints", "_insert_tracking"):
-        "a checkpoint moves the library's tracking row in its own transaction "
-        "(tests/integration/test_projection_rebuild.py)",
-    ("planledger.infra.sqlite_checkpoints", "_max_tracking_id"):
-        "a checkpoint is trusted only at the tracked position, read on its cursor "
-        "(tests/integration/test_projection_rebuild.py)",
-    ("planledger.infra.pg_checkpoints", "_insert_tracking"): "as on SQLite, above",
-    ("planledger.infra.pg_checkpoints", "_max_tracking_id"): "as on SQLite, above",
     ("planledger.api.mcp.server", "_tool_manager"):
         "a tool that answers its declared model skips the SDK's second conversion "
         "(tests/e2e/test_mcp_stdio.py, tests/e2e/test_mcp_keys.py)",
