@@ -77,7 +77,7 @@ def step_fields(definition: StepDef, state: StepState, verdict: Verdict | None,
         "depends_on": list(definition.depends_on),
         # A step claimable after a lapse reads as open: its lease no longer holds it.
         "status": "open" if kind == "claimable" else state.status,
-        "claimable": kind == "claimable", "holder": holder, "holder_name": None,
+        "claimable": kind == "claimable", "holder": holder,
         "lapsed_holder": verdict.holder if verdict and kind == "claimable" else None,
         "fence": state.fence, "expires_at": state.expires_at if holder else None,
         "blockers": [{"step_id": b, "title": _title(definitions, b), "status": s}
@@ -98,9 +98,9 @@ def annotate(view: LedgerView, moment: datetime, steps: Sequence[tuple[StepDef, 
     the fields as they are), and their holders' session names. api.reads makes its step
     schemas from these too."""
     for _, fields in steps:
-        if fields["holder"] is not None:
-            holder = view.sessions.get(fields["holder"])
-            fields["holder_name"] = holder.name if holder is not None else None
+        holder = view.sessions.get(fields["holder"]) if fields["holder"] else None
+        if holder is not None and holder.name:  # absent otherwise, as StepOut leaves it
+            fields["holder_name"] = holder.name
     held = reservations.live(view, moment)
     if held:
         by_step: dict[str, HeldPaths] = {h.step_id: h for h in held}

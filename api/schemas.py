@@ -383,8 +383,9 @@ class StepOut(StepAnswer):
     status: Literal["open", "in_progress", "done", "dropped"]
     claimable: bool = Field(description="A claim would be granted now.")
     holder: str | None = Field(None, description="The live holder, if any.")
-    holder_name: str | None = Field(None, description="The live holder's session name, if "
-                                    "it has one.")
+    holder_name: str | None = Field(None, exclude_if=lambda name: name is None,
+                                    description="The live holder's session name (present "
+                                    "when it has one).")
     lapsed_holder: str | None = Field(None, description="Whose lease lapsed, if claimable "
                                       "after a lapse.")
     fence: int
