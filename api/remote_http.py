@@ -31,7 +31,7 @@ class _Unanswered(ConnectionResetError):
     """The connection ended before any byte of an answer came back."""
 
 
-class Answer:
+class Response:
     """A server's answer: its status and body."""
 
     def __init__(self, status: int, body: bytes) -> None:
@@ -68,7 +68,7 @@ class Connection:
         self.headers: dict[str, str] = {}
 
     def request(self, method: str, path: str, *, params: dict[str, Any] | None = None,
-                body: Any = None, timeout: float) -> Answer:
+                body: Any = None, timeout: float) -> Response:
         """Send one request and read its whole answer; NoAnswer when there is none."""
         target = self._prefix + path + (f"?{urlencode(params, doseq=True)}" if params else "")
         headers = {"Host": self._host_header, "Accept-Encoding": "identity",
@@ -101,7 +101,7 @@ class Connection:
             raise NoAnswer(str(cut) or type(cut).__name__) from cut
         if not keep:
             self.close()
-        return Answer(status, answer)
+        return Response(status, answer)
 
     def _exchange(self, request: bytes, method: str, timeout: float,
                   ) -> tuple[int, bytes, bool]:

@@ -55,7 +55,7 @@ class Unreadable(Exception):
     """Something in the file this reader does not read as the library would."""
 
 
-class Note(NamedTuple):
+class StoredNotification(NamedTuple):
     """An event at its log position, as stored: the library's `Notification`'s fields."""
 
     id: int
@@ -109,7 +109,7 @@ class FileRecorder:
             "SELECT rowid, originator_id, originator_version, topic, state "
             f"FROM {EVENTS_TABLE} {clause}ORDER BY rowid LIMIT ?", (*values, limit)).fetchall()
         # The same five fields as the library's Notification, which only they are read for.
-        return cast("list[Notification]", [Note._make(row) for row in rows])
+        return cast("list[Notification]", [StoredNotification._make(row) for row in rows])
 
     def max_notification_id(self) -> int | None:
         row = self._connection.execute(f"SELECT MAX(rowid) FROM {EVENTS_TABLE}").fetchone()

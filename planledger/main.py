@@ -14,13 +14,13 @@ of that, api.cli.direct answers the calls it can without typer: every call to a 
 import sys
 from typing import TYPE_CHECKING, Any
 
-from planledger.api.cli import COMMANDS as INTERFACES
+from planledger.api.cli import ENTRIES as INTERFACES
 from planledger.api.cli import HELP, Entry
 
 if TYPE_CHECKING:
     import typer
 
-COMMANDS = (
+ENTRIES = (
     *INTERFACES,
     Entry("replay", "planledger.replays.cli:app",
           "Recordings of the log: export, import, timeline, re-execute, explore."),
@@ -42,7 +42,7 @@ OPTIONS = (
 )
 
 
-def build(entries: tuple[Entry, ...] = COMMANDS) -> "typer.Typer":
+def build(entries: tuple[Entry, ...] = ENTRIES) -> "typer.Typer":
     """The command line with `entries` (all of them by default)."""
     import typer
 
@@ -69,7 +69,7 @@ def usage(width: int = 88) -> str:
     return "\n".join([
         "Usage: planledger [OPTIONS] COMMAND [ARGS]...", "", f"  {HELP}", "", "Options:",
         *rows(list(OPTIONS)), "", "Commands:",
-        *rows([(entry.name, entry.summary) for entry in COMMANDS]), "",
+        *rows([(entry.name, entry.summary) for entry in ENTRIES]), "",
         "Run 'planledger COMMAND --help' for a command's arguments and options.", ""])
 
 
@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> None:
     if not args or args[0] == "--help":
         sys.stdout.write(usage())
         raise SystemExit(0 if args else 2)  # no arguments is a usage error, as click says
-    named = [entry for entry in COMMANDS if entry.name == args[0]]
+    named = [entry for entry in ENTRIES if entry.name == args[0]]
     for entry in named:  # first: `mcp` answers initialize before anything more is loaded
         entry.prepare(args[1:])
     from planledger.api.cli import direct
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> None:
     if answered is not None:
         raise SystemExit(answered)
     # Anything else (an unknown command, --show-completion) goes to the whole command line.
-    build(tuple(named) if named else COMMANDS)(args, prog_name="planledger")
+    build(tuple(named) if named else ENTRIES)(args, prog_name="planledger")
 
 
 def __getattr__(name: str) -> Any:

@@ -66,7 +66,7 @@ class Entry(NamedTuple):
 
 
 _CLI = "planledger.api.cli"
-COMMANDS = (
+ENTRIES = (
     Entry("serve", f"{_CLI}.serve:serve",
           "Serve the HTTP API (OpenAPI docs at /docs, health at /healthz, metrics at "
           "/metrics)."),
@@ -108,7 +108,7 @@ COMMANDS = (
 def register(app: "typer.Typer") -> None:
     """Add the interfaces' commands to `app` (all of them: the program adds only the one a
     call names)."""
-    for entry in COMMANDS:
+    for entry in ENTRIES:
         entry.add_to(app)
 
 

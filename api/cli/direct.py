@@ -143,7 +143,7 @@ def _check(v: Values) -> Request:
 STEP_CLOSE = {"--fence": ("fence", "int"), "--note": ("note", "str")}
 LEASE = {"--lease": ("lease", "int")}
 
-COMMANDS: dict[tuple[str, ...], Command] = {
+ANSWERED: dict[tuple[str, ...], Command] = {
     ("plan", "list"): Command((), {}, lambda v: ("GET", "/api/plans", None, None, 0),
                               "plans", plain=_plans_here),
     ("plan", "show"): Command(("slug",), {}, lambda v: (
@@ -228,7 +228,7 @@ CLIENT_CALLS: dict[tuple[str, ...], Callable[["Client", Values], Any]] = {
                                                    v.get("exclusive_only", False),
                                                    v.get("but")),
 }
-assert set(CLIENT_CALLS) == set(COMMANDS), "every command is answered on the embedded store"
+assert set(CLIENT_CALLS) == set(ANSWERED), "every command is answered on the embedded store"
 
 SHARED = {"--url": ("url", "str"), "--db": ("db", "str"), "--json": ("json", "flag")}
 ACTING = {"--session": ("session", "str"), "--token": ("token", "str")}
@@ -240,7 +240,7 @@ def parse(args: list[str]) -> tuple[Command, Values] | None:
     """The command `args` name and its values, as click would read them; None when this
     module does not answer it."""
     for length in (2, 1):
-        command = COMMANDS.get(tuple(args[:length]))
+        command = ANSWERED.get(tuple(args[:length]))
         if command is not None:
             break
     else:
@@ -422,8 +422,8 @@ def _read_file(read: "Callable[[Readable, Values], Any]", db: str | None,
 def _answer_with_client(args: list[str], values: Values) -> int | None:
     """The call on the embedded store through the client the full command line opens
     (`connect`: the service, acting for the session), without typer or rich."""
-    words = tuple(args[:2]) if tuple(args[:2]) in COMMANDS else tuple(args[:1])
-    command = COMMANDS[words]
+    words = tuple(args[:2]) if tuple(args[:2]) in ANSWERED else tuple(args[:1])
+    command = ANSWERED[words]
     from planledger.api.client import connect
 
     try:
@@ -496,9 +496,9 @@ def _error(status: int, raw: bytes) -> int:
 def _worded_answer(status: int, raw: bytes) -> int:
     """An error answer as RemoteClient raises it, worded by `word_error`."""
     from planledger.api.client import RemoteError
-    from planledger.api.remote_http import Answer
+    from planledger.api.remote_http import Response
 
-    answer = Answer(status, raw)
+    answer = Response(status, raw)
     try:
         error = answer.json()
     except ValueError:

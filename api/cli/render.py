@@ -12,7 +12,7 @@ from typing import Any
 
 from planledger.api.cli import output
 
-Answer = dict[str, Any]
+Fields = dict[str, Any]
 
 
 def _moment(value: datetime | str) -> datetime:
@@ -28,7 +28,7 @@ def named(session_id: str, name: str | None) -> str:
     return f"{name} ({session_id})" if name else session_id
 
 
-def _state(step: Answer) -> tuple[str, str]:
+def _state(step: Fields) -> tuple[str, str]:
     """A step's status and who holds it or what it waits on."""
     collisions = step.get("collides_with") or []
     if step["claimable"] and collisions:
@@ -45,14 +45,14 @@ def _state(step: Answer) -> tuple[str, str]:
     return status, ""
 
 
-def steps_table(title: str, steps: list[Answer]) -> None:
+def steps_table(title: str, steps: list[Fields]) -> None:
     rows = [(s["step_id"], *_state(s), str(s["fence"] or ""), s["title"]) for s in steps]
     # Only the title (last) is cut to fit: ids stay whole, to copy into the next command.
     output.table(("step", "status", "holder / blockers", "fence", "title"), rows, title,
                  cut=(4,))
 
 
-def plans(found: list[Answer]) -> None:
+def plans(found: list[Fields]) -> None:
     if not found:
         output.line("no plans yet: create one with `planledger plan create FILE`")
         return
@@ -60,7 +60,7 @@ def plans(found: list[Answer]) -> None:
                  [(p["slug"], p["progress"]["line"], p["title"]) for p in found], cut=(2,))
 
 
-def plan(shown: Answer) -> None:
+def plan(shown: Fields) -> None:
     output.line(f"{shown['slug']}: {shown['title']} — "
                 f"{shown['progress']['line']}")
     for name, rule in shown["constraints"].items():
@@ -68,14 +68,14 @@ def plan(shown: Answer) -> None:
     steps_table("steps", shown["steps"])
 
 
-def created(made: Answer) -> None:
+def created(made: Fields) -> None:
     output.line(f"created plan {made['slug']} with {len(made['steps'])} steps")
     output.table(("step", "key", "depends on", "title"),
                  [(s["step_id"], s["key"] or "", ", ".join(s["depends_on"]), s["title"])
                   for s in made["steps"]], cut=(3,))
 
 
-def ready(shown: Answer) -> None:
+def ready(shown: Fields) -> None:
     if not shown["ready"]:
         output.line(f"nothing ready in {shown['plan']}")
     else:
@@ -86,7 +86,7 @@ def ready(shown: Answer) -> None:
         steps_table("blocked", shown["blocked"])
 
 
-def step(shown: Answer) -> None:
+def step(shown: Fields) -> None:
     steps_table(f"step of {shown['plan']}", [shown])
     if shown["body"]:
         for text in shown["body"].splitlines():
@@ -98,7 +98,7 @@ def step(shown: Answer) -> None:
     output.table(("at", "event", "session", "detail"), rows, "history", cut=(3,))
 
 
-def claim(granted: Answer) -> None:
+def claim(granted: Fields) -> None:
     verb = "renewed" if granted["renewed"] else "claimed"
     output.line(f'{verb} {granted["step_id"]} "{granted["title"]}" — fence '
                 f"{granted['fence']}, lease until {_when(granted['expires_at'])}")
@@ -110,18 +110,18 @@ def claim(granted: Answer) -> None:
         output.line(f"  reserved: {reserved}")
 
 
-def claim_next(answer: Answer) -> None:
+def claim_next(answer: Fields) -> None:
     if answer["claimed"]:
         claim(answer["claimed"])
     else:
         output.line(answer["message"])
 
 
-def change(changed: Answer) -> None:
+def change(changed: Fields) -> None:
     output.line(f"{changed['step_id']}: {changed['status']}")
 
 
-def session_started(started: Answer) -> None:
+def session_started(started: Fields) -> None:
     output.line(f"session {started['session_id']} started"
                 + (f" ({started['name']})" if started["name"] else ""))
     # Plain lines, never wrapped, so `eval "$(… | grep export)"` works in any terminal.
@@ -130,12 +130,12 @@ def session_started(started: Answer) -> None:
     output.echo(f"  export PLANLEDGER_TOKEN={started['token']}")
 
 
-def session_ended(ended: Answer) -> None:
+def session_ended(ended: Fields) -> None:
     output.line(f"session {ended['session_id']} ended; released {len(ended['released'])} "
                 "step(s)")
 
 
-def session(shown: Answer) -> None:
+def session(shown: Fields) -> None:
     state = "ended" if shown["ended"] else "live"
     output.line(f"session {shown['session_id']} ({shown['name'] or 'unnamed'}), {state}, "
                 f"started {_when(shown['started_at'])}")
@@ -144,11 +144,11 @@ def session(shown: Answer) -> None:
                     f"{int(h['seconds_left'] or 0)} s left")
 
 
-def note_added(added: Answer) -> None:
+def note_added(added: Fields) -> None:
     output.line(f"noted on step {added['step_id']}")
 
 
-def log(page: Answer) -> None:
+def log(page: Fields) -> None:
     output.table(("position", "at", "event", "stream", "session"),
                  [(str(e["position"]), _when(e["at"]), e["type"], e["stream"],
                    e["session_id"] or "") for e in page["events"]])
@@ -156,7 +156,7 @@ def log(page: Answer) -> None:
         output.line(f"more: --after {page['next_after']}")
 
 
-def paths_found(found: Answer) -> None:
+def paths_found(found: Fields) -> None:
     if not found["reserved"]:
         output.line(found["message"])
     for held in found["reserved"]:

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ValidationError
 from planledger import __version__
 from planledger.api.errors import problem
 from planledger.api.mcp.acting import Connections, mcp_connection
-from planledger.api.mcp.arguments import normalized
+from planledger.api.mcp.argument_aliases import normalized
 from planledger.api.mcp.handshake import INSTRUCTIONS
 from planledger.api.mcp.portable import portable
 from planledger.api.mcp.tools_claims import ClaimTools

@@ -8,7 +8,7 @@ from anyio import to_thread
 from mcp.server.mcpserver import Context
 
 from planledger.api import reads
-from planledger.api.mcp.args import (
+from planledger.api.mcp.argument_types import (
     Fence,
     Lease,
     NoteArg,

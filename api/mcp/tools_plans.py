@@ -7,7 +7,7 @@ from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from planledger.api import reads
-from planledger.api.mcp.args import After, PageLimit, Plan, SessionArg, TokenArg
+from planledger.api.mcp.argument_types import After, PageLimit, Plan, SessionArg, TokenArg
 from planledger.api.mcp.toolbase import Tools
 from planledger.api.schemas import PlanCreatedOut, PlanIn, PlanOut, PlanStepIn, PlanSummaryOut
 

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
-from planledger.api.mcp.args import SessionArg, Text, TokenArg
+from planledger.api.mcp.argument_types import SessionArg, Text, TokenArg
 from planledger.api.mcp.briefing import briefing
 from planledger.api.mcp.schemas import SessionBriefingOut
 from planledger.api.mcp.toolbase import Tools

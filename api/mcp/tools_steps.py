@@ -7,7 +7,7 @@ from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from planledger.api import reads
-from planledger.api.mcp.args import (
+from planledger.api.mcp.argument_types import (
     After,
     Fence,
     Lease,

@@ -31,8 +31,8 @@ from planledger.ledger.commands import MAX_WAIT_SECONDS
 from tests.e2e.test_cli_embedded import PLAN_YAML
 
 # The command line as it is without the short path: planledger.main's, less its first step.
-FULL = ("import sys; from planledger.main import COMMANDS, build; args = sys.argv[1:]; "
-        "build(tuple(e for e in COMMANDS if e.name == args[0]) or COMMANDS)"
+FULL = ("import sys; from planledger.main import ENTRIES, build; args = sys.argv[1:]; "
+        "build(tuple(e for e in ENTRIES if e.name == args[0]) or ENTRIES)"
         "(args, prog_name='planledger')")
 Seen = tuple[str, str, str | None, bytes]  # method, path, Authorization, body
 
@@ -482,10 +482,10 @@ def test_the_short_path_keeps_the_ledgers_constants() -> None:
 def test_the_short_path_reads_the_options_the_full_command_line_declares() -> None:
     import typer.main
 
-    from planledger.main import COMMANDS
+    from planledger.main import ENTRIES
 
-    for words, command in direct.COMMANDS.items():
-        target = next(e for e in COMMANDS if e.name == words[0]).load()
+    for words, command in direct.ANSWERED.items():
+        target = next(e for e in ENTRIES if e.name == words[0]).load()
         if isinstance(target, typer.Typer):
             group = typer.main.get_group(target)
             click_command = group.commands[words[1]]

@@ -1,4 +1,4 @@
-"""The command line's table (planledger.main.COMMANDS) is true to the code it names: every
+"""The command line's table (planledger.main.ENTRIES) is true to the code it names: every
 command is in it, each summary is its help's first paragraph, and `planledger --help`,
 printed from the table alone, lists them all without importing any command."""
 
@@ -8,7 +8,7 @@ import sys
 import typer
 from typer.main import get_command
 
-from planledger.main import COMMANDS, build, usage
+from planledger.main import ENTRIES, build, usage
 
 
 def _first_paragraph(text: str | None) -> str:
@@ -23,19 +23,19 @@ def _help_of(target: object) -> str:
 
 def test_every_command_of_the_whole_command_line_is_in_the_table_once() -> None:
     whole = get_command(build())
-    names = [entry.name for entry in COMMANDS]
+    names = [entry.name for entry in ENTRIES]
     assert len(names) == len(set(names))
     assert sorted(whole.commands) == sorted(names)  # type: ignore[attr-defined]
 
 
 def test_each_summary_is_the_first_paragraph_of_its_commands_help() -> None:
-    for entry in COMMANDS:
+    for entry in ENTRIES:
         assert entry.summary == _help_of(entry.load()), entry.name
 
 
 def test_help_lists_every_command_with_its_summary() -> None:
     text = " ".join(usage().split())
-    for entry in COMMANDS:
+    for entry in ENTRIES:
         assert f"{entry.name} {entry.summary}" in text
 
 
