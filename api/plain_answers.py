@@ -100,7 +100,7 @@ def annotate(view: LedgerView, moment: datetime, steps: Sequence[tuple[StepDef, 
     for _, fields in steps:
         holder = view.sessions.get(fields["holder"]) if fields["holder"] else None
         if holder is not None and holder.name:  # absent otherwise, as StepOut leaves it
-            fields["holder_name"] = holder.name
+            _name_holder(fields, holder.name)
     held = reservations.live(view, moment)
     if held:
         by_step: dict[str, HeldPaths] = {h.step_id: h for h in held}
@@ -113,6 +113,17 @@ def annotate(view: LedgerView, moment: datetime, steps: Sequence[tuple[StepDef, 
                 found = _colliding(view, definition, moment, asker, held, budget)
                 fields["collides_with"] = [_collision(m) for m in found or ()]
     return [fields for _, fields in steps]
+
+
+def _name_holder(fields: Fields, name: str) -> None:
+    """Add `holder_name` right after `holder`, where StepOut has it: the plain fields
+    print as the schema's JSON, key for key (`--json` on either path)."""
+    items = list(fields.items())
+    fields.clear()
+    for key, value in items:
+        fields[key] = value
+        if key == "holder":
+            fields["holder_name"] = name
 
 
 def _colliding(view: LedgerView, definition: StepDef, moment: datetime,
