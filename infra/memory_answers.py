@@ -86,8 +86,12 @@ class AnswerKeepingRecorder(ApplicationRecorder):
                       limit: int | None = None) -> Sequence[StoredEvent]:
         with self._lock:
             stream = self._versions.get(str(originator_id), {})
-            versions = sorted((v for v in stream if (gt is None or v > gt)
-                               and (lte is None or v <= lte)), reverse=desc)
+            # In the order written (a stream is written version after version), as the
+            # library's in-process recorder reads it.
+            versions = [v for v in stream if (gt is None or v > gt)
+                        and (lte is None or v <= lte)]
+            if desc:
+                versions.reverse()
             return [self._events[stream[v]] for v in versions[:limit]]
 
     def select_notifications(

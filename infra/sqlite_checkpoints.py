@@ -8,13 +8,12 @@ from typing import Any
 from eventsourcing.persistence import IntegrityError, Tracking
 from eventsourcing.sqlite import SQLiteCursor, SQLiteDatastore
 
-from planledger.ledger.storage import CHECKPOINT_TABLE, checkpoint_path
+from planledger.ledger.storage import CHECKPOINT_TABLE, TRACKING_TABLE, checkpoint_path
 from planledger.projections.checkpoints import CheckpointRecorder
 
 __all__ = ["CHECKPOINT_TABLE", "TRACKING_TABLE", "SQLiteCheckpointRecorder",
            "checkpoint_path", "sqlite_checkpoints"]
 
-TRACKING_TABLE = "tracking"  # the tracked positions: one row per application
 CREATE_STATEMENTS = (
     # The shape eventsourcing 9.5's tracking recorder gave this table, so files it made
     # read on; ours writes it with its own statements.

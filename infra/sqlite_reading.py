@@ -36,6 +36,7 @@ from planledger.ledger.ports import Clock
 from planledger.ledger.storage import (
     CHECKPOINT_TABLE,
     MEMORY,
+    TRACKING_TABLE,
     checkpoint_path,
     is_postgres,
     sqlite_lock_timeout,
@@ -48,7 +49,6 @@ if TYPE_CHECKING:
 
 STORE_NAME = "planledger"  # ledger.store.EventStore.name (a test holds them equal)
 EVENTS_TABLE = "stored_events"  # the library's SQLite events table
-TRACKING_TABLE = "tracking"  # the tracked positions (infra.sqlite_checkpoints)
 
 
 class Unreadable(Exception):

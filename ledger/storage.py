@@ -54,7 +54,8 @@ def sqlite_lock_timeout() -> str:
     return os.environ.get(SQLITE_LOCK_TIMEOUT_VAR) or "30"
 
 
-CHECKPOINT_TABLE = "readmodel_checkpoints"  # in the file below, beside the library's tracking
+CHECKPOINT_TABLE = "readmodel_checkpoints"  # in the file below, beside the tracked positions
+TRACKING_TABLE = "tracking"  # the read models' tracked positions, one row per application
 
 
 def checkpoint_path(db: str) -> Path:

@@ -160,8 +160,7 @@ def paths_found(found: Fields) -> None:
     if not found["reserved"]:
         output.line(found["message"])
     for held in found["reserved"]:
-        who = f"{held['holder']}" + (f" ({held['holder_name']})" if held["holder_name"]
-                                     else "")
+        who = named(held["holder"], held["holder_name"])
         met = ", ".join(held["patterns"])
         until = _moment(held["expires_at"])
         output.line(f'{met}: held by {who}, step {held["step_id"]} "{held["title"]}", fence '

@@ -80,3 +80,14 @@ def test_a_line_is_printable_and_one_line(monkeypatch: pytest.MonkeyPatch) -> No
 
 def test_an_empty_table_is_its_heading_alone() -> None:
     assert output.drawn(("plan", "title"), [], "plans", (1,), 40) == "plans:\nPLAN  TITLE\n"
+
+
+def test_paths_check_names_the_holder_beside_its_whole_id(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    render.paths_found({"reserved": [
+        {"holder": HOLDER, "holder_name": "agent A", "patterns": ["internal/auth/**"],
+         "step_id": IDS[0], "title": "auth", "fence": 2,
+         "expires_at": "2026-12-07T06:00:00+00:00"}], "message": ""})
+    assert capsys.readouterr().out == (
+        f'internal/auth/**: held by agent A ({HOLDER}), step {IDS[0]} "auth", fence 2, '
+        "until 2026-12-07T06:00:00+00:00\n")
