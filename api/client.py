@@ -4,13 +4,13 @@ running server (its HTTP API). Commands call a `Client` and never care which."""
 import getpass
 import os
 from collections.abc import Sequence
-from types import TracebackType
+from types import SimpleNamespace, TracebackType
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from pydantic import BaseModel, TypeAdapter
 
 from planledger.api.errors import Replayed, Unauthorized
-from planledger.api.http.paths import request_for
+from planledger.api.http.paths import READS, REQUESTS, Request, request_for, sent
 from planledger.api.remote_http import Connection, NoAnswer
 from planledger.api.schemas import (
     ClaimNextOut,
@@ -20,7 +20,6 @@ from planledger.api.schemas import (
     KeysOut,
     LogPageOut,
     NoteAddedOut,
-    PathsCheckIn,
     PathsCheckOut,
     PlanCreatedOut,
     PlanIn,
@@ -306,10 +305,13 @@ class RemoteClient(Client):
             self.http.headers.pop("Authorization", None)
 
     def execute(self, command: c.Command[Any], out: type[M]) -> M:
-        method, path, body = request_for(command)
         # A claim-next that waits may be answered that much later than any other call.
         wait = command.wait_seconds if isinstance(command, c.ClaimNext) else 0
-        return self._call(out, method, path, body, waits=wait)
+        return self._send_request(out, request_for(command), waits=wait)
+
+    def _read(self, out: type[T], name: str, **fields: Any) -> T:
+        """The read `name` of api.http.paths.READS, made of `fields`."""
+        return self._send_request(out, sent(READS[name](SimpleNamespace(**fields))))
 
     def _session(self) -> str:
         # The server judges the token (a missing one is its 401, naming what to send); the
@@ -320,11 +322,10 @@ class RemoteClient(Client):
     def author(self) -> str:
         return self._session()
 
-    def _call(self, out: type[T], method: str, path: str, body: dict[str, Any] | None = None,
-              params: dict[str, Any] | None = None, waits: float = 0) -> T:
+    def _send_request(self, out: type[T], request: Request, waits: float = 0) -> T:
         try:
-            response = self.http.request(method, path, params=params, body=body,
-                                         timeout=self.timeout + waits)
+            response = self.http.request(request.method, request.path, params=request.params,
+                                         body=request.body, timeout=self.timeout + waits)
         except NoAnswer as cut:
             raise Unreachable(str(cut)) from cut
         if response.status >= 400:
@@ -336,7 +337,8 @@ class RemoteClient(Client):
         return TypeAdapter(out).validate_python(response.json())
 
     def start_session(self, name: str | None = None) -> SessionStartOut:
-        started = self._call(SessionStartOut, "POST", "/api/sessions", {"name": name})
+        started = self._send_request(SessionStartOut, sent(REQUESTS["session.start"](
+            SimpleNamespace(session_name=name, cwd=None, source=None, model=None))))
         if self.actor is None and started.token:
             self._send(started.token)
             self.actor = started.session_id
@@ -357,43 +359,40 @@ class RemoteClient(Client):
             self.actor = None
 
     def session(self, session_id: str) -> SessionOut:
-        return self._call(SessionOut, "GET", f"/api/sessions/{session_id}")
+        return self._read(SessionOut, "session", session_id=session_id)
 
     def plans(self) -> list[PlanSummaryOut]:
-        return self._call(list[PlanSummaryOut], "GET", "/api/plans")
+        return self._read(list[PlanSummaryOut], "plans")
 
     def plan(self, slug: str) -> PlanOut:
-        return self._call(PlanOut, "GET", f"/api/plans/{slug}")
+        return self._read(PlanOut, "plan", plan=slug)
 
     def ready(self, slug: str) -> ReadyOut:
         # With a session, the listing is recorded, as on the embedded store.
         if self.actor is not None:
             return self.execute(c.ListReady(slug, self.actor), ReadyOut)
-        return self._call(ReadyOut, "GET", f"/api/plans/{slug}/ready")
+        return self._read(ReadyOut, "ready", plan=slug)
 
     def step(self, step_id: str) -> StepDetailOut:
-        return self._call(StepDetailOut, "GET", f"/api/steps/{step_id}")
+        return self._read(StepDetailOut, "step", step_id=step_id)
 
     def log(self, after: int = 0, limit: int = 100) -> LogPageOut:
-        return self._call(LogPageOut, "GET", "/api/log",
-                          params={"after": after, "limit": limit})
+        return self._read(LogPageOut, "log", after=after, limit=limit)
 
     def issue_key(self, name: str, role: str) -> KeyIssuedOut:
-        return self._call(KeyIssuedOut, "POST", "/api/keys", {"name": name, "role": role})
+        return self._send_request(KeyIssuedOut, sent(REQUESTS["key.issue"](
+            SimpleNamespace(key_name=name, role=role))))
 
     def keys(self) -> KeysOut:
-        return self._call(KeysOut, "GET", "/api/keys")
+        return self._read(KeysOut, "keys")
 
     def timeline(self, plan: str | None = None, sessions: Sequence[str] = ()) -> TimelineOut:
-        params = {k: v for k, v in (("plan", plan), ("session", list(sessions))) if v}
-        return self._call(TimelineOut, "GET", "/api/timeline", params=params)
+        return self._read(TimelineOut, "timeline", plan=plan, sessions=sessions)
 
     def check_paths(self, patterns: Sequence[str] = (), files: Sequence[str] = (),
                     exclusive_only: bool = False, but: str | None = None) -> PathsCheckOut:
-        asked = PathsCheckIn(paths=list(patterns), files=list(files),
-                             exclusive_only=exclusive_only, but=but)
-        return self._call(PathsCheckOut, "POST", "/api/reservations/check",
-                          asked.model_dump(exclude_none=True))
+        return self._read(PathsCheckOut, "paths.check", patterns=patterns, file=files,
+                          exclusive_only=exclusive_only, but=but)
 
     def close(self) -> None:
         self.http.close()

@@ -1,15 +1,10 @@
-"""`planledger bench`: the benchmark harness (`python -m planledger.bench`) as a CLI command."""
+"""`planledger bench`: the benchmark harness (`python -m planledger.bench`) as a verb."""
 
-import typer
-
-# Options go to the harness untouched (`planledger bench --smoke claims`, `--help`).
-SETTINGS = {"allow_extra_args": True, "ignore_unknown_options": True,
-            "help_option_names": []}
+from planledger.api.cli.grammar import Values
 
 
-def bench(ctx: typer.Context) -> None:
-    """Run the benchmarks: same arguments as `python -m planledger.bench` (see
-    bench/README.md)."""
+def bench(v: Values) -> int:
+    """Every word after `bench` goes to the harness untouched (`--smoke claims`, `--help`)."""
     from planledger.bench.__main__ import main
 
-    raise typer.Exit(main(list(ctx.args)))
+    return main(list(v["args"]))

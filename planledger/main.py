@@ -1,99 +1,104 @@
 """The program: the `planledger` command line (the `planledger` script, `python -m
-planledger`), assembled here from each part's commands. The interfaces' (api.cli) never
-import the replays' or the benchmarks', which stand beside them (ARCHITECTURE.md): the
-three meet only here, and nothing imports this module.
+planledger`), read from one table of verbs (`TABLE`) assembled here from each part's. The
+interfaces' (api.cli) never import the replays' or the benchmarks', which stand beside
+them (ARCHITECTURE.md): the three meet only here.
 
-A call imports only the command it names (`planledger claim …` loads api/cli/work.py and
-what it needs, not the web server, the MCP stack or the replays), and `planledger --help`
-lists the commands from their table without importing any: agents that drive the ledger
-through a shell pay the start-up on every call (bench/startup.py measures it). Before any
-of that, api.cli.direct answers the calls it can without typer: every call to a server
-(`--url`), and the embedded store's work and reads.
+A call imports only the verb it names (`planledger claim …` loads api/cli/calls.py and
+what its answer needs, not the web server, the MCP stack or the replays), and every help
+is printed from the table without importing any: agents that drive the ledger through a
+shell pay the start-up on every call (bench/startup.py measures it).
 """
 
 import sys
-from typing import TYPE_CHECKING, Any
 
-from planledger.api.cli import ENTRIES as INTERFACES
-from planledger.api.cli import HELP, Entry
-
-if TYPE_CHECKING:
-    import typer
-
-ENTRIES = (
-    *INTERFACES,
-    Entry("replay", "planledger.replays.cli:app",
-          "Recordings of the log: export, import, timeline, re-execute, explore."),
-    Entry("demo", "planledger.replays.cli:demo",
-          "Seed the seed's plan auth-refresh (steps 1-4 done); with --race, two agents on "
-          "real threads race for step 5: one wins, the other bounces naming it and takes "
-          "step 6."),
-    Entry("audit", "planledger.replays.audit_cli:audit_app",
-          "Tamper evidence: check the log's hash chain."),
-    Entry("bench", "planledger.bench.cli:bench",
-          "Run the benchmarks: same arguments as `python -m planledger.bench` (see "
-          "bench/README.md).", settings="SETTINGS"),
+from planledger.api.cli import GROUPS as INTERFACE_GROUPS
+from planledger.api.cli import HELP
+from planledger.api.cli import VERBS as INTERFACE_VERBS
+from planledger.api.cli.grammar import CommandLine, Verb, load
+from planledger.api.cli.parser import (
+    EXIT_USAGE,
+    UsageError,
+    asks_help,
+    group_help,
+    program_help,
+    read,
+    refuse,
+    verb_help,
 )
-OPTIONS = (
-    ("--install-completion", "Install completion for the current shell."),
-    ("--show-completion", "Show completion for the current shell, to copy it or customize "
-                          "the installation."),
-    ("--help", "Show this message and exit."),
-)
+from planledger.replays.verbs import GROUPS as REPLAY_GROUPS
+from planledger.replays.verbs import VERBS as REPLAY_VERBS
 
-
-def build(entries: tuple[Entry, ...] = ENTRIES) -> "typer.Typer":
-    """The command line with `entries` (all of them by default)."""
-    import typer
-
-    app = typer.Typer(help=HELP, no_args_is_help=True)
-
-    @app.callback()
-    def _root() -> None:
-        """planledger: one dependency-aware queue of plan steps for many agents."""
-
-    for entry in entries:
-        entry.add_to(app)
-    return app
-
-
-def usage(width: int = 88) -> str:
-    """`planledger --help`, from the table: the options and every command's summary."""
-    import textwrap  # here: no other call needs it
-
-    def rows(pairs: list[tuple[str, str]]) -> list[str]:
-        column = max(len(name) for name, _ in pairs) + 4
-        return [textwrap.fill(text, width, initial_indent=f"  {name:<{column - 2}}",
-                              subsequent_indent=" " * column) for name, text in pairs]
-
-    return "\n".join([
-        "Usage: planledger [OPTIONS] COMMAND [ARGS]...", "", f"  {HELP}", "", "Options:",
-        *rows(list(OPTIONS)), "", "Commands:",
-        *rows([(entry.name, entry.summary) for entry in ENTRIES]), "",
-        "Run 'planledger COMMAND --help' for a command's arguments and options.", ""])
+TABLE = CommandLine(HELP, (*INTERFACE_GROUPS, *REPLAY_GROUPS), (
+    *INTERFACE_VERBS,
+    *REPLAY_VERBS,
+    Verb(("bench",), "planledger.bench.cli:bench",
+         "Run the benchmarks: the same arguments as `python -m planledger.bench` (see "
+         "bench/README.md).", passthrough=True),
+))
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = sys.argv[1:] if argv is None else argv
-    if not args or args[0] == "--help":
-        sys.stdout.write(usage())
-        raise SystemExit(0 if args else 2)  # no arguments is a usage error, as click says
-    named = [entry for entry in ENTRIES if entry.name == args[0]]
-    for entry in named:  # first: `mcp` answers initialize before anything more is loaded
-        entry.prepare(args[1:])
-    from planledger.api.cli import direct
-
-    answered = direct.answer(args)  # a call it answers without typer (api.cli.direct)
-    if answered is not None:
-        raise SystemExit(answered)
-    # Anything else (an unknown command, --show-completion) goes to the whole command line.
-    build(tuple(named) if named else ENTRIES)(args, prog_name="planledger")
+    raise SystemExit(run(sys.argv[1:] if argv is None else argv))
 
 
-def __getattr__(name: str) -> Any:
-    """`app`: the whole command line (for tests and tools), assembled when asked for."""
-    if name == "app":
-        app = build()
-        globals()["app"] = app
-        return app
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+def run(args: list[str]) -> int:
+    """Run the call `args` (the words after `planledger`); its exit code."""
+    try:
+        return _run(args)
+    except UsageError as error:
+        return refuse(TABLE, error)
+
+
+def _run(args: list[str]) -> int:
+    if not args or args[0] in ("--help", "-h"):
+        sys.stdout.write(program_help(TABLE))
+        return 0 if args else EXIT_USAGE  # no words at all: a usage error, as git says
+    if args[0].startswith("-"):
+        return _program_option(args)
+    verb = TABLE.named(args)
+    if verb is None:
+        return _group_or_unknown(args)
+    rest = args[len(verb.words):]
+    if verb.before is not None:
+        load(verb.before)(rest)
+    if verb.passthrough:
+        return int(load(verb.target)({"words": verb.words, "args": rest}) or 0)
+    if asks_help(rest):
+        sys.stdout.write(verb_help(verb))
+        return 0
+    values = read(verb, rest)
+    return int(load(verb.target)(values) or 0)
+
+
+def _group_or_unknown(args: list[str]) -> int:
+    word = args[0]
+    if TABLE.group(word) is None:
+        raise UsageError(f"no such command {word!r}{_did_you_mean(word, TABLE.top())}")
+    rest = args[1:]
+    if not rest or asks_help(rest[:1]):
+        sys.stdout.write(group_help(TABLE, word))
+        return 0 if rest else EXIT_USAGE
+    names = [(v.words[1], "") for v in TABLE.in_group(word)]
+    raise UsageError(f"no such command {rest[0]!r} in '{word}'"
+                     f"{_did_you_mean(rest[0], names)}", (word,))
+
+
+def _did_you_mean(word: str, rows: list[tuple[str, str]]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(word, [name for name, _ in rows], n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def _program_option(args: list[str]) -> int:
+    option = args[0]
+    if option == "--version":
+        from planledger import __version__
+
+        sys.stdout.write(f"planledger {__version__}\n")
+        return 0
+    if option in ("--show-completion", "--install-completion"):
+        from planledger.api.cli import completion
+
+        return completion.run(TABLE, install=option == "--install-completion")
+    raise UsageError(f"no such option: {option}")

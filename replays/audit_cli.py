@@ -8,19 +8,14 @@ Exit codes: 0 every link holds; 1 a broken link, or a file or store that cannot 
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
 
-import typer
-
+from planledger.api.cli import output
 from planledger.api.cli.audit import EXIT_BROKEN, check_store, report
-from planledger.api.cli.common import DbOption, JsonOption
+from planledger.api.cli.grammar import Values
 from planledger.ledger.chain import Entry, Verified, verify
 from planledger.replays.format import RecordingError, canonical
 from planledger.replays.jsonline import BadLine, parse_line
 from planledger.replays.reading import read_file
-
-audit_app = typer.Typer(help="Tamper evidence: check the log's hash chain.",
-                        no_args_is_help=True)
 
 
 class Unreadable(Exception):
@@ -60,23 +55,11 @@ def _entry(number: int, text: str) -> Entry | None:
     return Entry(position, stream, version, topic, canonical(state))  # type: ignore[arg-type]
 
 
-@audit_app.command("verify")
-def verify_command(
-    recording: Annotated[Path | None, typer.Argument(
-        help="A recording (JSON Lines) to check; without it, the store (--db).",
-        show_default=False)] = None,
-    db: DbOption = None,
-    as_json: JsonOption = False,
-) -> None:
-    """Check that every event carries a hash chained to the event before it in its stream;
-    name the first event changed, removed or reordered. On a store, check too that the log
-    adds up to the head the store signed with its secret (so its newest events cut off, or
-    a stream deleted, show) and, on SQLite, that no position is missing. Prints a digest of
-    every stream's head: note it, and a later run that prints another shows any change
-    since."""
-    if recording is None:
-        check_store(db, as_json)
+def verify_command(v: Values) -> None:
+    if v["recording"] is None:
+        check_store(v["db"], v["json"])
         return
+    recording = Path(v["recording"])
     try:
         result = verify(recording_entries(recording))
         if isinstance(result, Verified):
@@ -84,6 +67,6 @@ def verify_command(
             # (a header, its counts met), or a cut or a stranger file passes as intact.
             read_file(recording)
     except (Unreadable, RecordingError) as error:
-        typer.echo(f"TAMPERED or unreadable: {error}", err=True)
-        raise typer.Exit(EXIT_BROKEN) from None
-    report(result, str(recording), as_json)
+        output.line(f"TAMPERED or unreadable: {error}", stderr=True)
+        raise SystemExit(EXIT_BROKEN) from None
+    report(result, str(recording), v["json"])

@@ -10,13 +10,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
 
-import typer
 from rich.console import Console
 
 from planledger.api import timeline_render as render
-from planledger.api.cli.common import DbOption, JsonOption, UrlOption
+from planledger.api.cli import output
+from planledger.api.cli.grammar import Values
 from planledger.api.runtime import open_runtime
 from planledger.ledger.domain.errors import LedgerError
 from planledger.projections.timeline import Timeline, TimelineModel
@@ -32,25 +31,11 @@ from planledger.replays.rerun import rerun
 from planledger.replays.transcript_timeline import merged
 from planledger.replays.transcripts import TranscriptError
 
-app = typer.Typer(help="Recordings of the log: export, import, timeline, re-execute, explore.",
-                  no_args_is_help=True)
 console = Console()
 EXIT_ERROR = 1
 EXAMPLE_THINK = 0.3  # seconds between an example agent's calls: room for its prose
-
-FileArg = Annotated[Path, typer.Argument(help="A recording (JSON Lines, see replays/README.md).",
-                                         show_default=False)]
-PlanOption = Annotated[str | None, typer.Option("--plan", help="Only this plan.")]
-SessionsOption = Annotated[list[str] | None, typer.Option(
-    "--session", help="Only this session (repeat for several).", show_default=False)]
-SinceOption = Annotated[str | None, typer.Option(
-    "--since", help="From this time (ISO 8601; UTC unless it says otherwise).")]
-UntilOption = Annotated[str | None, typer.Option("--until", help="Up to this time (ISO 8601).")]
 # The seed's race as `planledger demo --race` recorded it, shipped inside the package.
 SHIPPED_RACE = Path(__file__).resolve().parent / "two-agents-race.jsonl"
-RecordingArg = Annotated[Path | None, typer.Argument(
-    help="A recording (JSON Lines, see replays/README.md); default: the shipped two-agent "
-    "race.", show_default=False)]
 
 
 @contextmanager
@@ -59,8 +44,13 @@ def _refusing() -> Iterator[None]:
     try:
         yield
     except (RecordingError, LedgerError, TranscriptError, ValueError) as error:
-        typer.echo(str(error), err=True)
-        raise typer.Exit(EXIT_ERROR) from None
+        output.line(str(error), stderr=True)
+        raise SystemExit(EXIT_ERROR) from None
+
+
+def _recording(v: Values) -> Path:
+    """The recording the call names; by default the shipped two-agent race."""
+    return Path(v["recording"]) if v["recording"] is not None else SHIPPED_RACE
 
 
 def _when(text: str | None) -> datetime | None:
@@ -70,16 +60,12 @@ def _when(text: str | None) -> datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-@app.command("export")
-def export_command(
-    file: Annotated[str, typer.Argument(help="Where to write the recording ('-': stdout).")],
-    db: DbOption = None, plan: PlanOption = None, session: SessionsOption = None,
-    since: SinceOption = None, until: UntilOption = None,
-) -> None:
-    """Export the log (all of it, a plan, some sessions, a time window) to a recording."""
+def export_command(v: Values) -> None:
     with _refusing():
-        selection = Selection(plan, tuple(session or ()), _when(since), _when(until))
-        runtime = open_runtime(db)
+        selection = Selection(v["plan"], tuple(v["sessions"] or ()), _when(v["since"]),
+                              _when(v["until"]))
+        file = v["file"]
+        runtime = open_runtime(v["db"])
         try:
             recording = export(runtime.store, selection, exported_at=datetime.now(UTC))
         finally:
@@ -88,22 +74,20 @@ def export_command(
             write(recording, sys.stdout)
         else:
             write_file(recording, Path(file))
-        typer.echo(f"recorded {recording.header.events} events ({recording.header.commands} "
-                   f"commands){' (part of the log)' * recording.header.partial} to {file}",
-                   err=True)
+        output.line(f"recorded {recording.header.events} events ({recording.header.commands} "
+                    f"commands){' (part of the log)' * recording.header.partial} to {file}",
+                    stderr=True)
 
 
-@app.command("import")
-def import_command(file: FileArg, db: DbOption = None) -> None:
-    """Import a recording into a fresh (empty) store: all of it, or nothing."""
+def import_command(v: Values) -> None:
     with _refusing():
-        recording = read_file(file)
-        runtime = open_runtime(db)
+        recording = read_file(Path(v["file"]))
+        runtime = open_runtime(v["db"])
         try:
             count = import_into(runtime.store, recording)
         finally:
             runtime.close()
-        typer.echo(f"imported {count} events into {runtime.db}")
+        output.line(f"imported {count} events into {runtime.db}")
 
 
 def _timeline(recording: Recording, plan: str | None, sessions: tuple[str, ...]) -> Timeline:
@@ -116,104 +100,60 @@ def _timeline(recording: Recording, plan: str | None, sessions: tuple[str, ...])
                           chosen.since, chosen.until)
 
 
-TranscriptsOption = Annotated[list[Path] | None, typer.Option(
-    "--transcript", help="An agent's transcript (Claude Code JSONL or a Codex CLI rollout; "
-    "repeat for each agent): merged with its sessions' events from RECORDING, --db or --url.",
-    show_default=False)]
-
-
-@app.command("timeline")
-def timeline_command(
-    file: Annotated[Path | None, typer.Argument(
-        help="A recording (JSON Lines, see replays/README.md).", show_default=False)] = None,
-    plan: PlanOption = None, session: SessionsOption = None,
-    as_json: JsonOption = False,
-    as_html: Annotated[bool, typer.Option("--html", help="Print a self-contained HTML page.")]
-    = False,
-    transcript: TranscriptsOption = None, db: DbOption = None, url: UrlOption = None,
-    clock_threshold: Annotated[float, typer.Option(
-        "--clock-threshold", help="Seconds a transcript's clock may differ from the ledger's "
-        "before the offset is reported and applied.")] = 1.0,
-    show_secrets: Annotated[bool, typer.Option(
-        "--show-secrets", help="Copy tokens found in transcripts as they are (masked by "
-        "default).")] = False,
-) -> None:
-    """The merged timeline: one clock, a lane per session, bounces naming the holder.
-    With --transcript: the agents' own transcripts merged with the ledger's events."""
-    if transcript:
+def timeline_command(v: Values) -> None:
+    file = Path(v["recording"]) if v["recording"] is not None else None
+    as_json, as_html = v["json"], v["html"]
+    if v["transcripts"]:
         with _refusing():
-            figure = merged(transcript, file, db, url, clock_threshold, show_secrets)
+            figure = merged([Path(t) for t in v["transcripts"]], file, v["db"], v["url"],
+                            v["clock_threshold"], v["show_secrets"])
         if as_json:
-            typer.echo(json.dumps(figure.to_dict(), indent=2, ensure_ascii=False))
+            output.echo(json.dumps(figure.to_dict(), indent=2, ensure_ascii=False))
         elif as_html:
-            typer.echo(merged_render.html(figure), nl=False)
+            output.write(merged_render.html(figure))
         else:
             merged_render.terminal(figure, console, title="transcripts and the log")
         return
     if file is None:
-        typer.echo("name a recording (or --transcript files with a recording, --db or --url)",
-                   err=True)
-        raise typer.Exit(EXIT_ERROR)
+        output.line("name a recording (or --transcript files with a recording, --db or --url)",
+                    stderr=True)
+        raise SystemExit(EXIT_ERROR)
     with _refusing():
-        timeline = _timeline(read_file(file), plan, tuple(session or ()))
+        timeline = _timeline(read_file(file), v["plan"], tuple(v["sessions"] or ()))
     if as_json:
-        typer.echo(json.dumps(timeline.to_dict(), indent=2, ensure_ascii=False))
+        output.echo(json.dumps(timeline.to_dict(), indent=2, ensure_ascii=False))
     elif as_html:
-        typer.echo(render.html(timeline, f"planledger timeline: {file.name}"), nl=False)
+        output.write(render.html(timeline, f"planledger timeline: {file.name}"))
     else:
         render.terminal(timeline, console, title=file.name)
 
 
-@app.command("run")
-def run_command(file: RecordingArg = None) -> None:
-    """Re-execute the recorded commands (virtual clock, recorded ids) and check the events
-    come out byte for byte the same; exit 1 naming the first event that differs."""
+def run_command(v: Values) -> None:
     with _refusing():
-        report = rerun(read_file(file or SHIPPED_RACE))
-    typer.echo(report.describe())
+        report = rerun(read_file(_recording(v)))
+    output.text(report.describe())
     if not report.identical:
-        raise typer.Exit(EXIT_ERROR)
+        raise SystemExit(EXIT_ERROR)
 
 
-@app.command("explore")
-def explore_command(
-    file: RecordingArg = None, as_json: JsonOption = False,
-    limit: Annotated[int, typer.Option(help="Try every interleaving up to this many.")] = 1000,
-    samples: Annotated[int, typer.Option(help="Otherwise, draw this many.")] = 200,
-    seed: Annotated[int, typer.Option(help="Seed of the draw.")] = 0,
-) -> None:
-    """What if the sessions had interleaved otherwise? Each session keeps its own order;
-    prints the distinct outcomes and how many interleavings lead to each."""
+def explore_command(v: Values) -> None:
     with _refusing():
-        report = explore(read_file(file or SHIPPED_RACE), limit=limit, samples=samples,
-                         seed=seed)
-    if as_json:
-        typer.echo(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
+        report = explore(read_file(_recording(v)), limit=v["limit"], samples=v["samples"],
+                         seed=v["seed"])
+    if v["json"]:
+        output.echo(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
     else:
-        typer.echo(report.describe())
+        output.text(report.describe())
 
 
-def demo(
-    race: Annotated[bool, typer.Option(
-        "--race", help="Step 6 waits on 4, so 5 and 6 are both claimable: two agents race.")]
-    = False,
-    db: Annotated[str, typer.Option(
-        "--db", help="Where to seed (an SQLite path, 'memory' or a postgresql:// URL).")]
-    = "memory",
-    record: Annotated[Path | None, typer.Option(
-        "--record", help="Write the log to this recording file.", show_default=False)] = None,
-    as_json: JsonOption = False,
-    example: Annotated[Path | None, typer.Option(
-        "--example", help="With --race: write the run's recording, both agents' transcripts "
-        "(Claude Code format) and the merged HTML page into this folder.",
-        show_default=False)] = None,
-) -> None:
-    """Seed the seed's plan auth-refresh (steps 1-4 done); with --race, two agents on real
-    threads race for step 5: one wins, the other bounces naming it and takes step 6."""
+def demo(v: Values) -> None:
+    race, record, example = v["race"], v["record"], v["example"]
+    record = Path(record) if record is not None else None
+    example = Path(example) if example is not None else None
     with _refusing():
         if example is not None and not race:
             raise ValueError("--example needs --race")
-        runtime = open_runtime(db)
+        runtime = open_runtime(v["db"])
         try:
             if race:
                 result = demo_run.race(runtime, think=EXAMPLE_THINK if example else 0.0)
@@ -228,8 +168,8 @@ def demo(
                 write_file(export(runtime.store, exported_at=datetime.now(UTC)), record)
         finally:
             runtime.close()
-    if as_json:
-        typer.echo(json.dumps(timeline.to_dict(), indent=2, ensure_ascii=False))
+    if v["json"]:
+        output.echo(json.dumps(timeline.to_dict(), indent=2, ensure_ascii=False))
         return
     render.terminal(timeline, console, title="two agents, one step" if race else PLAN)
     if record is not None:

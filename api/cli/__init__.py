@@ -1,125 +1,207 @@
-"""The interfaces' commands of the `planledger` command line, each group in its module.
+"""The interfaces' verbs of the `planledger` command line, as data (api.cli.grammar).
 
-The program (planledger.main) adds these to its command line beside the replays' and the
-benchmarks', which the interfaces never import. Every command works on the embedded store
-(`--db`, default ./.planledger/ledger.sqlite) or, with `--url`, on a running server.
-`--json` prints for scripts. Exit codes: 0 done, 1 error, 3 refused by the ledger
-(bounced), 4 nothing ready (see api.cli.common).
+The program (planledger.main) puts these beside the replays' and the benchmarks' in its one
+table, which the interfaces never import. Every verb works on the embedded store (`--db`,
+default ./.planledger/ledger.sqlite) or, with `--url`, on a running server. `--json`
+prints for scripts. Exit codes: 0 done, 1 error, 2 a call the command line does not read
+(api.cli.parser), 3 refused by the ledger (bounced), 4 nothing ready.
 
-The commands are named here as data, each with where it lives and its one-line help, so
-that the command line imports only the one a call runs (and `planledger --help` none):
-agents run these commands by the hundred, and each module pulls in what its commands
-need. tests/unit/test_cli_table.py holds every line here to the code it names.
+Each verb names where it lives, so a call imports only the one it runs (and `--help`
+none): agents run these by the hundred, and each module pulls in what its verbs need.
+tests/unit/test_cli_table.py holds every line here to the code it names.
 """
 
-from typing import TYPE_CHECKING, Any, NamedTuple
-
-if TYPE_CHECKING:
-    import typer
+from planledger.api.cli.grammar import (
+    ACTING,
+    DB,
+    FENCE,
+    JSON,
+    LEASE,
+    LEASE_DEFAULT,
+    NOTE,
+    PLAN,
+    READING,
+    SESSION,
+    STEP,
+    TOKEN,
+    URL,
+    Argument,
+    Group,
+    Option,
+    Verb,
+)
 
 HELP = "planledger: one dependency-aware queue of plan steps for many agents."
 
-# The exit codes (api.cli.common words them); here, so a call to a server needs no more.
 EXIT_ERROR = 1
 EXIT_BOUNCED = 3
 EXIT_NOTHING_READY = 4
 
-
-class Entry(NamedTuple):
-    """One command of the command line, named without importing it: `target` is
-    'module:attribute', a function (a command) or a Typer (a group, `planledger plan …`);
-    `summary` is its help's first paragraph, as `planledger --help` lists it; `settings`
-    names the module's attribute holding the command's click settings, if any; `before`
-    is a 'module:function' the program calls with the command's arguments before it
-    loads the command (`planledger mcp` answers its client's handshake there). A named
-    tuple, not a dataclass: `dataclasses` loads `inspect`, ~9 ms of every call's start."""
-
-    name: str
-    target: str
-    summary: str
-    settings: str | None = None
-    before: str | None = None
-
-    def prepare(self, args: list[str]) -> None:
-        """Run `before` on the command's arguments, if the command has one."""
-        if self.before is not None:
-            Entry(self.name, self.before, "").load()(args)
-
-    def load(self) -> Any:
-        from importlib import import_module
-
-        module, _, attribute = self.target.partition(":")
-        return getattr(import_module(module), attribute)
-
-    def add_to(self, app: "typer.Typer") -> None:
-        """Register the command (or group) on `app` under its name."""
-        import typer
-
-        target = self.load()
-        if isinstance(target, typer.Typer):
-            app.add_typer(target, name=self.name)
-            return
-        settings = None
-        if self.settings is not None:
-            settings = Entry(self.name, f"{target.__module__}:{self.settings}", "").load()
-        app.command(self.name, context_settings=settings)(target)
-
-
 _CLI = "planledger.api.cli"
-ENTRIES = (
-    Entry("serve", f"{_CLI}.serve:serve",
-          "Serve the HTTP API (OpenAPI docs at /docs, health at /healthz, metrics at "
-          "/metrics)."),
-    Entry("plan", f"{_CLI}.plans:plan_app", "Create and inspect plans."),
-    Entry("session", f"{_CLI}.work:session_app", "Start, show and end sessions."),
-    Entry("ready", f"{_CLI}.plans:ready",
-          "The steps of PLAN a claim would accept now, then the held and blocked ones."),
-    Entry("step", f"{_CLI}.plans:step", "A step with its holder, blockers and history."),
-    Entry("claim", f"{_CLI}.work:claim",
-          "Claim STEP; exits 3 if it bounced (held by another session, blocked, closed, or "
-          "its paths reserved by another session)."),
-    Entry("claim-next", f"{_CLI}.work:claim_next",
-          "Claim the next ready step of PLAN (by priority, then the longest chain waiting "
-          "on it, then the oldest); exits 4 (saying why) when nothing is ready (with "
-          "--wait: when nothing became ready in time)."),
-    Entry("heartbeat", f"{_CLI}.work:heartbeat",
-          "Extend your lease on STEP; exits 3 if you no longer hold it."),
-    Entry("complete", f"{_CLI}.work:complete", "Mark STEP done (you must hold it)."),
-    Entry("release", f"{_CLI}.work:release", "Give STEP back; it is claimable again at once."),
-    Entry("drop", f"{_CLI}.work:drop",
-          "Drop STEP (by its holder, or by anyone when nobody holds it)."),
-    Entry("note", f"{_CLI}.work:note",
-          "Leave a handoff note on STEP for whoever picks it up next."),
-    Entry("paths", f"{_CLI}.paths:paths_app", "Path reservations: who holds which paths."),
-    Entry("guard", f"{_CLI}.guard:guard_app",
-          "A git pre-commit hook that refuses commits touching paths other sessions hold."),
-    Entry("log", f"{_CLI}.plans:log", "The event log, in the order events were appended."),
-    Entry("timeline", f"{_CLI}.plans:timeline",
-          "The merged timeline of the live log: one clock, a lane per session."),
-    Entry("db", f"{_CLI}.db:db_app", "Set up, inspect, back up and restore the store."),
-    Entry("keys", f"{_CLI}.keys:keys_app", "Issue, list and revoke access keys."),
-    Entry("mcp", "planledger.api.mcp.stdio:mcp",
-          "Serve the MCP tools to one agent over stdio: on the embedded store, or relayed "
-          "to the running server at --url (its /mcp endpoint).",
-          before="planledger.api.mcp.handshake:answer_early"),
+_CALLS = f"{_CLI}.calls:answer"  # the verbs answered from api.cli.calls' table
+_CLOSING = (FENCE, NOTE)
+MAX_WAIT_SECONDS = 300  # ledger.commands.MAX_WAIT_SECONDS (a test holds them equal)
+_REPO = Option("--repo", "repo", "The git repository (any directory in it).",
+               metavar="DIR", default=".")
+_FAIL_CLOSED = Option("--fail-closed", "fail_closed", "Refuse the commit when the ledger "
+                      "cannot be asked (default: allow it, with a warning).", kind="flag")
+_ROLES = ("reader (every read), worker (its own sessions and claims, notes, new steps), "
+          "planner (plans, priorities, dependencies, others' steps) or admin "
+          "(force-release, keys); each includes the ones before it.")
+_ADMIN = (DB, URL, TOKEN, JSON)
+_FILE = Argument("file", "FILE", "")  # each verb says what its FILE is
+
+GROUPS = (
+    Group("plan", "Create and inspect plans."),
+    Group("session", "Start, show and end sessions."),
+    Group("paths", "Path reservations: who holds which paths."),
+    Group("guard", "A git pre-commit hook that refuses commits touching paths other "
+                   "sessions hold."),
+    Group("db", "Set up, inspect, back up and restore the store."),
+    Group("keys", "Issue, list and revoke access keys."),
 )
 
-
-def register(app: "typer.Typer") -> None:
-    """Add the interfaces' commands to `app` (all of them: the program adds only the one a
-    call names)."""
-    for entry in ENTRIES:
-        entry.add_to(app)
-
-
-def __getattr__(name: str) -> Any:
-    """`app`: the interfaces' commands alone (the whole program's are planledger.main's),
-    assembled when first asked for, so importing one command's module stays cheap."""
-    if name == "app":
-        import typer
-
-        app = typer.Typer(help=HELP, no_args_is_help=True)
-        register(app)
-        globals()["app"] = app
-        return app
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+VERBS = (
+    Verb(("serve",), f"{_CLI}.serve:serve",
+         "Serve the HTTP API (OpenAPI docs at /docs, health at /healthz, metrics at "
+         "/metrics).",
+         options=(DB, Option("--host", "host", "The address to bind (default 127.0.0.1: "
+                             "this machine only).", metavar="ADDRESS",
+                             env="PLANLEDGER_HOST"),
+                  Option("--port", "port", "The port (default 8765).", kind="int",
+                         metavar="PORT", env="PLANLEDGER_PORT"),
+                  LEASE_DEFAULT)),
+    Verb(("plan", "create"), f"{_CLI}.plans:plan_create",
+         "Create a plan, its constraints and its steps (with dependencies) from FILE.",
+         (_FILE._replace(help="A YAML or Markdown plan file."),), ACTING),
+    Verb(("plan", "show"), _CALLS, "A plan's progress, constraints and steps.",
+         (PLAN,), READING),
+    Verb(("plan", "list"), _CALLS, "Every plan with its progress line.", (), READING),
+    Verb(("session", "start"), _CALLS,
+         "Start a session; prints its id and token (keep the token: it proves the "
+         "session).", (),
+         (Option("--name", "session_name", "A label for people.", metavar="NAME"),
+          *READING)),
+    Verb(("session", "end"), _CALLS, "End the session; releases every step it holds.",
+         (), ACTING),
+    Verb(("session", "show"), _CALLS, "A session and what it holds.",
+         (Argument("session_id", "SESSION", "The session's id."),), READING),
+    Verb(("ready",), _CALLS,
+         "The steps of PLAN a claim would accept now, then the held and blocked ones.",
+         (PLAN,), ACTING),
+    Verb(("step",), _CALLS, "A step with its holder, blockers and history.", (STEP,),
+         READING),
+    Verb(("claim",), _CALLS,
+         "Claim STEP; exits 3 if it bounced (held by another session, blocked, closed, or "
+         "its paths reserved by another session).", (STEP,),
+         (LEASE,
+          Option("--path", "path", "A path to reserve with the claim, exclusively, beside "
+                 "the step's own (a glob from the repository root).", kind="list",
+                 metavar="GLOB"),
+          Option("--shared-path", "shared_path", "A path to reserve with the claim, "
+                 "shared with other shared reservations.", kind="list", metavar="GLOB"),
+          *ACTING)),
+    Verb(("claim-next",), _CALLS,
+         "Claim the next ready step of PLAN (by priority, then the longest chain waiting "
+         "on it, then the oldest); exits 4 (saying why) when nothing is ready (with "
+         "--wait: when nothing became ready in time).", (PLAN,),
+         (LEASE,
+          Option("--wait", "wait_seconds", "When nothing is ready, wait up to SECONDS for "
+                 "a step to become claimable and claim it (0 answers at once).",
+                 kind="int", metavar="SECONDS", default=0, low=0, high=MAX_WAIT_SECONDS,
+                 aliases=("--wait-seconds",)),
+          *ACTING)),
+    Verb(("heartbeat",), _CALLS,
+         "Extend your lease on STEP; exits 3 if you no longer hold it.", (STEP,),
+         (LEASE, *ACTING)),
+    Verb(("complete",), _CALLS, "Mark STEP done (you must hold it).", (STEP,),
+         (*_CLOSING, *ACTING)),
+    Verb(("release",), _CALLS, "Give STEP back; it is claimable again at once.", (STEP,),
+         (*_CLOSING, *ACTING)),
+    Verb(("drop",), _CALLS, "Drop STEP (by its holder, or by anyone when nobody holds it).",
+         (STEP,), (*_CLOSING, *ACTING)),
+    Verb(("note",), _CALLS, "Leave a handoff note on STEP for whoever picks it up next.",
+         (STEP, Argument("text", "TEXT", "The note.")), ACTING),
+    Verb(("paths", "check"), _CALLS,
+         "Who holds what: the live reservations GLOBs overlap or --file paths fall under "
+         "(every live one when none are given), each with its holder, step and the "
+         "patterns met.\n\nExits 3 when one is found with --exclusive-only (something "
+         "would refuse the paths).",
+         (Argument("patterns", "GLOB", "Globs: the live reservations they overlap.",
+                   many=True),),
+         (Option("--file", "file", "A file path, taken literally: the live reservations "
+                 "that cover it.", kind="list", metavar="PATH"),
+          Option("--exclusive-only", "exclusive_only", "Leave shared reservations out.",
+                 kind="flag"),
+          Option("--but", "but", "Leave this session's reservations out.",
+                 metavar="SESSION"),
+          *READING)),
+    Verb(("guard", "install"), f"{_CLI}.guard:install",
+         "Write the commit guard's hooks into a git repository.\n\nAt every commit (and "
+         "merge) the hook runs `planledger guard check` against this store (--db, its "
+         "path resolved now) or server (--url). The committing session comes from "
+         "PLANLEDGER_SESSION or PLANLEDGER_TOKEN in the committer's environment; its own "
+         "reservations never refuse its commits.", (),
+         (_REPO, DB, URL, _FAIL_CLOSED,
+          Option("--force", "force", "Replace a pre-commit hook that is not "
+                 "planledger's.", kind="flag"))),
+    Verb(("guard", "check"), f"{_CLI}.guard:check",
+         "Refuse a commit that changes paths other sessions hold: what the hook runs.\n\n"
+         "Exits 1 when a staged change falls under another session's live exclusive path "
+         "reservation, naming each file, pattern, holder and step. A merge is judged by "
+         "what it changes against its first parent. When the ledger cannot be asked, the "
+         "commit is allowed with a warning (refused with --fail-closed).", (),
+         (_REPO, DB, URL, SESSION, TOKEN, _FAIL_CLOSED)),
+    Verb(("log",), _CALLS, "The event log, in the order events were appended.", (),
+         (Option("--after", "after", "Events after this log position.", kind="int",
+                 metavar="POSITION", default=0),
+          Option("--limit", "limit", "At most this many events.", kind="int",
+                 metavar="N", default=100),
+          *READING)),
+    Verb(("timeline",), f"{_CLI}.plans:timeline",
+         "The merged timeline of the live log: one clock, a lane per session.", (),
+         (Option("--plan", "plan", "One plan's entries.", metavar="PLAN"),
+          Option("--session", "sessions", "Only this session's lane.", kind="list",
+                 metavar="SESSION"),
+          *READING)),
+    Verb(("db", "init"), f"{_CLI}.db:init",
+         "Create the PostgreSQL schema and tables; safe to run at once from many "
+         "processes.", (), (DB,)),
+    Verb(("db", "status"), f"{_CLI}.db:status",
+         "Say whether the PostgreSQL schema is ready; exits 1 if `db init` is still "
+         "needed.", (), (DB,)),
+    Verb(("db", "backup"), f"{_CLI}.db:backup",
+         "Copy the SQLite store to FILE while it serves (SQLite's online backup): every "
+         "write acknowledged before the copy began is in it.\n\nThe secret (<db>.secret) "
+         "is not, unless --with-secret: keep it apart, as a secret.",
+         (_FILE._replace(help="The new file to write the copy to."),),
+         (DB, Option("--with-secret", "with_secret", "Also write the store's secret beside "
+                     "the copy, as FILE.secret (readable by you only).", kind="flag"))),
+    Verb(("db", "restore"), f"{_CLI}.db:restore",
+         "Put a backup in place of the SQLite store (created if missing).",
+         (_FILE._replace(help="A file written by `planledger db backup`."),),
+         (DB, Option("--replace", "replace", "Replace a store that holds events (stop its "
+                     "servers first).", kind="flag"))),
+    Verb(("keys", "create"), f"{_CLI}.keys:create",
+         "Issue a key with a role and print it once, alone on the last line (the store "
+         "keeps only its hash: keep the key now).\n\n--json prints {\"name\", \"role\", "
+         "\"key\"}. With --url, send an admin credential: an admin key in PLANLEDGER_KEY, "
+         "or the admin token as --token.", (),
+         (Option("--name", "key_name", "Who or what holds the key (1-64 letters, digits, "
+                 "'.', '_', '@', '-'): the log names it beside every write made with it.",
+                 metavar="NAME", required=True),
+          Option("--role", "role", _ROLES, metavar="ROLE", required=True), *_ADMIN)),
+    Verb(("keys", "list"), f"{_CLI}.keys:list_keys",
+         "Every key name with its role, and whether it is live (never the keys "
+         "themselves).", (), _ADMIN),
+    Verb(("keys", "revoke"), f"{_CLI}.keys:revoke",
+         "Revoke a key: it and every session started with it stop working at once.",
+         (Argument("key_name", "NAME", "The key's name."),), _ADMIN),
+    Verb(("mcp",), "planledger.api.mcp.stdio:mcp",
+         "Serve the MCP tools to one agent over stdio: on the embedded store, or relayed "
+         "to the running server at --url (its /mcp endpoint).", (),
+         (DB, URL, LEASE_DEFAULT._replace(help="The lease of a claim that names none, in "
+                                          "seconds (default 900; embedded store only: a "
+                                          "server applies its own).")),
+         before="planledger.api.mcp.handshake:answer_early"),
+)

@@ -14,8 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import EllipsisType
 
-import typer
-
+from planledger.api.cli import output
 from planledger.api.cli.common import answering_errors
 from planledger.api.derived_keys import derived_key
 from planledger.api.runtime import Runtime, open_runtime
@@ -55,23 +54,23 @@ def report(result: Verified | Broken, what: str, as_json: bool,
     unchecked = isinstance(result, Verified) and head is not None and not head.checked
     if as_json:
         found = {"head": vars(head)} if head is not None else {}
-        typer.echo(json.dumps({"intact": intact, "source": what, **vars(result), **found},
-                              indent=2, default=str))
+        output.echo(json.dumps({"intact": intact, "source": what, **vars(result), **found},
+                               indent=2, default=str))
     elif isinstance(result, Broken):
-        typer.echo(f"TAMPERED: {what}: {result.message}", err=True)
+        output.line(f"TAMPERED: {what}: {result.message}", stderr=True)
     elif unchecked:
         assert head is not None
-        typer.echo(f"UNCHECKED: {what}: {result.events} events in {result.streams} streams, "
-                   f"every hash chained to the one before; {head.message}", err=True)
+        output.line(f"UNCHECKED: {what}: {result.events} events in {result.streams} streams, "
+                    f"every hash chained to the one before; {head.message}", stderr=True)
     elif head is not None and not head.intact:
-        typer.echo(f"TAMPERED: {what}: {head.message}", err=True)
+        output.line(f"TAMPERED: {what}: {head.message}", stderr=True)
     else:
         signed = f"\n{head.message}" if head is not None else ""
-        typer.echo(f"intact: {result.events} events in {result.streams} streams of {what}, "
-                   f"every hash chained to the one before{signed}\n"
-                   f"heads digest: {result.digest}")
+        output.text(f"intact: {result.events} events in {result.streams} streams of {what}, "
+                    f"every hash chained to the one before{signed}\n"
+                    f"heads digest: {result.digest}")
     if not intact:
-        raise typer.Exit(EXIT_UNCHECKED if unchecked else EXIT_BROKEN)
+        raise SystemExit(EXIT_UNCHECKED if unchecked else EXIT_BROKEN)
 
 
 def _require_store(db: str) -> None:

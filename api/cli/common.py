@@ -1,4 +1,5 @@
-"""What every command shares: the options, the client they open, output and exit codes.
+"""What the verbs beyond api.cli.calls share: the client they open, errors worded as the
+rest of the command line words them, and their output.
 
 Exit codes: 0 done; 1 error (bad input, unknown id, no server, ...); 3 refused by the
 ledger (a claim bounced off a holder, a blocked or closed step, a stale fence, not the
@@ -8,44 +9,12 @@ holder); 4 nothing ready (claim-next found no step to claim).
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any
 
-import typer
-
-from planledger.api.cli import EXIT_BOUNCED, EXIT_ERROR, EXIT_NOTHING_READY, output
-from planledger.api.cli.direct import word_error
-from planledger.api.cli.options import (
-    DbOption,
-    FenceOption,
-    JsonOption,
-    LeaseOption,
-    SessionOption,
-    TokenOption,
-    UrlOption,
-)
+from planledger.api.cli import output
+from planledger.api.cli.calls import word_error
 from planledger.api.client import Client, connect
-from planledger.ledger.domain.errors import InvalidInput
 
-# The commands' options (api.cli.options) are theirs from here too.
-__all__ = [
-    "EXIT_BOUNCED",
-    "EXIT_ERROR",
-    "EXIT_NOTHING_READY",
-    "DbOption",
-    "FenceOption",
-    "JsonOption",
-    "LeaseOption",
-    "SessionOption",
-    "TokenOption",
-    "UrlOption",
-    "answering_errors",
-    "emit",
-    "open_client",
-    "require",
-]
-
-
-T = TypeVar("T")
 
 @contextmanager
 def open_client(db: str | None, url: str | None, session: str | None = None,
@@ -62,15 +31,17 @@ def open_client(db: str | None, url: str | None, session: str | None = None,
 
 @contextmanager
 def answering_errors() -> Iterator[None]:
+    """An error inside the block becomes its message on stderr and its exit code
+    (api.cli.calls.word_error); one it has no words for (a bug) is raised."""
     try:
         yield
-    except typer.Exit:
+    except SystemExit:
         raise
-    except Exception as error:  # worded by api.cli.direct, which answers without typer too
+    except Exception as error:
         code = word_error(error)
         if code is None:
             raise
-        raise typer.Exit(code) from None
+        raise SystemExit(code) from None
 
 
 def emit(result: Any, as_json: bool, show: Callable[[Any], None]) -> None:
@@ -83,9 +54,3 @@ def emit(result: Any, as_json: bool, show: Callable[[Any], None]) -> None:
         output.echo(json.dumps(data, indent=2))
     else:
         show(data)
-
-
-def require(value: T | None, what: str) -> T:
-    if value is None:
-        raise InvalidInput(what, "is required")
-    return value

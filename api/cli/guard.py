@@ -2,89 +2,61 @@
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING
 
-import typer
-
-from planledger.api.cli.options import DbOption, SessionOption, TokenOption, UrlOption
+from planledger.api.cli import output
+from planledger.api.cli.grammar import Values
 
 if TYPE_CHECKING:  # loaded when a command runs, not when the command line starts
     from planledger.api.guard import Ask
     from planledger.api.schemas import PathsCheckOut
 
-guard_app = typer.Typer(
-    help="A git pre-commit hook that refuses commits touching paths other sessions hold.",
-    no_args_is_help=True)
-
-RepoOption = Annotated[Path, typer.Option(
-    "--repo", help="The git repository (any directory in it).", file_okay=False)]
-FailClosedOption = Annotated[bool, typer.Option(
-    "--fail-closed", help="Refuse the commit when the ledger cannot be asked (default: "
-    "allow it, with a warning).")]
 EXIT_REFUSED = 1  # what git needs to abort the commit
 
 
-@guard_app.command("install")
-def install(repo: RepoOption = Path("."), db: DbOption = None, url: UrlOption = None,
-            fail_closed: FailClosedOption = False,
-            force: Annotated[bool, typer.Option(
-                "--force", help="Replace a pre-commit hook that is not planledger's.")
-            ] = False) -> None:
-    """Write the commit guard's hooks into a git repository.
-
-    At every commit (and merge) the hook runs `planledger guard check` against this store
-    (--db, its path resolved now) or server (--url). The committing session comes from
-    PLANLEDGER_SESSION or PLANLEDGER_TOKEN in the committer's environment; its own
-    reservations never refuse its commits."""
+def install(v: Values) -> None:
     from planledger.api.guard import GuardError
     from planledger.api.guard import install as write_hook
     from planledger.ledger.storage import MEMORY, is_postgres, resolve_db
 
+    url, fail_closed = v["url"], v["fail_closed"]
     where = url and ["--url", url]
     if not where:
-        chosen = resolve_db(db)
+        chosen = resolve_db(v["db"])
         local = chosen != MEMORY and not is_postgres(chosen)
         where = ["--db", str(Path(chosen).resolve()) if local else chosen]
     try:
-        hooks = write_hook(repo, where, fail_closed, force)
+        hooks = write_hook(Path(v["repo"]), where, fail_closed, v["force"])
     except GuardError as error:
-        typer.echo(f"planledger guard: {error}", err=True)
-        raise typer.Exit(EXIT_REFUSED) from None
-    typer.echo(f"installed {', '.join(map(str, hooks))} ({' '.join(where)}"
-               f"{', fails closed' if fail_closed else ''})")
+        output.line(f"planledger guard: {error}", stderr=True)
+        raise SystemExit(EXIT_REFUSED) from None
+    output.line(f"installed {', '.join(map(str, hooks))} ({' '.join(where)}"
+                f"{', fails closed' if fail_closed else ''})")
 
 
-@guard_app.command("check")
-def check(repo: RepoOption = Path("."), db: DbOption = None, url: UrlOption = None,
-          session: SessionOption = None, token: TokenOption = None,
-          fail_closed: FailClosedOption = False) -> None:
-    """Refuse a commit that changes paths other sessions hold: what the hook runs.
-
-    Exits 1 when a staged change falls under another session's live exclusive path
-    reservation, naming each file, pattern, holder and step. A merge is judged by what it
-    changes against its first parent. When the ledger cannot be asked, the commit is
-    allowed with a warning (refused with --fail-closed)."""
+def check(v: Values) -> None:
     from planledger.api.guard import GuardError, changed_files, refusals, session_of
 
+    fail_closed, token = v["fail_closed"], v["token"]
     try:
-        files = changed_files(repo)
+        files = changed_files(Path(v["repo"]))
     except GuardError as error:
         _unsure(str(error), fail_closed)
         return
     if not files:
         return
-    committer = session_of(session, token)
+    committer = session_of(v["session"], token)
     try:
-        found = refusals(files, _asker(db, url, token, committer))
+        found = refusals(files, _asker(v["db"], v["url"], token, committer))
     except Exception as error:
         _refused_or_unsure(error, fail_closed)
         return
     if found:
         lines = "\n".join(f"  {r.describe()}" for r in found)
-        typer.echo("planledger guard: this commit changes paths other sessions hold "
-                   f"reserved:\n{lines}\ncoordinate with the holder, wait for the claim to "
-                   "end, or unstage those files", err=True)
-        raise typer.Exit(EXIT_REFUSED)
+        output.line("planledger guard: this commit changes paths other sessions hold "
+                    f"reserved:\n{lines}\ncoordinate with the holder, wait for the claim to "
+                    "end, or unstage those files", stderr=True)
+        raise SystemExit(EXIT_REFUSED)
 
 
 def _asker(db: str | None, url: str | None, token: str | None, committer: str | None,
@@ -115,18 +87,18 @@ def _refused_or_unsure(error: Exception, fail_closed: bool) -> None:
         return
     status, body = problem(error)
     if 400 <= status < 500:
-        typer.echo(f"planledger guard: the ledger refused to check this commit "
-                   f"({body.message}); refused", err=True)
-        raise typer.Exit(EXIT_REFUSED)
+        output.line(f"planledger guard: the ledger refused to check this commit "
+                    f"({body.message}); refused", stderr=True)
+        raise SystemExit(EXIT_REFUSED)
     _unsure(body.message if status != 500 else f"{type(error).__name__}: {error}",
             fail_closed)
 
 
 def _unsure(why: str, fail_closed: bool) -> None:
     if fail_closed:
-        typer.echo(f"planledger guard: cannot check this commit ({why}); refused (the hook "
-                   "fails closed)", err=True)
-        raise typer.Exit(EXIT_REFUSED)
-    typer.echo(f"planledger guard: cannot check this commit ({why}); allowed without a "
-               "check", err=True)
+        output.line(f"planledger guard: cannot check this commit ({why}); refused (the hook "
+                    "fails closed)", stderr=True)
+        raise SystemExit(EXIT_REFUSED)
+    output.line(f"planledger guard: cannot check this commit ({why}); allowed without a "
+                "check", stderr=True)
 

@@ -104,3 +104,15 @@ def _fitted(sizes: list[int], cut: Sequence[int], limit: int) -> list[int]:
 
 def _shortened(text: str, size: int) -> str:
     return text if len(text) <= size else text[:size - 1] + ELLIPSIS
+
+
+def text(lines: str, stderr: bool = False) -> None:
+    """Text of several lines, each shown printable."""
+    for each in lines.split("\n"):
+        line(each, stderr)
+
+
+def write(page: str) -> None:
+    """A page as it is (HTML that ends its own lines), nothing added."""
+    sys.stdout.write(page)
+    sys.stdout.flush()

@@ -2,12 +2,13 @@
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
-import typer
 from starlette.concurrency import run_in_threadpool
 
-from planledger.api.cli.common import DbOption, answering_errors
+from planledger.api.cli import output
+from planledger.api.cli.common import answering_errors
+from planledger.api.cli.grammar import Values
 from planledger.api.errors import ConfigError
 from planledger.api.logs import configure_logging
 from planledger.api.open_files import raise_open_file_limit
@@ -37,18 +38,7 @@ def _steady_collector() -> None:
     gc.set_threshold(50_000, 20, 10)
 
 
-def serve(
-    db: DbOption = None,
-    host: Annotated[str | None, typer.Option(
-        envvar="PLANLEDGER_HOST", help="Address to bind (default 127.0.0.1: this machine "
-        "only).")] = None,
-    port: Annotated[int | None, typer.Option(
-        envvar="PLANLEDGER_PORT", help="Port (default 8765).")] = None,
-    lease_default: Annotated[int | None, typer.Option(
-        "--lease-default", envvar="PLANLEDGER_LEASE_DEFAULT",
-        help="Lease of a claim that names none, in seconds (default 900).")] = None,
-) -> None:
-    """Serve the HTTP API (OpenAPI docs at /docs, health at /healthz, metrics at /metrics)."""
+def serve(v: Values) -> None:
     import uvicorn  # the web stack loads only here: other commands start faster without it
 
     from planledger.api.http.app import create_app
@@ -56,8 +46,8 @@ def serve(
     configure_logging()  # before the MCP server is built: it would install its own
     open_files = raise_open_file_limit()
     with answering_errors():
-        settings = load_settings(db=db, host=host, port=port, lease_default=lease_default,
-                                 open_files=open_files)
+        settings = load_settings(db=v["db"], host=v["host"], port=v["port"],
+                                 lease_default=v["lease_default"], open_files=open_files)
         runtime = open_runtime(settings.db, checkpoints=True)
         runtime.reads.resume()  # its first answer should not wait for the checkpoint
         try:
@@ -66,10 +56,10 @@ def serve(
             _close_on_shutdown(app, runtime)
             _steady_collector()
             base = f"http://{settings.host}:{settings.port}"
-            typer.echo(f"planledger: store {settings.db}\n"
-                       f"planledger: serving {base} — open {base}/ (the console) or "
-                       f"{base}/docs (API reference); agents call {base}/api/… or MCP at "
-                       f"{base}/mcp")
+            output.line(f"planledger: store {settings.db}")
+            output.line(f"planledger: serving {base} — open {base}/ (the console) or "
+                        f"{base}/docs (API reference); agents call {base}/api/… or MCP at "
+                        f"{base}/mcp")
             # log_config=None: uvicorn's loggers write through ours (api.logs).
             uvicorn.run(app, host=settings.host, port=settings.port, log_level="info",
                         log_config=None, limit_concurrency=settings.max_connections,

@@ -1,79 +1,116 @@
-"""Each command as the HTTP request whose route builds that same command again: what
-`RemoteClient` sends. The routes (`routes_*.py`) are the other half; the contract tests
-check that every command here reaches its route and answers as on the embedded store."""
+"""Each call of the HTTP API as the request that carries it: what `RemoteClient` sends, and
+what the command line sends with `--url`. The routes (`routes_*.py`) are the other half;
+the contract tests check that every command here reaches its route and answers as on the
+embedded store.
+
+A request is made from fields read by name: a ledger command (`REQUESTS`, keyed by the
+command's name) or a read (`READS`), or the command line's values under the same names.
+Standard library only (no ledger, no schemas), so that a call of the command line to a
+server loads no more than it sends.
+"""
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import quote
 
-from planledger.ledger import commands as c
-from planledger.ledger.domain.paths import PathSpec
 
-Request = tuple[str, str, dict[str, Any] | None]  # method, path, JSON body
+class Request(NamedTuple):
+    method: str
+    path: str
+    body: dict[str, Any] | None = None
+    params: dict[str, Any] | None = None
 
 
 def _part(text: str) -> str:
     return quote(text, safe="")
 
 
-def _plan(command: c.CreatePlan) -> dict[str, Any]:
-    steps = [{"key": s.key, "title": s.title, "body": s.body, "depends_on": list(s.depends_on),
-              **({"paths": _paths(s.paths)} if s.paths else {})}
-             for s in command.steps]
+def _step_of(new: Any) -> dict[str, Any]:
+    return {"key": new.key, "title": new.title, "body": new.body,
+            "depends_on": list(new.depends_on),
+            **({"paths": _paths(new.paths)} if new.paths else {})}
+
+
+def _plan(command: Any) -> dict[str, Any]:
     return {"slug": command.slug, "title": command.title,
-            "constraints": dict(command.constraints), "steps": steps}
+            "constraints": dict(command.constraints),
+            "steps": [_step_of(s) for s in command.steps]}
 
 
-def _paths(paths: Sequence[PathSpec] | None) -> list[dict[str, str]] | None:
-    return None if paths is None else [p.as_record() for p in paths]
+def _paths(paths: Sequence[Any] | None) -> list[dict[str, str]] | None:
+    """Reserved paths as the API takes them: each a ledger PathSpec, or already a record
+    ({"pattern", "mode"}: the command line's)."""
+    if paths is None:
+        return None
+    return [p if isinstance(p, dict) else p.as_record() for p in paths]
 
 
-def _step(action: str) -> Callable[[Any], Request]:
+def _closing(action: str) -> Callable[[Any], Request]:
     """A closing call on a step: its fence (if any) in the body."""
-    return lambda cmd: ("POST", f"/api/steps/{_part(cmd.step_id)}/{action}",
-                        {"fence": cmd.fence, "note": cmd.note})
+    return lambda f: Request("POST", f"/api/steps/{_part(f.step_id)}/{action}",
+                             {"fence": f.fence, "note": f.note})
 
 
-REQUESTS: Mapping[type[c.Command[Any]], Callable[[Any], Request]] = {
-    c.StartSession: lambda cmd: ("POST", "/api/sessions", {
-        "name": cmd.session_name, "cwd": cmd.cwd, "source": cmd.source, "model": cmd.model}),
-    c.EndSession: lambda cmd: ("POST", f"/api/sessions/{_part(cmd.actor)}/end",
-                               {"findings": cmd.findings}),
-    c.CreatePlan: lambda cmd: ("POST", "/api/plans", _plan(cmd)),
-    c.AddStep: lambda cmd: ("POST", f"/api/plans/{_part(cmd.plan)}/steps", {
-        "title": cmd.title, "body": cmd.body, "depends_on": list(cmd.depends_on),
-        "paths": _paths(cmd.paths)}),
-    c.ReviseStep: lambda cmd: ("PATCH", f"/api/steps/{_part(cmd.step_id)}",
-                               {"title": cmd.title, "body": cmd.body,
-                                "paths": _paths(cmd.paths)}),
-    c.DeclareDependencies: lambda cmd: (
-        "POST", f"/api/steps/{_part(cmd.step_id)}/dependencies",
-        {"depends_on": list(cmd.depends_on)}),
-    c.ListReady: lambda cmd: ("POST", f"/api/plans/{_part(cmd.plan)}/ready"
-                                      + (f"?limit={cmd.limit}" if cmd.limit else ""), None),
-    c.Claim: lambda cmd: ("POST", f"/api/steps/{_part(cmd.step_id)}/claim",
-                          {"lease_seconds": cmd.lease_seconds,
-                           "paths": _paths(cmd.paths) or None}),
-    c.Heartbeat: lambda cmd: ("POST", f"/api/steps/{_part(cmd.step_id)}/heartbeat",
-                              {"lease_seconds": cmd.lease_seconds}),
-    c.ClaimNext: lambda cmd: ("POST", f"/api/plans/{_part(cmd.plan)}/claim-next",
-                              {"lease_seconds": cmd.lease_seconds,
-                               "wait_seconds": cmd.wait_seconds or None}),
-    c.Complete: _step("complete"),
-    c.Release: _step("release"),
-    c.Drop: _step("drop"),
-    c.Reopen: lambda cmd: ("POST", f"/api/steps/{_part(cmd.step_id)}/reopen", None),
-    c.AddNote: lambda cmd: ("POST", f"/api/steps/{_part(cmd.step_id)}/notes",
-                            {"text": cmd.text}),
-    c.ForceRelease: lambda cmd: ("POST", f"/api/steps/{_part(cmd.step_id)}/force-release",
-                                 None),
-    c.IssueKey: lambda cmd: ("POST", "/api/keys", {"name": cmd.key_name, "role": cmd.role}),
-    c.RevokeKey: lambda cmd: ("POST", f"/api/keys/{_part(cmd.key_name)}/revoke", None),
+# By the ledger command's name (ledger.commands: `Command.name`).
+REQUESTS: Mapping[str, Callable[[Any], Request]] = {
+    "session.start": lambda f: Request("POST", "/api/sessions", {
+        "name": f.session_name, "cwd": f.cwd, "source": f.source, "model": f.model}),
+    "session.end": lambda f: Request("POST", f"/api/sessions/{_part(f.actor)}/end",
+                                     {"findings": f.findings}),
+    "plan.create": lambda f: Request("POST", "/api/plans", _plan(f)),
+    "step.add": lambda f: Request("POST", f"/api/plans/{_part(f.plan)}/steps", {
+        "title": f.title, "body": f.body, "depends_on": list(f.depends_on),
+        "paths": _paths(f.paths)}),
+    "step.revise": lambda f: Request("PATCH", f"/api/steps/{_part(f.step_id)}", {
+        "title": f.title, "body": f.body, "paths": _paths(f.paths)}),
+    "step.depend": lambda f: Request("POST", f"/api/steps/{_part(f.step_id)}/dependencies",
+                                     {"depends_on": list(f.depends_on)}),
+    "ready": lambda f: Request("POST", f"/api/plans/{_part(f.plan)}/ready", None,
+                               {"limit": f.limit} if f.limit else None),
+    "claim": lambda f: Request("POST", f"/api/steps/{_part(f.step_id)}/claim", {
+        "lease_seconds": f.lease_seconds, "paths": _paths(f.paths) or None}),
+    "heartbeat": lambda f: Request("POST", f"/api/steps/{_part(f.step_id)}/heartbeat",
+                                   {"lease_seconds": f.lease_seconds}),
+    "claim_next": lambda f: Request("POST", f"/api/plans/{_part(f.plan)}/claim-next", {
+        "lease_seconds": f.lease_seconds, "wait_seconds": f.wait_seconds or None}),
+    "complete": _closing("complete"),
+    "release": _closing("release"),
+    "drop": _closing("drop"),
+    "reopen": lambda f: Request("POST", f"/api/steps/{_part(f.step_id)}/reopen"),
+    "note": lambda f: Request("POST", f"/api/steps/{_part(f.step_id)}/notes",
+                              {"text": f.text}),
+    "force_release": lambda f: Request("POST",
+                                       f"/api/steps/{_part(f.step_id)}/force-release"),
+    "key.issue": lambda f: Request("POST", "/api/keys", {"name": f.key_name,
+                                                         "role": f.role}),
+    "key.revoke": lambda f: Request("POST", f"/api/keys/{_part(f.key_name)}/revoke"),
 }
-assert set(REQUESTS) == set(c.COMMANDS), "every command has a route"
+
+# The reads that act for nobody, by name.
+READS: Mapping[str, Callable[[Any], Request]] = {
+    "plans": lambda f: Request("GET", "/api/plans"),
+    "plan": lambda f: Request("GET", f"/api/plans/{_part(f.plan)}"),
+    "ready": lambda f: Request("GET", f"/api/plans/{_part(f.plan)}/ready"),
+    "step": lambda f: Request("GET", f"/api/steps/{_part(f.step_id)}"),
+    "session": lambda f: Request("GET", f"/api/sessions/{_part(f.session_id)}"),
+    "log": lambda f: Request("GET", "/api/log", None, {"after": f.after, "limit": f.limit}),
+    "keys": lambda f: Request("GET", "/api/keys"),
+    "timeline": lambda f: Request("GET", "/api/timeline", None, {
+        k: v for k, v in (("plan", f.plan), ("session", list(f.sessions or ()))) if v}),
+    "paths.check": lambda f: Request("POST", "/api/reservations/check", {
+        "paths": list(f.patterns or ()), "files": list(f.file or ()),
+        "exclusive_only": f.exclusive_only, "but": f.but}),
+}
 
 
-def request_for(command: c.Command[Any]) -> Request:
-    """The request that carries `command`; its actor travels as the bearer token."""
-    method, path, body = REQUESTS[type(command)](command)
-    return method, path, {k: v for k, v in body.items() if v is not None} if body else None
+def request_for(command: Any) -> Request:
+    """The request that carries `command` (a ledger command); its actor travels as the
+    bearer token."""
+    return sent(REQUESTS[command.name](command))
+
+
+def sent(request: Request) -> Request:
+    """`request` as it is sent: its body without the fields left out (None)."""
+    body = request.body
+    return request._replace(body={k: v for k, v in body.items() if v is not None}
+                            if body else None)

@@ -73,7 +73,7 @@ def answer_early(args: Sequence[str]) -> None:
     answer `initialize` now. Relayed to a server (--url), its answer is the server's, and
     `--help` is for people: those are left to the command."""
     if os.environ.get("PLANLEDGER_URL") or any(
-            arg in ("--help", "--url") or arg.startswith("--url=") for arg in args):
+            arg in ("--help", "-h", "--url") or arg.startswith("--url=") for arg in args):
         return
     take_wire()
 

@@ -24,11 +24,9 @@ import stat
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from io import TextIOWrapper
-from typing import IO, TYPE_CHECKING, Annotated, Any, cast
+from typing import IO, TYPE_CHECKING, Any, cast
 
-import typer
-
-from planledger.api.cli.options import DbOption, UrlOption
+from planledger.api.cli.grammar import Values
 
 if TYPE_CHECKING:
     from planledger.api.mcp.handshake import Wire
@@ -37,16 +35,8 @@ if TYPE_CHECKING:
 CLOSING_SECONDS = 10.0  # how long the last answers may take to leave when the input ends
 
 
-def mcp(
-    db: DbOption = None,
-    url: UrlOption = None,
-    lease_default: Annotated[int | None, typer.Option(
-        "--lease-default", envvar="PLANLEDGER_LEASE_DEFAULT",
-        help="Lease of a claim that names none, in seconds (default 900; embedded store "
-        "only: a server applies its own).")] = None,
-) -> None:
-    """Serve the MCP tools to one agent over stdio: on the embedded store, or relayed to
-    the running server at --url (its /mcp endpoint)."""
+def mcp(v: Values) -> None:
+    url, db, lease_default = v["url"], v["db"], v["lease_default"]
     if url:
         import anyio  # the MCP stack loads only here: other commands start faster without it
 

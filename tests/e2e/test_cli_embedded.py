@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
 from planledger.api.cli import app
 from planledger.api.cli.common import EXIT_BOUNCED, EXIT_NOTHING_READY, open_client
@@ -16,6 +15,7 @@ from planledger.api.client import LocalClient
 from planledger.api.runtime import open_runtime
 from planledger.ledger.application import NewStep
 from tests.support import OPERATOR
+from tests.support.cli_runner import CliRunner
 
 PLANLEDGER = str(Path(sys.executable).parent / "planledger")
 
@@ -172,7 +172,7 @@ def test_a_command_on_the_embedded_store_loads_no_postgresql_driver_and_no_http_
     commands by the hundred."""
     db = str(tmp_path / "l.sqlite")
     probe = ("import sys\n"
-             "from typer.testing import CliRunner\n"
+             "from tests.support.cli_runner import CliRunner\n"
              "from planledger.main import app\n"
              f"done = CliRunner().invoke(app, [*{command!r}, '--db', {db!r}])\n"
              "assert done.exit_code == 0, done.output\n"

@@ -13,13 +13,13 @@ from typing import Any
 
 import httpx
 import pytest
-from typer.testing import CliRunner
 
 from planledger.api.cli import app
 from planledger.api.cli.common import EXIT_BOUNCED
 from planledger.api.runtime import open_checkpoints, open_runtime
 from planledger.bench.servers import create_plan, start_replica
 from tests.e2e.test_cli_embedded import PLAN_YAML
+from tests.support.cli_runner import CliRunner
 
 PLANLEDGER = str(Path(sys.executable).parent / "planledger")
 START_TIMEOUT = 30.0

@@ -5,13 +5,12 @@ and `planledger paths check` answers who holds what."""
 import json
 from pathlib import Path
 
-from typer.testing import CliRunner
-
 from planledger.api.runtime import open_runtime
 from planledger.ledger.application import NewStep
 from planledger.ledger.domain.paths import PathSpec
-from planledger.main import app
+from planledger.main import run as app
 from tests.support import OPERATOR
+from tests.support.cli_runner import CliRunner
 
 
 def test_claim_with_paths_a_colliding_claim_and_paths_check(tmp_path: Path) -> None:

@@ -4,16 +4,15 @@ one wins, the other bounces naming the winner, pivots to step 6; both complete."
 import json
 from pathlib import Path
 
-from typer.testing import CliRunner
-
 from planledger.api.runtime import Runtime
 from planledger.api.timeline_render import story
-from planledger.main import app
+from planledger.main import run as app
 from planledger.projections.timeline import TimelineModel
 from planledger.replays.demo import race
 from planledger.replays.fixture import AUTH_REFRESH_STEPS, PLAN
 from planledger.replays.reading import read_file
 from planledger.replays.rerun import rerun
+from tests.support.cli_runner import CliRunner
 
 
 def test_the_race_timeline_names_the_winner_as_the_holder_of_the_bounce(runtime: Runtime) -> None:

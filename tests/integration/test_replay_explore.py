@@ -3,14 +3,14 @@
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from planledger.api.runtime import Runtime
-from planledger.main import app
+from planledger.main import run as app
 from planledger.replays.explore import ExploreReport, OutcomeCount, explore
 from planledger.replays.fixture import seed_auth_refresh
 from planledger.replays.reading import read_file
 from planledger.replays.recording import export
+from tests.support.cli_runner import CliRunner
 
 RACE = Path("replays/two-agents-race.jsonl")
 STEP_5 = 'step 5 "Rate-limit POST /auth/refresh (per-IP and per-family)"'

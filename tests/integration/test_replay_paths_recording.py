@@ -4,12 +4,12 @@ B pivots to a step that collides with nothing, both complete."""
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from planledger.main import app
+from planledger.main import run as app
 from planledger.replays.explore import ExploreReport, explore
 from planledger.replays.paths_race import write_paths_race
 from planledger.replays.reading import read_file
+from tests.support.cli_runner import CliRunner
 
 PATHS = Path("replays/two-agents-paths.jsonl")
 ROTATE = 'step 1 "Rotate refresh tokens across the auth package"'

@@ -6,16 +6,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from planledger.api.runtime import Runtime, open_runtime
-from planledger.main import app
+from planledger.main import run as app
 from planledger.projections.timeline import TimelineModel
 from planledger.replays.format import RecordingError, Selection, write_file
 from planledger.replays.reading import read, read_file
 from planledger.replays.recording import export, import_into
 from planledger.replays.rerun import rerun
 from tests.support.busy_log import write_busy_log
+from tests.support.cli_runner import CliRunner
 from tests.support.fakes import FakeClock, SequentialIds
 from tests.support.postgres import fresh_schema
 

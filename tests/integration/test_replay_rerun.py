@@ -5,15 +5,15 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from planledger.api.runtime import Runtime
-from planledger.main import app
+from planledger.main import run as app
 from planledger.replays.format import write_file
 from planledger.replays.reading import read, read_file
 from planledger.replays.recording import export
 from planledger.replays.rerun import rerun
 from tests.support.busy_log import write_busy_log
+from tests.support.cli_runner import CliRunner
 from tests.support.fakes import FakeClock
 
 SHIPPED = sorted(Path("replays").glob("*.jsonl"))

@@ -5,18 +5,17 @@ import json
 import re
 from pathlib import Path
 
-from typer.testing import CliRunner
-
 from planledger.api.runtime import Runtime
 from planledger.api.timeline_render import html
 from planledger.ledger.application import NewStep
-from planledger.main import app
+from planledger.main import run as app
 from planledger.projections.timeline import TimelineModel
 from planledger.replays.format import write_file
 from planledger.replays.reading import read_file
 from planledger.replays.recording import decode, export
 from tests.support import OPERATOR
 from tests.support.busy_log import write_busy_log
+from tests.support.cli_runner import CliRunner
 from tests.support.fakes import FakeClock
 
 RACE = Path("replays/two-agents-race.jsonl")

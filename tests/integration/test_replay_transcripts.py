@@ -9,16 +9,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
 from planledger.api.runtime import open_runtime
-from planledger.main import app
+from planledger.main import run as app
 from planledger.replays.demo import race
 from planledger.replays.merge import MergedTimeline, merge
 from planledger.replays.race_transcripts import write_example
 from planledger.replays.reading import read_file
 from planledger.replays.transcript_timeline import log_of_recording, read_transcripts, sessions_of
 from planledger.replays.transcripts import read_transcript
+from tests.support.cli_runner import CliRunner
 from tests.support.live_server import live_server
 
 runner = CliRunner()

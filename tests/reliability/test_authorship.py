@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from typer.testing import CliRunner
 
-from planledger.api.cli import app
 from planledger.api.runtime import open_runtime
 from planledger.ledger.domain import events as ev
+from planledger.main import run as app
 from tests.reliability.conftest import ADMIN, Served
+from tests.support.cli_runner import CliRunner
 from tests.support.mcp_wire import Wire, answer
 
 runner = CliRunner()

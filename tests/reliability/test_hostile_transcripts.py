@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from planledger.main import app
+from planledger.main import run as app
 from planledger.replays.transcripts import MAX_LINE_BYTES
+from tests.support.cli_runner import CliRunner
 
 runner = CliRunner()
 PLANLEDGER = str(Path(sys.executable).parent / "planledger")

@@ -14,9 +14,7 @@ from typing import Any
 import httpx
 import pytest
 from fastapi.testclient import TestClient
-from typer.testing import CliRunner
 
-from planledger.api.cli import app as cli
 from planledger.api.http.app import create_app
 from planledger.api.runtime import Runtime, open_runtime
 from planledger.api.settings import (
@@ -26,8 +24,10 @@ from planledger.api.settings import (
     load_settings,
 )
 from planledger.bench.servers import start_replica
+from planledger.main import run as cli
 from tests.reliability.conftest import Served
 from tests.support import LOCAL
+from tests.support.cli_runner import CliRunner
 from tests.support.fakes import SequentialIds
 from tests.support.live_server import session
 

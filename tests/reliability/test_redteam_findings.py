@@ -10,16 +10,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
 from planledger.api.cli.audit import verify_store
 from planledger.api.runtime import open_runtime
 from planledger.infra.secret import SECRET_ENV, SecretError, load_secret
 from planledger.ledger.application import NewStep
-from planledger.main import app
+from planledger.main import run as app
 from planledger.replays.fixture import seed_auth_refresh
 from planledger.replays.format import write_file
 from planledger.replays.recording import export
+from tests.support.cli_runner import CliRunner
 from tests.support.fakes import FakeClock, SequentialIds
 from tests.support.forgery import Lines
 from tests.support.forgery import events as _events

@@ -10,7 +10,6 @@ from pathlib import Path
 import psycopg
 import pytest
 from psycopg import sql
-from typer.testing import CliRunner
 
 from planledger.api.cli.audit import verify_store
 from planledger.api.runtime import Runtime, open_runtime
@@ -19,8 +18,9 @@ from planledger.infra.secret import SECRET_ENV
 from planledger.ledger.chain import GENESIS, link, seal, unseal
 from planledger.ledger.log_head import KeepsHead, SignedHead
 from planledger.ledger.storage import postgres_options
-from planledger.main import app
+from planledger.main import run as app
 from planledger.replays.fixture import seed_auth_refresh
+from tests.support.cli_runner import CliRunner
 from tests.support.fakes import FakeClock, SequentialIds
 from tests.support.postgres import BASE_URL, fresh_schema
 

@@ -7,18 +7,18 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from planledger.api.cli.audit import store_entries
 from planledger.api.runtime import Runtime, open_runtime
 from planledger.ledger.chain import Broken, Verified, seal, unseal, verify
 from planledger.ledger.domain import events as ev
-from planledger.main import app
+from planledger.main import run as app
 from planledger.replays.fixture import seed_auth_refresh
 from planledger.replays.format import write_file
 from planledger.replays.recording import export
 from planledger.replays.rerun import rerun
 from tests.support import OPERATOR
+from tests.support.cli_runner import CliRunner
 from tests.support.fakes import FakeClock, SequentialIds
 
 runner = CliRunner()

@@ -9,13 +9,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from planledger.api.runtime import open_runtime
-from planledger.main import app
+from planledger.main import run as app
 from planledger.replays.fixture import seed_auth_refresh
 from planledger.replays.format import write_file
 from planledger.replays.recording import export
+from tests.support.cli_runner import CliRunner
 from tests.support.fakes import FakeClock, SequentialIds
 
 runner = CliRunner()

@@ -1,52 +1,104 @@
-"""The command line's table (planledger.main.ENTRIES) is true to the code it names: every
-command is in it, each summary is its help's first paragraph, and `planledger --help`,
-printed from the table alone, lists them all without importing any command."""
+"""The command line's one table (planledger.main.TABLE) is true to the code it names, and
+every help printed from it tells a new user what each verb takes (issue 29)."""
 
 import subprocess
 import sys
 
-import typer
-from typer.main import get_command
+import pytest
 
-from planledger.main import ENTRIES, build, usage
+from planledger.api.cli.grammar import load
+from planledger.api.http.paths import REQUESTS
+from planledger.ledger import commands as c
+from planledger.main import TABLE
+from tests.support.cli_runner import CliRunner
 
-
-def _first_paragraph(text: str | None) -> str:
-    return " ".join((text or "").strip().split("\n\n")[0].split())
-
-
-def _help_of(target: object) -> str:
-    if isinstance(target, typer.Typer):
-        return _first_paragraph(target.info.help)
-    return _first_paragraph(getattr(target, "__doc__", None))
+runner = CliRunner()
+VERBS = [verb.words for verb in TABLE.verbs]
 
 
-def test_every_command_of_the_whole_command_line_is_in_the_table_once() -> None:
-    whole = get_command(build())
-    names = [entry.name for entry in ENTRIES]
-    assert len(names) == len(set(names))
-    assert sorted(whole.commands) == sorted(names)  # type: ignore[attr-defined]
+def test_each_verb_is_in_the_table_once_and_runs_code_that_exists() -> None:
+    assert len(VERBS) == len(set(VERBS))
+    for verb in TABLE.verbs:
+        assert callable(load(verb.target)), verb.name
+        if verb.before is not None:
+            assert callable(load(verb.before)), verb.name
+    for verb in TABLE.verbs:
+        if len(verb.words) == 2:
+            assert TABLE.group(verb.words[0]) is not None, f"no group for {verb.name}"
 
 
-def test_each_summary_is_the_first_paragraph_of_its_commands_help() -> None:
-    for entry in ENTRIES:
-        assert entry.summary == _help_of(entry.load()), entry.name
+def test_every_ledger_command_has_a_request() -> None:
+    assert set(REQUESTS) == {command.name for command in c.COMMANDS}
 
 
-def test_help_lists_every_command_with_its_summary() -> None:
-    text = " ".join(usage().split())
-    for entry in ENTRIES:
-        assert f"{entry.name} {entry.summary}" in text
+def test_the_programs_help_lists_every_verb_and_group_with_its_summary() -> None:
+    shown = runner.invoke(None, ["--help"])
+    assert shown.exit_code == 0
+    text = " ".join(shown.stdout.split())
+    for name, summary in TABLE.top():
+        assert f"{name} {' '.join(summary.split())}" in text, name
 
 
-def test_help_imports_no_command_and_no_command_line_library() -> None:
+@pytest.mark.parametrize("words", VERBS, ids=[" ".join(w) for w in VERBS])
+def test_each_verbs_help_names_and_describes_all_it_takes(words: tuple[str, ...]) -> None:
+    verb = TABLE.named(words)
+    assert verb is not None
+    shown = runner.invoke(None, [*words, "--help"])
+    assert shown.exit_code == 0, shown.output
+    if verb.passthrough:  # its own harness answers (`python -m planledger.bench`)
+        return
+    assert shown.stdout.startswith(f"Usage: planledger {verb.name}")
+    for argument in verb.arguments:
+        assert argument.help and argument.metavar.isupper(), (verb.name, argument)
+        assert argument.metavar in shown.stdout
+    for option in verb.options:
+        assert option.help, (verb.name, option.flag)
+        assert option.shown in shown.stdout, (verb.name, option.flag)
+    assert "list[" not in shown.stdout and "<bool>" not in shown.stdout
+
+
+def test_a_flag_takes_no_value_and_a_bad_call_exits_2_naming_the_problem() -> None:
+    refused = runner.invoke(None, ["demo", "--race", "true"])
+    assert refused.exit_code == 2
+    assert "unrecognized arguments: true" in refused.stderr
+    assert "Usage: planledger demo" in refused.stderr
+    missing = runner.invoke(None, ["claim"])
+    assert missing.exit_code == 2 and "STEP" in missing.stderr
+    not_a_number = runner.invoke(None, ["claim-next", "p", "--wait", "soon"])
+    assert not_a_number.exit_code == 2 and "'soon' is not a whole number" in not_a_number.stderr
+    unknown = runner.invoke(None, ["clam", "x"])
+    assert unknown.exit_code == 2 and "did you mean 'claim'" in unknown.stderr
+    assert runner.invoke(None, []).exit_code == 2
+    group = runner.invoke(None, ["db"])
+    assert group.exit_code == 2 and "init" in group.stdout
+
+
+def test_db_init_and_status_show_the_db_they_take() -> None:
+    for words in (["db", "init"], ["db", "status"]):
+        assert "--db STORE" in runner.invoke(None, [*words, "--help"]).stdout
+
+
+def test_the_completion_script_offers_every_verb_and_its_options() -> None:
+    shown = runner.invoke(None, ["--show-completion"])
+    assert shown.exit_code == 0
+    for verb in TABLE.verbs:
+        assert f'"{verb.name}")' in shown.stdout, verb.name
+    assert "--shared-path" in shown.stdout
+    checked = subprocess.run(["bash", "-n"], input=shown.stdout, text=True,
+                             capture_output=True, check=False)
+    assert checked.returncode == 0, checked.stderr
+
+
+def test_help_imports_no_verb_and_nothing_heavy() -> None:
     probe = ("import sys\n"
              "from planledger.main import main\n"
-             "try:\n    main(['--help'])\nexcept SystemExit as done:\n"
-             "    assert done.code == 0\n"
+             "for args in (['--help'], ['claim', '--help'], ['plan', '--help']):\n"
+             "    try:\n        main(args)\n    except SystemExit as done:\n"
+             "        assert done.code == 0\n"
              "print(sorted(m for m in sys.modules if m.split('.')[0] in "
              "('typer', 'click', 'rich', 'pydantic', 'httpx', 'eventsourcing')"
-             " or m.startswith('planledger.api.cli.')))\n")
+             " or (m.startswith('planledger.api.cli.') and m not in "
+             "('planledger.api.cli.grammar', 'planledger.api.cli.parser'))))\n")
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                             check=True, timeout=120)
     assert loaded.stdout.strip().endswith("[]"), loaded.stdout + loaded.stderr

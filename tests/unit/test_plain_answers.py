@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from planledger.api import plain_answers
-from planledger.api.cli.direct import _json_moment
+from planledger.api.cli.calls import _json_moment
 from planledger.api.runtime import Runtime
 from planledger.api.schemas import PlanSummaryOut, ReadyOut
 from planledger.ledger import commands as c

@@ -1,0 +1,387 @@
+"""The verbs that do the work and read it (`claim`, `ready`, `plan show`, …), answered
+from one table: to a server (`--url`) as the request api.http.paths makes of the call's
+values, on the embedded store through the client (api.client) or, for the reads that act
+for nobody, straight from the read model.
+
+Agents drive the ledger through a shell, one process per call, so a call loads only what
+its answer needs. To a server: the request table and an HTTP connection, not pydantic or
+the API's schemas; the server's JSON is printed as it comes (`--json`) or through the
+renderers (api.cli.render). On the embedded store, `ready` and `plan list` read the plain
+fields the schemas are made from (api.plain_answers), from the store's file alone where
+it can (infra.sqlite_reading): the schemas, the write side and the event-store library
+were most of such a call's start-up.
+"""
+
+import gc
+import json
+import os
+from collections.abc import Callable
+from datetime import datetime
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from planledger.api.cli import EXIT_BOUNCED, EXIT_ERROR, EXIT_NOTHING_READY
+from planledger.api.cli.grammar import Values
+from planledger.api.http.paths import READS, REQUESTS, Request, sent
+
+if TYPE_CHECKING:
+    from planledger.api.client import Client
+    from planledger.api.plain_answers import Readable
+    from planledger.api.runtime import Runtime
+
+# api.errors.BOUNCE_REASONS (a test holds them equal): that module loads the schemas.
+BOUNCE_REASONS = frozenset({"already_claimed", "blocked", "closed", "stale_fence",
+                            "not_holder", "paths_reserved"})
+TIMEOUT = 30.0  # RemoteClient's
+
+
+class Call(NamedTuple):
+    """How a verb is answered: `request` makes what it sends to a server, `client` asks the
+    embedded store's client (api.client) the same, `show` names its renderer (api.cli.render),
+    `exit_code` reads the answer's; `here` is the same answer read on the embedded store
+    without a client, for a call that acts for nobody (None: the client answers), or `plain`
+    where that answer reads the read model alone, so the store's file can be read without
+    the library (infra.sqlite_reading; a runtime serves it too)."""
+
+    request: Callable[[Values], Request]
+    client: "Callable[[Client, Values], Any]"
+    show: str
+    exit_code: Callable[[Values, Any], int] = lambda values, answer: 0
+    here: "Callable[[Runtime, Values], Any] | None" = None
+    plain: "Callable[[Readable, Values], Any] | None" = None
+
+    @property
+    def on_the_store(self) -> "Callable[[Runtime, Values], Any] | None":
+        """The answer read on the embedded store through its runtime, if any."""
+        return self.here or self.plain
+
+
+def _reads() -> Any:
+    from planledger.api import reads
+
+    return reads
+
+
+def _plain() -> Any:
+    """The answers read as plain fields, without the schemas (api.plain_answers): printed
+    as the schemas' would be."""
+    from planledger.api import plain_answers
+
+    return plain_answers
+
+
+def _plans_here(reading: "Readable", v: Values) -> Any:
+    return _plain().plans(reading)
+
+
+def _ready_here(reading: "Readable", v: Values) -> Any:
+    return _plain().ready(reading, v["plan"])
+
+
+def _paths_check(runtime: "Runtime", v: Values) -> Any:
+    from planledger.api import path_reads
+
+    return path_reads.check(runtime, v["patterns"] or [], v["file"] or [],
+                            v["exclusive_only"], v["but"])
+
+
+def _actor(values: Values) -> str | None:
+    """The session a token names (<id>.<signature>; the admin token names none)."""
+    token = values.get("token")
+    return token.rpartition(".")[0] or None if token else None
+
+
+def _fields(v: Values) -> SimpleNamespace:
+    """The call's values as the request table reads a command's fields."""
+    return SimpleNamespace(**{"actor": _actor(v) or "-", "cwd": None, "source": None,
+                              "model": None, "findings": None, "paths": _claimed(v),
+                              "limit": None, **v})
+
+
+def _claimed(v: Values) -> list[dict[str, str]]:
+    """A claim's own paths (`--path`, `--shared-path`), as records."""
+    return ([{"pattern": p, "mode": "exclusive"} for p in v.get("path") or ()]
+            + [{"pattern": p, "mode": "shared"} for p in v.get("shared_path") or ()])
+
+
+def _write(name: str) -> Callable[[Values], Request]:
+    return lambda v: REQUESTS[name](_fields(v))
+
+
+def _read(name: str) -> Callable[[Values], Request]:
+    return lambda v: READS[name](_fields(v))
+
+
+def _ready(v: Values) -> Request:
+    # With a session, the listing is recorded (the ListReady command), as RemoteClient does.
+    return (REQUESTS if _actor(v) is not None else READS)["ready"](_fields(v))
+
+
+def claim_paths(exclusive: list[str] | None, shared: list[str] | None) -> list[Any]:
+    """A claim's own paths (`--path`, `--shared-path`), as the ledger takes them."""
+    from planledger.ledger.domain.paths import PathSpec
+
+    return ([PathSpec(p) for p in exclusive or ()]
+            + [PathSpec(p, "shared") for p in shared or ()])
+
+
+def _closing(action: str) -> "Callable[[Client, Values], Any]":
+    return lambda c, v: getattr(c, action)(v["step_id"], v["fence"], v["note"])
+
+
+CALLS: dict[tuple[str, ...], Call] = {
+    ("plan", "list"): Call(_read("plans"), lambda c, v: c.plans(), "plans",
+                           plain=_plans_here),
+    ("plan", "show"): Call(_read("plan"), lambda c, v: c.plan(v["plan"]), "plan",
+                           here=lambda r, v: _reads().plan(r, v["plan"])),
+    ("ready",): Call(_ready, lambda c, v: c.ready(v["plan"]), "ready", plain=_ready_here),
+    ("step",): Call(_read("step"), lambda c, v: c.step(v["step_id"]), "step",
+                    here=lambda r, v: _reads().step_detail(r, v["step_id"])),
+    ("log",): Call(_read("log"), lambda c, v: c.log(v["after"], v["limit"]), "log",
+                   here=lambda r, v: _reads().log_page(r, v["after"], v["limit"])),
+    ("session", "start"): Call(_write("session.start"),
+                               lambda c, v: c.start_session(v["session_name"]),
+                               "session_started"),
+    ("session", "end"): Call(_write("session.end"), lambda c, v: c.end_session(),
+                             "session_ended"),
+    ("session", "show"): Call(_read("session"), lambda c, v: c.session(v["session_id"]),
+                              "session",
+                              here=lambda r, v: _reads().session(r, v["session_id"])),
+    ("claim",): Call(_write("claim"), lambda c, v: c.claim(
+        v["step_id"], v["lease_seconds"], claim_paths(v["path"], v["shared_path"])),
+        "claim"),
+    ("claim-next",): Call(
+        _write("claim_next"),
+        lambda c, v: c.claim_next(v["plan"], v["lease_seconds"], v["wait_seconds"]),
+        "claim_next",
+        exit_code=lambda v, answer: 0 if answer["claimed"] is not None else EXIT_NOTHING_READY),
+    ("heartbeat",): Call(_write("heartbeat"),
+                         lambda c, v: c.heartbeat(v["step_id"], v["lease_seconds"]), "claim"),
+    ("complete",): Call(_write("complete"), _closing("complete"), "change"),
+    ("release",): Call(_write("release"), _closing("release"), "change"),
+    ("drop",): Call(_write("drop"), _closing("drop"), "change"),
+    ("note",): Call(_write("note"), lambda c, v: c.add_note(v["step_id"], v["text"]),
+                    "note_added"),
+    ("paths", "check"): Call(
+        _read("paths.check"), lambda c, v: c.check_paths(
+            v["patterns"] or [], v["file"] or [], v["exclusive_only"], v["but"]),
+        "paths_found", here=_paths_check,
+        exit_code=lambda v, answer: (EXIT_BOUNCED if v["exclusive_only"]
+                                     and answer["reserved"] else 0)),
+}
+
+
+def answer(values: Values) -> int:
+    """Answer the call and return its exit code: to the server at --url, else on the
+    embedded store."""
+    call = CALLS[values["words"]]
+    if values["url"]:
+        return _answer_remote(call, values)
+    acting = values.get("token") or values.get("session")
+    if call.on_the_store is not None and not acting:
+        answered = _answer_here(call, values)
+        if answered is not None:
+            return answered
+    return _answer_with_client(call, values)
+
+
+def _answer_remote(call: Call, values: Values) -> int:
+    from planledger.api.remote_http import Connection, NoAnswer
+
+    method, path, body, params = sent(call.request(values))
+    try:
+        connection = Connection(values["url"], TIMEOUT)
+    except ValueError as error:
+        return _refused(str(error), EXIT_ERROR)
+    # api.client.KEY_SETTING, named here: importing it would load pydantic.
+    credential = values.get("token") or os.environ.get("PLANLEDGER_KEY")
+    if credential:
+        connection.headers["Authorization"] = f"Bearer {credential}"
+    try:
+        response = connection.request(method, path, params=params, body=body,
+                                      timeout=TIMEOUT + (values.get("wait_seconds") or 0))
+    except NoAnswer as cut:
+        return _refused(f"cannot reach the server: {cut}", EXIT_ERROR)
+    finally:
+        connection.close()
+    if response.status >= 400:
+        return _error(response.status, response.body)
+    return _show(call, values, json.loads(response.body))
+
+
+def _answer_here(command: Call, values: Values) -> int | None:
+    """The read on the embedded store, as `connect` opens it and `LocalClient` reads it.
+    None when it fails in a way the full command line does not word (a read changes
+    nothing: the full command line asks again, and fails in its own way)."""
+    read = command.on_the_store
+    assert read is not None
+    # The collector is held off while the store's modules load and the read runs: they make
+    # tens of thousands of objects that live until the process ends, and scanning them as
+    # they come was ~3% of the call (the read's own fold holds it off too: projections.log).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        from planledger.api.settings import load_settings
+
+        db = load_settings(db=values["db"]).db
+        result = _read_file(command.plain, db, values) if command.plain else _UNREAD
+        if result is _UNREAD:
+            from planledger.api.runtime import open_runtime
+
+            runtime = open_runtime(db, checkpoints=True)
+            try:
+                runtime.secret  # noqa: B018 (as connect: a store whose secret fails, fails)
+                result = read(runtime, values)
+            finally:
+                runtime.close()
+    except Exception as error:  # worded as the full command line words it, else left to it
+        return word_error(error)
+    finally:
+        if collecting:
+            gc.enable()
+    return _show(command, values, _dumped(result, bool(values.get("json"))))
+
+
+_UNREAD = object()  # _read_file's answer where the file cannot be read without the library
+
+
+def _read_file(read: "Callable[[Readable, Values], Any]", db: str | None,
+               values: Values) -> Any:
+    """The answer read from the embedded store's file alone (infra.sqlite_reading): the
+    eventsourcing library was a fifth of such a call's start-up. _UNREAD where the store
+    is not such a file, or holds what that reader does not read as the library does (the
+    store is then opened through the library, which answers as always)."""
+    import sqlite3
+
+    from planledger.infra.sqlite_reading import Unreadable, open_reading
+    from planledger.ledger.storage import resolve_db
+
+    reading = open_reading(resolve_db(db))
+    if reading is None:
+        return _UNREAD
+    try:
+        reading.secret  # noqa: B018 (as connect: a store whose secret fails, fails)
+        return read(reading, values)
+    except (Unreadable, sqlite3.Error):
+        return _UNREAD
+    finally:
+        reading.close()
+
+
+def _answer_with_client(call: Call, values: Values) -> int:
+    """The call on the embedded store through its client (`connect`: the service, acting
+    for the session)."""
+    from planledger.api.client import connect
+
+    try:
+        client = connect(None, db=values["db"], token=values.get("token"),
+                         session=values.get("session"))
+    except Exception as error:  # nothing is written before the store is open
+        return _worded(error)
+    try:
+        result = call.client(client, values)
+        return _show(call, values, _dumped(result, bool(values["json"])))
+    except Exception as error:
+        return _worded(error)
+    finally:
+        client.close()
+
+
+def _worded(error: Exception) -> int:
+    """The error's exit code, having said it; raised again when it has no words (a bug,
+    with its traceback)."""
+    code = word_error(error)
+    if code is None:
+        raise error
+    return code
+
+
+def _dumped(result: Any, as_json: bool) -> Any:
+    """The answer's fields as api.cli.common.emit hands them on (plain fields as they are:
+    `_show` writes their moments as the schemas' JSON does)."""
+    mode = "json" if as_json else "python"
+    if isinstance(result, list):
+        return [r if isinstance(r, dict) else r.model_dump(mode=mode) for r in result]
+    return result if isinstance(result, dict) else result.model_dump(mode=mode)
+
+
+def _show(command: Call, values: Values, data: Any) -> int:
+    from planledger.api.cli import output
+
+    if values.get("json"):
+        output.echo(json.dumps(data, indent=2, default=_json_moment))
+    else:
+        from planledger.api.cli import render
+
+        getattr(render, command.show)(data)
+    return command.exit_code(values, data)
+
+
+def _json_moment(value: object) -> str:
+    """A moment of plain fields as pydantic writes a datetime in JSON: ISO 8601, UTC as Z."""
+    if not isinstance(value, datetime):
+        raise TypeError(f"{type(value).__name__} is not JSON")
+    text = value.isoformat()
+    return text[:-6] + "Z" if text.endswith("+00:00") else text
+
+
+def _refused(message: str, code: int) -> int:
+    from planledger.api.cli import output
+
+    output.line(message, stderr=True)
+    return code
+
+
+def _error(status: int, raw: bytes) -> int:
+    """An error answer, worded and coded as the full command line does (`word_error`: the
+    problem body's message; 3 for a bounce), read without the schemas where it can be."""
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        body = None
+    if (status != 500 and isinstance(body, dict) and isinstance(body.get("reason"), str)
+            and isinstance(body.get("message"), str)):
+        bounced = status == 409 and body["reason"] in BOUNCE_REASONS
+        return _refused(body["message"], EXIT_BOUNCED if bounced else EXIT_ERROR)
+    return _worded_answer(status, raw)
+
+
+def _worded_answer(status: int, raw: bytes) -> int:
+    """An error answer as RemoteClient raises it, worded by `word_error`."""
+    from planledger.api.client import RemoteError
+    from planledger.api.remote_http import Response
+
+    answer = Response(status, raw)
+    try:
+        error = answer.json()
+    except ValueError:
+        error = {"reason": "http", "message": answer.text[:500]}
+    refused = RemoteError(status, error)
+    code = word_error(refused)
+    if code is None:
+        raise refused
+    return code
+
+
+def word_error(error: BaseException) -> int | None:
+    """What the command line says of an error (api.cli.common.answering_errors): its
+    message on stderr, and the exit code for its kind: 3 for a bounce, else 1. None for an
+    error it has no words for (a bug, to be raised on)."""
+    from planledger.api.cli import output
+    from planledger.api.client import RemoteError, Unreachable
+    from planledger.api.errors import BOUNCE_REASONS, ConfigError, problem
+
+    if isinstance(error, Unreachable):
+        message, code = f"cannot reach the server: {error}", EXIT_ERROR
+    elif isinstance(error, ConfigError | ValueError):
+        message, code = str(error), EXIT_ERROR
+    else:  # every refusal, local or remote, reads the same
+        status, body = problem(error)
+        if status == 500 and not isinstance(error, RemoteError):
+            return None  # a failure of this process's own: raised, with its traceback
+        bounced = status == 409 and body.reason in BOUNCE_REASONS
+        message, code = body.message, EXIT_BOUNCED if bounced else EXIT_ERROR
+        if status == 500:  # the server's own failure, not a refusal
+            message = f"the server failed ({status}): {message}"
+    output.line(message, stderr=True)
+    return code

@@ -1,0 +1,157 @@
+"""The words of the command line as data: a verb (`claim`, `plan create`), its arguments
+and its options, each with the one line of help a person reads.
+
+The program's one table of verbs (planledger.main.VERBS) is made of these. The parser
+(api.cli.parser), every `--help`, the shell completion script and the reference page are
+all read from that table, so none of them can say what the others do not. Standard library
+only: every call of the command line reads this module first, before anything it runs.
+"""
+
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+Values = dict[str, Any]  # a call's arguments and options by name, as its verb reads them
+
+
+class Argument(NamedTuple):
+    """A positional argument. `many`: any number of them (it is the verb's last);
+    `optional`: it may be left out (its default is then None)."""
+
+    name: str
+    metavar: str
+    help: str
+    many: bool = False
+    optional: bool = False
+
+
+class Option(NamedTuple):
+    """An option. `kind`: 'str', 'int' (bounded by `low`..`high` where given), 'float',
+    'flag' (takes no value) or 'list' (repeated for more, each a string). `env`: the
+    environment variable read when the option is not given (an empty one is ignored).
+    `aliases`: other spellings of the same option; `required`: the call must give it."""
+
+    flag: str
+    name: str
+    help: str
+    kind: str = "str"
+    metavar: str = ""
+    env: str | None = None
+    default: Any = None
+    low: int | None = None
+    high: int | None = None
+    aliases: tuple[str, ...] = ()
+    required: bool = False
+
+    @property
+    def shown(self) -> str:
+        """The option as help prints it: its flag(s), then its value's name."""
+        flags = ", ".join((self.flag, *self.aliases))
+        return flags if self.kind == "flag" else f"{flags} {self.value_name}"
+
+    @property
+    def value_name(self) -> str:
+        return self.metavar or {"int": "N", "float": "SECONDS"}.get(self.kind, "TEXT")
+
+
+class Verb(NamedTuple):
+    """A command: the words that name it, the 'module:function' that runs it (called with
+    the call's Values; it returns the exit code, None for 0), its help (the first line is
+    its summary in the verbs' list), what it takes, and `passthrough`: every word after
+    its name goes to it untouched (`bench`, whose harness has its own options). `before`
+    is a 'module:function' called with the raw arguments before the verb is parsed or
+    loaded (`mcp` answers its client's handshake there)."""
+
+    words: tuple[str, ...]
+    target: str
+    help: str
+    arguments: tuple[Argument, ...] = ()
+    options: tuple[Option, ...] = ()
+    passthrough: bool = False
+    before: str | None = None
+
+    @property
+    def name(self) -> str:
+        return " ".join(self.words)
+
+    @property
+    def summary(self) -> str:
+        return self.help.split("\n\n", 1)[0].replace("\n", " ")
+
+
+class Group(NamedTuple):
+    """A word that only groups verbs (`plan`, `db`): its summary in the verbs' list."""
+
+    word: str
+    help: str
+
+
+def load(target: str) -> Any:
+    """The attribute a 'module:attribute' names, its module imported now."""
+    from importlib import import_module
+
+    module, _, attribute = target.partition(":")
+    return getattr(import_module(module), attribute)
+
+
+# --- the options many verbs share -----------------------------------------------------
+
+DB = Option("--db", "db", "The embedded store: an SQLite path (default "
+            "./.planledger/ledger.sqlite), 'memory', or a postgresql:// URL.",
+            metavar="STORE", env="PLANLEDGER_DB")
+URL = Option("--url", "url", "A running server (e.g. http://127.0.0.1:8765); without it "
+             "the command works on the embedded store directly.", metavar="URL",
+             env="PLANLEDGER_URL")
+JSON = Option("--json", "json", "Print JSON for scripts.", kind="flag")
+SESSION = Option("--session", "session", "The session to act for, by its id (on the "
+                 "embedded store).", metavar="SESSION", env="PLANLEDGER_SESSION")
+TOKEN = Option("--token", "token", "The session's token (from `session start`); needed "
+               "with --url.", metavar="TOKEN", env="PLANLEDGER_TOKEN")
+LEASE = Option("--lease", "lease_seconds", "The lease in seconds (the server's default "
+               "when left out).", kind="int", metavar="SECONDS")
+FENCE = Option("--fence", "fence", "The fence your claim was granted: refused if it is "
+               "stale.", kind="int", metavar="FENCE")
+NOTE = Option("--note", "note", "A handoff note left with it, for whoever picks the step "
+              "up next.", metavar="TEXT")
+LEASE_DEFAULT = Option("--lease-default", "lease_default", "The lease of a claim that "
+                       "names none, in seconds (default 900).", kind="int",
+                       metavar="SECONDS", env="PLANLEDGER_LEASE_DEFAULT")
+
+READING = (DB, URL, JSON)  # a read: from the store or a server, printed for people or JSON
+ACTING = (DB, URL, SESSION, TOKEN, JSON)  # a write, or a read, for a session
+
+STEP = Argument("step_id", "STEP", "The step's id.")
+PLAN = Argument("plan", "PLAN", "The plan's slug.")
+
+
+class CommandLine(NamedTuple):
+    """The whole table: the program's one-line help, its groups and its verbs."""
+
+    help: str
+    groups: tuple[Group, ...]
+    verbs: tuple[Verb, ...]
+
+    def named(self, words: Sequence[str]) -> Verb | None:
+        """The verb the first words of a call name (two words before one), if any."""
+        for verb in self.verbs:
+            if tuple(words[:len(verb.words)]) == verb.words:
+                return verb
+        return None
+
+    def group(self, word: str) -> Group | None:
+        return next((g for g in self.groups if g.word == word), None)
+
+    def in_group(self, word: str) -> tuple[Verb, ...]:
+        return tuple(v for v in self.verbs if len(v.words) == 2 and v.words[0] == word)
+
+    def top(self) -> list[tuple[str, str]]:
+        """What the program's help lists, in the table's order: each one-word verb and
+        each group, with its summary."""
+        rows: list[tuple[str, str]] = []
+        for verb in self.verbs:
+            word = verb.words[0]
+            if len(verb.words) == 1:
+                rows.append((word, verb.summary))
+            elif word not in (name for name, _ in rows):
+                group = self.group(word)
+                rows.append((word, group.help if group else ""))
+        return rows
