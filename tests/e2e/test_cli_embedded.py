@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from planledger.api.cli import app
-from planledger.api.cli.common import EXIT_BOUNCED, EXIT_NOTHING_READY, open_client
+from planledger.main import run as app
+from planledger.api.cli import EXIT_BOUNCED, EXIT_NOTHING_READY
+from planledger.api.cli.common import open_client
 from planledger.api.client import LocalClient
 from planledger.api.runtime import open_runtime
 from planledger.ledger.application import NewStep
@@ -173,7 +174,7 @@ def test_a_command_on_the_embedded_store_loads_no_postgresql_driver_and_no_http_
     db = str(tmp_path / "l.sqlite")
     probe = ("import sys\n"
              "from tests.support.cli_runner import CliRunner\n"
-             "from planledger.main import app\n"
+             "from planledger.main import run as app\n"
              f"done = CliRunner().invoke(app, [*{command!r}, '--db', {db!r}])\n"
              "assert done.exit_code == 0, done.output\n"
              "print(sorted(m for m in sys.modules\n"
