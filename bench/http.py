@@ -58,7 +58,8 @@ def bare_server(directory: Path) -> Iterator[Replica]:
     log = (directory / "bare.log").open("wb")
     process = subprocess.Popen(
         [sys.executable, "-m", "uvicorn", "planledger.bench.http:bare_app", "--factory", "--host",
-         "127.0.0.1", "--port", str(port), "--log-level", "info"],
+         "127.0.0.1", "--port", str(port), "--log-level", "info", "--http", "httptools",
+         "--loop", "auto"],
         stdout=log, stderr=subprocess.STDOUT, cwd=Path(__file__).resolve().parent.parent,
         env={**os.environ})
     server = Replica("bare", port, process, log)

@@ -20,10 +20,6 @@ if TYPE_CHECKING:
 
 # A connection that has been answered and sends nothing more is closed after this long.
 KEEP_ALIVE_SECONDS = 5
-# The most of a request's line and headers held while they are still arriving; past it the
-# request is refused with 400. h11's own default, named here so that a change of uvicorn's
-# or h11's does not change ours.
-MAX_HEAD_BYTES = 16 * 1024
 
 
 def _steady_collector() -> None:
@@ -42,6 +38,7 @@ def serve(v: Values) -> None:
     import uvicorn  # the web stack loads only here: other commands start faster without it
 
     from planledger.api.http.app import create_app
+    from planledger.api.http.head_limit import HeadLimitedProtocol
 
     configure_logging()  # before the MCP server is built: it would install its own
     open_files = raise_open_file_limit()
@@ -60,11 +57,13 @@ def serve(v: Values) -> None:
             output.line(f"planledger: serving {base} — open {base}/ (the console) or "
                         f"{base}/docs (API reference); agents call {base}/api/… or MCP at "
                         f"{base}/mcp")
-            # log_config=None: uvicorn's loggers write through ours (api.logs).
+            # log_config=None: uvicorn's loggers write through ours (api.logs). httptools,
+            # with the head limit h11 would hold (api.http.head_limit); uvloop where it is
+            # installed (everywhere but Windows: "auto" picks it).
             uvicorn.run(app, host=settings.host, port=settings.port, log_level="info",
                         log_config=None, limit_concurrency=settings.max_connections,
-                        timeout_keep_alive=KEEP_ALIVE_SECONDS,
-                        h11_max_incomplete_event_size=MAX_HEAD_BYTES)
+                        timeout_keep_alive=KEEP_ALIVE_SECONDS, http=HeadLimitedProtocol,
+                        loop="auto")
         finally:
             runtime.close()  # if it never served (a port in use): closed on shutdown else
 

@@ -6,6 +6,12 @@ end is a claim granted to nobody (api.waiting lets such a claim go). Here the ha
 work runs beside a watch on the connection: the client's disconnect cancels the work.
 `unless_caller_leaves` does this for one handler's work; `CancelledWhenCallerLeaves` for
 a whole ASGI app (the MCP endpoint, whose tool calls are answered with plain JSON bodies).
+
+Once an answer is complete, the server answers `receive` with a disconnect whether or not
+the client has left. That is not a departure: an app may go on working after it answers.
+The MCP SDK answers a notification (`notifications/cancelled` among them) 202 Accepted
+and only then hands it to its session, so cancelling it there lost the client's cancel,
+and the abandoned call it named went on waiting.
 """
 
 from collections.abc import Awaitable, Callable
@@ -59,8 +65,10 @@ async def _beside(watch: Callable[[], Awaitable[None]],
 
 class CancelledWhenCallerLeaves:
     """ASGI middleware: an HTTP request's handling is cancelled when its client
-    disconnects. The watch begins once the app has read the whole body, so it takes no
-    message the app wants (a server answers later reads only with the disconnect)."""
+    disconnects before the app has sent its whole answer. The watch begins once the app
+    has read the whole body, so it takes no message the app wants (a server answers later
+    reads only with the disconnect). Work the app does after its answer is complete runs
+    to its end (the module's doc)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -69,7 +77,7 @@ class CancelledWhenCallerLeaves:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        body_read = anyio.Event()
+        body_read, answered = anyio.Event(), anyio.Event()
 
         async def reading() -> Message:
             message = await receive()
@@ -77,11 +85,18 @@ class CancelledWhenCallerLeaves:
                 body_read.set()
             return message
 
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.body" and not message.get("more_body", False):
+                answered.set()  # before the server hears of it: its disconnect comes next
+            await send(message)
+
         async def watch() -> None:
             await body_read.wait()
             await _disconnected(receive)
+            if answered.is_set():  # the server's word for "answer complete": nobody left
+                await anyio.sleep_forever()  # until the app's work ends
 
-        await _beside(watch, lambda: self.app(scope, reading, send))
+        await _beside(watch, lambda: self.app(scope, reading, sending))
 
 
 async def _disconnected(receive: Receive) -> None:

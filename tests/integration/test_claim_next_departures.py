@@ -7,6 +7,7 @@ dropped after 2 s, were both granted the next freed step for 900 s while a live 
 a caller waits or has left; nothing sleeps."""
 
 import asyncio
+import queue
 import socket
 import threading
 from collections.abc import Iterator
@@ -15,10 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 import pytest
 from pydantic import BaseModel
+from starlette.types import Receive, Scope, Send
 
 from planledger.api import reads
+from planledger.api.http.departure import CancelledWhenCallerLeaves
 from planledger.api.identity import Identity
 from planledger.api.runtime import Runtime, open_runtime
 from planledger.api.schemas import ClaimNextOut
@@ -31,7 +35,7 @@ from planledger.projections.timeline import TimelineModel
 from planledger.replays.derive import command_of
 from planledger.replays.format import CommandRecord
 from tests.e2e.mcp_agents import agents
-from tests.support.live_server import LiveServer, author, live_server, session
+from tests.support.live_server import LiveServer, author, live_server, serving, session
 
 PLAN = "departures"
 JOIN = 30.0  # bounds a failure; never a synchronisation
@@ -143,6 +147,39 @@ def test_an_http_caller_that_disconnects_leaves_the_line_and_is_granted_nothing(
 
     assert answer["claimed"]["step_id"] == step_id, answer
     assert claims_by(runtime, gone_id) == []
+
+
+# --- an answered request: its work goes on ------------------------------------------
+
+
+def test_work_an_app_does_after_answering_is_not_cancelled_as_a_departure() -> None:
+    """Once an answer is complete, the server answers `receive` with a disconnect though
+    the client is still there. The MCP SDK answers a notification 202 and only then hands
+    it to its session: cancelling it there lost the client's `notifications/cancelled`
+    under load, and the call it named went on waiting in line."""
+    answered, outcome = threading.Event(), queue.Queue[str]()
+
+    async def answers_then_works(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        await receive()  # the whole (empty) body: the watch on the caller begins
+        await send({"type": "http.response.start", "status": 202, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+        try:
+            # The work after the answer: it ends once the client has read the answer, by
+            # when the watch has heard the server's disconnect (it was due first).
+            assert await anyio.to_thread.run_sync(answered.wait, JOIN), "never read"
+            await anyio.lowlevel.checkpoint()
+        except anyio.get_cancelled_exc_class():
+            outcome.put("cancelled")
+            raise
+        outcome.put("finished")
+
+    with serving(CancelledWhenCallerLeaves(answers_then_works)) as url, \
+            httpx.Client(timeout=JOIN) as http:
+        assert http.post(url).status_code == 202
+        answered.set()
+        assert outcome.get(timeout=JOIN) == "finished"
 
 
 # --- MCP: a call the client gives up on -------------------------------------------------

@@ -16,6 +16,7 @@ from typing import Literal
 import httpx
 import uvicorn
 from fastapi import FastAPI
+from starlette.types import ASGIApp
 
 from planledger.api.http.app import create_app
 from planledger.api.runtime import Runtime
@@ -44,6 +45,19 @@ def live_server(runtime: Runtime, settings: Settings | None = None,
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     app = create_app(runtime, settings or Settings(db=runtime.db, port=port))
+    with serving(app, lifespan, sock) as url:
+        yield LiveServer(url, runtime, app)
+
+
+@contextmanager
+def serving(app: ASGIApp, lifespan: Literal["on", "off"] = "off",
+            sock: socket.socket | None = None) -> Iterator[str]:
+    """Serve any ASGI app on `sock` (else a free port of 127.0.0.1) until the block ends;
+    its base URL."""
+    if sock is None:
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan=lifespan))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
@@ -53,7 +67,7 @@ def live_server(runtime: Runtime, settings: Settings | None = None,
             raise RuntimeError("the test server did not start")
         time.sleep(0.01)
     try:
-        yield LiveServer(f"http://127.0.0.1:{port}", runtime, app)
+        yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
         thread.join(10)
