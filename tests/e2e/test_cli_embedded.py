@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from planledger.main import run as app
 from planledger.api.cli import EXIT_BOUNCED, EXIT_NOTHING_READY
 from planledger.api.cli.common import open_client
 from planledger.api.client import LocalClient
 from planledger.api.runtime import open_runtime
 from planledger.ledger.application import NewStep
+from planledger.main import run as app
 from tests.support import OPERATOR
 from tests.support.cli_runner import CliRunner
 

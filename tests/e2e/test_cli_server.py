@@ -14,10 +14,10 @@ from typing import Any
 import httpx
 import pytest
 
-from planledger.main import run as app
 from planledger.api.cli import EXIT_BOUNCED
 from planledger.api.runtime import open_checkpoints, open_runtime
 from planledger.bench.servers import create_plan, start_replica
+from planledger.main import run as app
 from tests.e2e.test_cli_embedded import PLAN_YAML
 from tests.support.cli_runner import CliRunner
 
