@@ -18,7 +18,8 @@ Kind = Literal[
     "retry", "tick", "pause", "crash", "outage",
 ]
 FenceMode = Literal["known", "none", "stale"]
-COMMANDS: frozenset[str] = frozenset(
+# The kinds of action that are calls to the ledger (the rest are the world's doing).
+LEDGER_CALLS: frozenset[str] = frozenset(
     {"start", "claim", "heartbeat", "complete", "release", "drop", "next", "end", "reopen"})
 LEASES = (20, 60, 180)
 

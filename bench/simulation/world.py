@@ -27,7 +27,7 @@ from planledger.api.metrics import Metrics
 from planledger.api.runtime import Runtime
 from planledger.api.service import Service
 from planledger.api.settings import Settings
-from planledger.bench.simulation.actions import COMMANDS, Action, choose
+from planledger.bench.simulation.actions import LEDGER_CALLS, Action, choose
 from planledger.bench.simulation.calls import Answer, Request
 from planledger.bench.simulation.checks import Checks, Violation
 from planledger.bench.simulation.clock import EPOCH, CountingIds, VirtualClock
@@ -344,4 +344,4 @@ def _command(r: Request) -> c.Command[Any]:
     return command
 
 
-__all__ = ["COMMANDS", "Agent", "Answer", "Process", "Request", "World"]
+__all__ = ["LEDGER_CALLS", "Agent", "Answer", "Process", "Request", "World"]
