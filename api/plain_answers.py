@@ -2,7 +2,7 @@
 StepOut, ReadyOut, PlanSummaryOut), built without pydantic.
 
 api.reads makes its schemas from these; the command line's short path on the embedded
-store (api.cli.direct) prints them as they are, so an embedded `planledger ready` or
+store (api.cli.calls) prints them as they are, so an embedded `planledger ready` or
 `planledger plan list` loads neither pydantic nor the schemas: they were ~130 ms of a
 ~300 ms call (issue 19). Each dict holds every field of its schema, defaults included, in
 the schema's order, with the values its `model_dump()` gives (moments as datetimes);

@@ -14,7 +14,7 @@ Nothing here writes to the log, or makes a file but one: a checkpoint falling du
 recorder, loaded then. What this reader is not sure of, it refuses (`open_reading`'s
 None, or `Unreadable`: an event in another form than the library's plain JSON, say a
 compressed or enciphered store, or of a kind it does not know): the caller then asks the
-store through the library (api.cli.direct), which answers as always.
+store through the library (api.cli.calls), which answers as always.
 tests/unit/test_sqlite_reading.py holds every event, page and answer read here equal to
 the library's.
 """

@@ -209,11 +209,11 @@ def _answer_remote(call: Call, values: Values) -> int:
     return _show(call, values, json.loads(response.body))
 
 
-def _answer_here(command: Call, values: Values) -> int | None:
+def _answer_here(call: Call, values: Values) -> int | None:
     """The read on the embedded store, as `connect` opens it and `LocalClient` reads it.
-    None when it fails in a way the full command line does not word (a read changes
-    nothing: the full command line asks again, and fails in its own way)."""
-    read = command.on_the_store
+    None when it fails in a way it has no words for (a read changes nothing: the client
+    then asks again, and fails in its own way)."""
+    read = call.on_the_store
     assert read is not None
     # The collector is held off while the store's modules load and the read runs: they make
     # tens of thousands of objects that live until the process ends, and scanning them as
@@ -224,7 +224,7 @@ def _answer_here(command: Call, values: Values) -> int | None:
         from planledger.api.settings import load_settings
 
         db = load_settings(db=values["db"]).db
-        result = _read_file(command.plain, db, values) if command.plain else _UNREAD
+        result = _read_file(call.plain, db, values) if call.plain else _UNREAD
         if result is _UNREAD:
             from planledger.api.runtime import open_runtime
 
@@ -234,12 +234,12 @@ def _answer_here(command: Call, values: Values) -> int | None:
                 result = read(runtime, values)
             finally:
                 runtime.close()
-    except Exception as error:  # worded as the full command line words it, else left to it
+    except Exception as error:  # worded, else left to the client to answer
         return word_error(error)
     finally:
         if collecting:
             gc.enable()
-    return _show(command, values, _dumped(result, bool(values.get("json"))))
+    return _show(call, values, _dumped(result, bool(values.get("json"))))
 
 
 _UNREAD = object()  # _read_file's answer where the file cannot be read without the library
@@ -305,7 +305,7 @@ def _dumped(result: Any, as_json: bool) -> Any:
     return result if isinstance(result, dict) else result.model_dump(mode=mode)
 
 
-def _show(command: Call, values: Values, data: Any) -> int:
+def _show(call: Call, values: Values, data: Any) -> int:
     from planledger.api.cli import output
 
     if values.get("json"):
@@ -313,8 +313,8 @@ def _show(command: Call, values: Values, data: Any) -> int:
     else:
         from planledger.api.cli import render
 
-        getattr(render, command.show)(data)
-    return command.exit_code(values, data)
+        getattr(render, call.show)(data)
+    return call.exit_code(values, data)
 
 
 def _json_moment(value: object) -> str:
@@ -333,7 +333,7 @@ def _refused(message: str, code: int) -> int:
 
 
 def _error(status: int, raw: bytes) -> int:
-    """An error answer, worded and coded as the full command line does (`word_error`: the
+    """An error answer, worded and coded as every error is (`word_error`: the
     problem body's message; 3 for a bounce), read without the schemas where it can be."""
     try:
         body = json.loads(raw)
