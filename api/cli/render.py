@@ -2,8 +2,8 @@
 
 Each renderer reads an answer as a dict of its fields: the schema's `model_dump()` (or
 the same fields unmade, api.plain_answers) on the embedded store, or the server's JSON as
-it comes on a call to a server (api.cli.calls, which does not load the schemas). A moment is a datetime in the first and its ISO text in the second; both print
-the same.
+it comes on a call to a server (api.cli.calls, which does not load the schemas). A
+moment is a datetime in the first and its ISO text in the second; both print the same.
 """
 
 from datetime import datetime
