@@ -32,22 +32,24 @@ class _Both(io.StringIO):
         return super().write(text)
 
 
+def _put(name: str, value: str | None) -> None:
+    """Set one environment variable (None: unset it)."""
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
+
+
 @contextmanager
 def _environment(env: Mapping[str, str | None]) -> Iterator[None]:
     before = {name: os.environ.get(name) for name in env}
     try:
         for name, value in env.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+            _put(name, value)
         yield
     finally:
         for name, value in before.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+            _put(name, value)
 
 
 class CliRunner:
