@@ -2,6 +2,7 @@
 empty lists of resources and prompts, and the answers to a name it does not know. The SDK's
 client talks to the server in-process, in both protocol eras."""
 
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -16,14 +17,23 @@ from planledger.api.identity import Identity
 from planledger.api.mcp.handshake import CAPABILITIES
 from planledger.api.mcp.server import build_server
 from planledger.api.runtime import Runtime
-from planledger.api.service import Service
+from planledger.api.service import Key, Service
 from planledger.api.settings import Settings
+from planledger.ledger import commands as c
 
 MODES = ["legacy", "2026-07-28"]
 
 
-def served(rt: Runtime, mode: str, talk: Callable[[Client], Awaitable[Any]]) -> Any:
-    service = Service(rt, Settings(db=rt.db), Identity(rt.secret, None))
+class CrashingService(Service):
+    """A service whose sessions cannot start, for a reason no client should read."""
+
+    def start_session(self, command: c.StartSession, key: Key = None) -> Any:
+        raise RuntimeError("the disk at /srv/secret is on fire")
+
+
+def served(rt: Runtime, mode: str, talk: Callable[[Client], Awaitable[Any]],
+           service_type: type[Service] = Service) -> Any:
+    service = service_type(rt, Settings(db=rt.db), Identity(rt.secret, None))
 
     async def run() -> Any:
         async with Client(build_server(service, single_connection=True), mode=mode) as client:
@@ -72,6 +82,21 @@ def test_an_unknown_tool_is_a_tool_error_naming_it(rt: Runtime, mode: str) -> No
     result = served(rt, mode, call)
     assert result.is_error and result.structured_content is None
     assert result.content == [TextContent(type="text", text="Unknown tool: tasks_nothing")]
+
+
+def test_an_unexpected_failure_is_logged_and_answered_without_its_detail(
+    rt: Runtime, caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def call(client: Client) -> Any:
+        return await client.call_tool("session_start", {"name": "a"})
+
+    with caplog.at_level(logging.INFO):
+        result = served(rt, "legacy", call, CrashingService)
+    assert result.is_error and result.structured_content is None
+    assert result.content == [TextContent(type="text",
+                                          text="Error executing tool session_start")]
+    logged = [r for r in caplog.records if r.exc_info and r.levelno >= logging.ERROR]
+    assert len(logged) == 1 and "on fire" in str(logged[0].exc_info[1].__cause__), logged
 
 
 def test_a_request_state_the_server_did_not_seal_is_refused(rt: Runtime) -> None:
