@@ -140,7 +140,7 @@ def mcp_connection(ctx: Context[Any, Any]) -> Connection | None:
     """
     try:
         session = ctx.request_context.session
-    except ValueError:  # called outside a request (the SDK's own `call_tool` without one)
+    except ValueError:  # a Context built outside a request
         return None
     found = getattr(session, "_connection", None)
     return found if isinstance(found, Connection) else None

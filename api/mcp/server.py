@@ -4,6 +4,11 @@ A refusal (a bounce, a blocked or closed step, an unknown id, a bad argument) an
 tool error whose text is the same message the HTTP API and the CLI give, from
 `api.errors.problem`; nothing an argument can do stops the server. An unexpected failure
 is logged and answered with the SDK's generic tool error.
+
+The server is the SDK's low-level `Server` with a table of tools of its own. The SDK's
+`MCPServer` keeps its tools and its low-level server in private attributes, and its stdio
+runner reads only the process's own streams (issue 29: public interfaces only). Each tool
+is still the SDK's `Tool`, which validates the arguments and runs the function.
 """
 
 import inspect
@@ -11,11 +16,30 @@ import json
 import logging
 from typing import Any
 
-from mcp.server._otel import OpenTelemetryMiddleware
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server import Server, ServerRequestContext
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
-from mcp.types import CallToolResult, InputRequiredResult, TextContent
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
+from mcp.shared.exceptions import MCPError
+from mcp.types import (
+    INVALID_PARAMS,
+    CallToolRequestParams,
+    CallToolResult,
+    GetPromptRequestParams,
+    GetPromptResult,
+    InputRequiredResult,
+    ListPromptsResult,
+    ListResourcesResult,
+    ListResourceTemplatesResult,
+    ListToolsResult,
+    PaginatedRequestParams,
+    ReadResourceRequestParams,
+    ReadResourceResult,
+    TextContent,
+)
+from mcp.types import Tool as ListedTool
 from pydantic import BaseModel, ValidationError
 
 from planledger import __version__
@@ -32,62 +56,120 @@ from planledger.api.mcp.tools_steps import StepTools
 from planledger.api.service import Service
 
 log = logging.getLogger("planledger.mcp")
+Request = ServerRequestContext[Any]
 
 
-class LedgerMCP(MCPServer[Any]):
-    """The SDK's server, answering refusals with the API's own messages and forgetting a
-    connection's sessions when its MCP session ends."""
+class LedgerMCP(Server[Any]):
+    """The SDK's server over `tools`, answering refusals with the API's own messages and
+    forgetting a connection's sessions when its MCP session ends."""
 
     def __init__(self, connections: Connections, tools: list[Tool]) -> None:
-        super().__init__("planledger", title="planledger", version=__version__,
-                         instructions=INSTRUCTIONS, log_level="WARNING", tools=tools)
         self.connections = connections
-        # The SDK opens an OpenTelemetry span around every message, a no-op until an
-        # exporter is installed, and says to drop its middleware to opt out: nothing here
-        # installs one, and the span's set-up was a few percent of every tool call.
-        self.middleware[:] = [m for m in self.middleware
-                              if not isinstance(m, OpenTelemetryMiddleware)]
+        self.tools = {tool.name: tool for tool in tools}
+        self.listed = ListToolsResult(tools=[listed(tool) for tool in tools])
+        super().__init__(
+            "planledger", title="planledger", version=__version__, instructions=INSTRUCTIONS,
+            get_tool_input_schema=self.input_schema,
+            on_list_tools=self.list_tools, on_call_tool=self.call_tool,
+            # No resources and no prompts, answered as MCPServer answers when it has none:
+            # clients were always offered both (api.mcp.handshake says so too).
+            on_list_resources=no_resources, on_list_resource_templates=no_templates,
+            on_read_resource=unknown_resource, on_list_prompts=no_prompts,
+            on_get_prompt=unknown_prompt,
+            on_subscriptions_listen=ListenHandler(InMemorySubscriptionBus()))
+        # The SDK's default chain is one OpenTelemetry span around every message, a no-op
+        # until an exporter is installed; the SDK says to drop it to opt out. Nothing here
+        # installs one, and the span's set-up was a few percent of every tool call. What
+        # stays is the request-state boundary MCPServer adds, with the same policy.
+        self.middleware[:] = [RequestStateBoundary(RequestStateSecurity.ephemeral(),
+                                                   default_audience=self.name)]
 
-    async def call_tool(self, name: str, arguments: dict[str, Any],
-                        context: Context[Any, Any] | None = None,
+    def input_schema(self, name: str) -> dict[str, Any] | None:
+        """The tool's input schema; None for a name that is no tool."""
+        tool = self.tools.get(name)
+        return None if tool is None else tool.parameters
+
+    async def list_tools(self, ctx: Request, params: PaginatedRequestParams | None,
+                         ) -> ListToolsResult:
+        return self.listed
+
+    async def call_tool(self, ctx: Request, params: CallToolRequestParams,
                         ) -> CallToolResult | InputRequiredResult:
-        if context is not None:  # here, on the event loop: tools run in worker threads
-            self.connections.watch(mcp_connection(context))
-        schema = self._tool_input_schema(name)
-        if schema is not None:
-            arguments = normalized(schema, arguments)
-        unexpected = unexpected_arguments(schema, arguments)
+        context: Context[Any, Any] = Context(request_context=ctx, input_params=params)
+        self.connections.watch(mcp_connection(context))  # on the event loop, before the
+        tool = self.tools.get(params.name)               # tool's worker thread
+        if tool is None:
+            return failed(f"Unknown tool: {params.name}")
+        arguments = normalized(tool.parameters, params.arguments or {})
+        unexpected = unexpected_arguments(tool.parameters, arguments)
         if unexpected is not None:
             return CallToolResult(content=[TextContent(type="text", text=unexpected)],
                                   structured_content={"reason": "invalid_input",
                                                       "message": unexpected},
                                   is_error=True)
         try:
-            return await self._answer(name, arguments, context)
-        except ToolError as error:
-            refused = refusal_result(error.__cause__)
+            return await answer(tool, arguments, context)
+        except MCPError:
+            raise  # a protocol error, as the SDK answers it
+        except Exception as error:
+            refused = refusal_result(error.__cause__) if isinstance(error, ToolError) else None
             if refused is None:
-                raise
-            log.info("tool %s refused: %s", name, refused.content[0])
+                log.exception("tool %s failed", tool.name)
+                return failed(str(error))  # `Tool.run` says only "Error executing tool X"
+            log.info("tool %s refused: %s", tool.name, refused.content[0])
             return refused
 
-    async def _answer(self, name: str, arguments: dict[str, Any],
-                      context: Context[Any, Any] | None,
-                      ) -> CallToolResult | InputRequiredResult:
-        """The tool's answer as one JSON block. The SDK's `Tool.run` validates the
-        arguments, runs the tool and wraps its failures as the SDK does; its conversion is
-        left out when the tool answers its declared model: that conversion rendered the
-        answer as indented JSON text that `one_json_block` replaced, and checked the model
-        against itself (pydantic passes an instance of the model through unchanged)."""
-        tool = self._tool_manager.get_tool(name)
-        if tool is None or context is None:
-            return one_json_block(await super().call_tool(name, arguments, context))
-        result = await tool.run(arguments, context)
-        model = tool.fn_metadata.output_model
-        if (isinstance(model, type) and isinstance(result, model)
-                and isinstance(result, BaseModel) and not tool.fn_metadata.wrap_output):
-            return answer_of(result)
-        return one_json_block(tool.fn_metadata.convert_result(result))
+
+async def answer(tool: Tool, arguments: dict[str, Any], context: Context[Any, Any],
+                 ) -> CallToolResult | InputRequiredResult:
+    """The tool's answer as one JSON block. The SDK's `Tool.run` validates the arguments,
+    runs the tool and wraps its failures as the SDK does; the SDK's conversion is left out
+    when the tool answers its declared model: that conversion rendered the answer as
+    indented JSON text that `one_json_block` replaced, and checked the model against
+    itself (pydantic passes an instance of the model through unchanged)."""
+    result = await tool.run(arguments, context)
+    model = tool.fn_metadata.output_model
+    if (isinstance(model, type) and isinstance(result, model)
+            and isinstance(result, BaseModel) and not tool.fn_metadata.wrap_output):
+        return answer_of(result)
+    return one_json_block(tool.fn_metadata.convert_result(result))
+
+
+def listed(tool: Tool) -> ListedTool:
+    """The tool as tools/list shows it (what MCPServer lists for it)."""
+    return ListedTool(name=tool.name, title=tool.title, description=tool.description,
+                      input_schema=tool.parameters, output_schema=tool.output_schema,
+                      annotations=tool.annotations, icons=tool.icons, _meta=tool.meta)
+
+
+def failed(text: str) -> CallToolResult:
+    """The SDK's tool error: the text alone."""
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+
+
+async def no_resources(ctx: Request, params: PaginatedRequestParams | None,
+                       ) -> ListResourcesResult:
+    return ListResourcesResult(resources=[])
+
+
+async def no_templates(ctx: Request, params: PaginatedRequestParams | None,
+                       ) -> ListResourceTemplatesResult:
+    return ListResourceTemplatesResult(resource_templates=[])
+
+
+async def unknown_resource(ctx: Request, params: ReadResourceRequestParams,
+                           ) -> ReadResourceResult:
+    raise MCPError(code=INVALID_PARAMS, message=f"Unknown resource: {params.uri}",
+                   data={"uri": str(params.uri)})
+
+
+async def no_prompts(ctx: Request, params: PaginatedRequestParams | None,
+                     ) -> ListPromptsResult:
+    return ListPromptsResult(prompts=[])
+
+
+async def unknown_prompt(ctx: Request, params: GetPromptRequestParams) -> GetPromptResult:
+    raise ValueError(f"Unknown prompt: {params.name}")  # what MCPServer raises
 
 
 def answer_of(model: BaseModel) -> CallToolResult:
@@ -122,12 +204,9 @@ def refusal_result(cause: BaseException | None) -> CallToolResult | None:
                           structured_content=facts, is_error=True)
 
 
-def unexpected_arguments(schema: dict[str, Any] | None, arguments: dict[str, Any],
-                         ) -> str | None:
+def unexpected_arguments(schema: dict[str, Any], arguments: dict[str, Any]) -> str | None:
     """A refusal naming arguments the tool does not take (a misspelt `fence` would
     otherwise be dropped silently and the call would go ahead without it)."""
-    if schema is None:
-        return None  # an unknown tool: the SDK answers that
     known = list(schema.get("properties", {}))
     extra = sorted(set(arguments) - set(known))
     if not extra:

@@ -78,13 +78,11 @@ def _serve_embedded(db: str | None, lease_default: int | None, wire: "Wire") -> 
 
 
 async def _serve(server: "LedgerMCP", wire: "Wire") -> None:
-    """What the SDK's `run_stdio_async` does, on our streams."""
+    """The SDK's stdio transport and server loop, on our streams."""
     from mcp.server.stdio import stdio_server
 
-    # The SDK's server behind LedgerMCP: the SDK names no public way to it.
-    lowlevel = server._lowlevel_server
     async with _streams(wire) as (stdin, stdout), stdio_server(stdin, stdout) as (read, write):
-        await lowlevel.run(read, write, lowlevel.create_initialization_options())
+        await server.run(read, write, server.create_initialization_options())
 
 
 @asynccontextmanager

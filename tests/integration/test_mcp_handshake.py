@@ -21,10 +21,11 @@ def _request(version: str, request_id: Any = 1) -> bytes:
         "clientInfo": {"name": "test", "version": "0"}}}).encode() + b"\n"
 
 
-# The SDK's own stdio server over the same tools, as `planledger mcp` ran before it answered
-# early: whatever it answers `initialize` is what the early answer must be.
+# The SDK's own stdio transport and server loop over the same tools, as `planledger mcp` ran
+# before it answered early: whatever it answers `initialize` is what the early answer must be.
 SDK_SERVER = """
 import anyio
+from mcp.server.stdio import stdio_server
 from planledger.api.identity import Identity
 from planledger.api.mcp.server import build_server
 from planledger.api.runtime import open_runtime
@@ -33,7 +34,11 @@ from planledger.api.settings import load_settings
 settings = load_settings(db="memory")
 runtime = open_runtime(settings.db, checkpoints=False)
 service = Service(runtime, settings, Identity(runtime.secret, settings.admin_token))
-anyio.run(build_server(service, single_connection=True).run_stdio_async)
+server = build_server(service, single_connection=True)
+async def serve():
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+anyio.run(serve)
 """
 
 

@@ -31,18 +31,6 @@ REMAINING = {
     ("planledger.infra.sqlite_pool", "_create_connection"):
         "the pool's connections open in autocommit with our pragmas; the library's pool "
         "builds them only there (tests/integration/test_store_transaction.py)",
-    ("planledger.api.mcp.server", "_tool_manager"):
-        "a tool that answers its declared model skips the SDK's second conversion "
-        "(tests/e2e/test_mcp_stdio.py, tests/e2e/test_mcp_keys.py)",
-    ("planledger.api.mcp.server", "_tool_input_schema"):
-        "arguments are normalised against the tool's schema before the SDK validates them "
-        "(tests/e2e/test_mcp_stdio.py, tests/e2e/test_mcp_keys.py)",
-    ("planledger.api.mcp.stdio", "_lowlevel_server"):
-        "stdio on our own streams: the SDK's run_stdio_async takes none "
-        "(tests/e2e/test_mcp_stdio.py)",
-    ("planledger.api.mcp.server", "mcp.server._otel"):
-        "the SDK's per-message OpenTelemetry span is dropped by its class, which the SDK "
-        "exports from a private module only (tests/e2e/test_mcp_stdio.py)",
 }
 
 
