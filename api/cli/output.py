@@ -142,3 +142,12 @@ def write(page: str) -> None:
     """A page as it is (HTML that ends its own lines), nothing added."""
     sys.stdout.write(page)
     sys.stdout.flush()
+
+
+def reader_gone() -> None:
+    """The standard output's reader has closed the pipe (`| head`): what is left to print
+    goes to the null device, so that the interpreter's last flush at exit fails on
+    nothing and no traceback follows the lines the reader took."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, sys.stdout.fileno())
+    os.close(null)

@@ -3,6 +3,8 @@ off; the same timeline whether read from the store or from a recording of it."""
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 from planledger.api.runtime import Runtime
@@ -107,6 +109,17 @@ def test_planledger_replay_timeline_prints_json_html_and_lanes() -> None:
     assert f'held by "{bounce["holder"]}"' in for_people.output
     header = next(line for line in for_people.output.splitlines() if "agent A" in line)
     assert "agent B" in header and "seeder" in header  # one column per session
+
+
+def test_a_reader_that_stops_early_ends_the_timeline_quietly() -> None:
+    process = subprocess.Popen([sys.executable, "-m", "planledger", "replay", "timeline",
+                                str(RACE)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()  # as `| head` does, here before the first line
+
+    errors = process.stderr.read().decode()
+    assert process.wait(timeout=60) == 1
+    assert errors == ""
 
 
 def test_a_timeline_can_be_narrowed_to_one_session() -> None:
