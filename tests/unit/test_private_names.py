@@ -22,15 +22,6 @@ LIBRARIES = ("eventsourcing", "mcp")
 
 # (module, name): why it remains, and the test that holds the library to it.
 REMAINING = {
-    ("planledger.infra.sqlite_head", "_insert_events"):
-        "the head moves in the insert's own transaction; eventsourcing 9.5 names no public "
-        "hook inside it (tests/reliability/test_signed_head.py)",
-    ("planledger.infra.sqlite_pool", "_insert_events"):
-        "idempotent answers go in the events' own transaction (tests/integration/"
-        "test_idempotent_answers.py, tests/integration/test_store_transaction.py)",
-    ("planledger.infra.sqlite_pool", "_create_connection"):
-        "the pool's connections open in autocommit with our pragmas; the library's pool "
-        "builds them only there (tests/integration/test_store_transaction.py)",
     ("planledger.api.mcp.server", "_tool_manager"):
         "a tool that answers its declared model skips the SDK's second conversion "
         "(tests/e2e/test_mcp_stdio.py, tests/e2e/test_mcp_keys.py)",
