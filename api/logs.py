@@ -2,8 +2,9 @@
 
 Every server (`planledger serve`, `planledger mcp`) calls `configure_logging` first. The
 MCP SDK configures the root logger as it builds a server (`logging.basicConfig` with
-rich's handler), and `basicConfig` does nothing when the root logger has a handler
-already: the one installed here. Rich's handler imports its traceback module the first
+rich's handler wherever rich is installed: planledger does not need it, but another package
+may bring it), and `basicConfig` does nothing when the root logger has a handler already:
+the one installed here. Rich's handler imports its traceback module the first
 time it logs an exception. When the process has used every file descriptor (a flood of
 connections), that import fails inside the event loop's accept handler, the failure
 escapes it, and the server never accepts a connection again. The standard library's

@@ -1,23 +1,17 @@
-"""The merged timeline for people: a terminal table with a column per session (rich), a
-self-contained HTML page, and the story in a few lines (who won, who bounced off whom,
-who pivoted where, what got done). The `planledger timeline` command and the replays'
-(recordings, the demo, transcripts) show it alike."""
+"""The merged timeline for people: a plain table in the terminal with a column per session
+(api.cli.output), a self-contained HTML page, and the story in a few lines (who won, who
+bounced off whom, who pivoted where, what got done). The `planledger timeline` command and
+the replays' (recordings, the demo, transcripts) show it alike."""
 
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from html import escape
 
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
-
+from planledger.api.cli import output
 from planledger.projections.timeline import Entry, Timeline
 
-TIME_WIDTH = 16
-MIN_LANE_WIDTH = 44  # narrower lanes wrap a bounce message into a column of words
-STYLES = {"claimed": "bold green", "completed": "bold cyan", "bounced": "bold red",
-          "refused": "red", "stale_fence": "red", "released": "yellow", "dropped": "yellow",
-          "ready_listed": "magenta", "renewed": "dim green", "session_started": "dim",
-          "session_ended": "dim"}
+TIME_WIDTH = len("00:00:00.000")
+MIN_LANE_WIDTH = 44  # narrower lanes fold a bounce message into a column of words
 
 
 def label(timeline: Timeline, session_id: str | None) -> str:
@@ -49,7 +43,8 @@ def _titled(entry: Entry) -> str:
     return f'step {entry.step_number} "{entry.step_title}"'
 
 
-def _clock(moment: datetime) -> str:
+def clock(moment: datetime) -> str:
+    """A moment on the timeline's clock, to the millisecond."""
     return f"{moment:%H:%M:%S}.{moment.microsecond // 1000:03d}"
 
 
@@ -60,37 +55,48 @@ def steps_named(timeline: Timeline) -> list[tuple[int, str, str]]:
     return sorted((n, i, t) for n, i, t in seen if n is not None and i and t is not None)
 
 
-def terminal(timeline: Timeline, console: Console, title: str = "timeline") -> None:
-    """The steps named, the lanes side by side (one column each while they fit), then
-    the story."""
-    legend = Table(box=None, show_header=False, padding=(0, 1))
-    for number, step_id, step_title in steps_named(timeline):
-        legend.add_row(f"step {number}", step_id, step_title)
-    console.print(legend)
-    day = timeline.entries[0].at.strftime("%Y-%m-%d %Z") if timeline.entries else ""
-    table = Table(title=f"{title} {day}".strip(), expand=True)
-    table.add_column("time", no_wrap=True, style="dim")
-    lanes = timeline.lanes
-    by_column = TIME_WIDTH + len(lanes) * MIN_LANE_WIDTH <= console.width
-    if by_column:
-        for lane in lanes:
-            table.add_column(lane.label if not (lane.name and lane.session_id)
-                             else f"{lane.label}\n{lane.session_id}", ratio=1)
+def steps_table(steps: Sequence[tuple[int, str, str]]) -> None:
+    """The steps a timeline names, by number, whole id and title (cut to fit)."""
+    if steps:
+        output.table(("step", "id", "title"), [(str(n), i, t) for n, i, t in steps],
+                     "steps", cut=(2,))
+
+
+def lanes_table(title: str, lanes: Sequence[str], rows: Iterable[tuple[datetime, int, str]],
+                lane_word: str = "session") -> None:
+    """Rows `(time, lane, text)` on one clock. In a terminal wide enough, a column per lane
+    headed by its label in `lanes`, each row's text in its lane's column; otherwise, and
+    into a pipe (one line a row, for grep), a column naming each row's lane. Texts fold
+    onto the lines below to fit the width, never cut: they name ids."""
+    limit = output.width()
+    per_lane = len(output.GAP) + MIN_LANE_WIDTH
+    if lanes and limit is not None and TIME_WIDTH + len(lanes) * per_lane <= limit:
+        cells = []
+        for at, lane, text in rows:
+            texts = [""] * len(lanes)
+            texts[lane] = text
+            cells.append((clock(at), *texts))
+        output.table(("time", *lanes), cells, title, fold=range(1, len(lanes) + 1))
     else:
-        table.add_column("session", no_wrap=True)
-        table.add_column("what", ratio=1)
+        output.table(("time", lane_word, "what"),
+                     [(clock(at), lanes[lane], text) for at, lane, text in rows], title,
+                     fold=(2,))
+
+
+def terminal(timeline: Timeline, title: str = "timeline") -> None:
+    """The steps named, each lane's session, the entries (a column per lane while they
+    fit), then the story."""
+    steps_table(steps_named(timeline))
+    lanes = timeline.lanes
+    if lanes:
+        output.table(("lane", "session"),
+                     [(lane.label, lane.session_id or "") for lane in lanes], "lanes")
+    day = timeline.entries[0].at.strftime("%Y-%m-%d %Z") if timeline.entries else ""
     column = {lane.session_id: i for i, lane in enumerate(lanes)}
-    for entry in timeline.entries:
-        text = Text(entry.text, style=STYLES.get(entry.kind, ""))
-        if by_column:
-            cells: list[str | Text] = [""] * len(lanes)
-            cells[column[entry.session_id]] = text
-            table.add_row(_clock(entry.at), *cells)
-        else:
-            table.add_row(_clock(entry.at), label(timeline, entry.session_id), text)
-    console.print(table)
+    lanes_table(f"{title} {day}".strip(), [lane.label for lane in lanes],
+                ((e.at, column[e.session_id], e.text) for e in timeline.entries))
     for line in story(timeline):
-        console.print(line, highlight=False)
+        output.line(line)
 
 
 def html(timeline: Timeline, title: str = "planledger timeline") -> str:

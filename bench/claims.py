@@ -35,8 +35,8 @@ TOPIC = ev.StepClaimed.TOPIC
 
 def store_pragmas(recorder: object) -> dict[str, str]:
     """The journal mode and synchronous level of the store's own connection."""
-    datastore = recorder.datastore  # type: ignore[attr-defined]
-    with datastore.transaction(commit=False) as cursor:
+    file = recorder.file  # type: ignore[attr-defined]
+    with file.transaction(commit=False) as cursor:
         cursor.execute("PRAGMA journal_mode")
         journal = str(cursor.fetchone()[0])
         cursor.execute("PRAGMA synchronous")

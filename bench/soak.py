@@ -53,7 +53,7 @@ class Sample:
     rss: int
 
 
-class Answer(Protocol):
+class Reply(Protocol):
     def raise_for_status(self) -> object: ...
     def json(self) -> Any: ...
 
@@ -62,8 +62,8 @@ class Http(Protocol):
     """What the agents need of an HTTP client: httpx's, or a test's client of an app."""
 
     def post(self, url: str, *, json: Any = None,
-             headers: dict[str, str] | None = None) -> Answer: ...
-    def get(self, url: str) -> Answer: ...
+             headers: dict[str, str] | None = None) -> Reply: ...
+    def get(self, url: str) -> Reply: ...
     def close(self) -> None: ...
 
 
@@ -75,7 +75,7 @@ class Cycles:
         self.http, self.name, self.steps = http, name, steps
         self.done = 0
 
-    def write(self, path: str, token: str | None, body: object = None) -> Answer:
+    def write(self, path: str, token: str | None, body: object = None) -> Reply:
         headers = {"Idempotency-Key": str(uuid.uuid4())}
         if token is not None:
             headers["Authorization"] = f"Bearer {token}"

@@ -23,8 +23,8 @@ def persistence_for(db: str) -> type[InfrastructureFactory[Any]]:
         from planledger.infra import pg_append
 
         return pg_append.Factory
-    # The library's SQLite with a real statement cache, one transaction per command
-    # (infra.sqlite_pool), and the log's signed head kept in it.
+    # Our own SQLite recorder: one transaction per command (infra.sqlite_file), and the
+    # log's signed head kept in it.
     return sqlite_head.Factory
 
 

@@ -16,8 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from planledger.infra.sqlite_checkpoints import checkpoint_path
-
-EVENTS_TABLE = "stored_events"
+from planledger.infra.sqlite_schema import EVENTS_TABLE
 
 
 class BackupError(Exception):

@@ -3,11 +3,12 @@
 the library's `tracking` table and a table of states beside it (see projections.checkpoints
 for what a checkpoint recorder promises)."""
 
+import sqlite3
 from typing import Any
 
 from eventsourcing.persistence import IntegrityError, Tracking
-from eventsourcing.sqlite import SQLiteCursor, SQLiteDatastore
 
+from planledger.infra.sqlite_file import SQLiteFile
 from planledger.ledger.storage import CHECKPOINT_TABLE, TRACKING_TABLE, checkpoint_path
 from planledger.projections.checkpoints import CheckpointRecorder
 
@@ -26,30 +27,29 @@ CREATE_STATEMENTS = (
 
 class SQLiteCheckpointRecorder(CheckpointRecorder):
     """Checkpoints in an SQLite file: a tracked position and a state per application, on
-    the library's SQLite datastore (its connections and transactions), with our tables and
-    statements."""
+    infra.sqlite_file's connections and transactions, with our tables and statements."""
 
-    def __init__(self, datastore: SQLiteDatastore) -> None:
-        self.datastore = datastore
+    def __init__(self, file: SQLiteFile) -> None:
+        self.file = file
 
     def create_table(self) -> None:
-        with self.datastore.transaction(commit=True) as cursor:
+        with self.file.transaction(commit=True) as cursor:
             for statement in CREATE_STATEMENTS:
                 cursor.execute(statement)
 
     def insert_tracking(self, tracking: Tracking) -> None:
-        with self.datastore.transaction(commit=True) as cursor:
+        with self.file.transaction(commit=True) as cursor:
             if not _moved(cursor, tracking):
                 raise IntegrityError(f"{tracking.application_name} is tracked at or past "
                                      f"{tracking.notification_id} already")
 
     def max_tracking_id(self, application_name: str) -> int | None:
-        with self.datastore.transaction(commit=False) as cursor:
+        with self.file.transaction(commit=False) as cursor:
             return _tracked(cursor, application_name)
 
     def save_checkpoint(self, tracking: Tracking, state: bytes | memoryview) -> bool:
         try:
-            with self.datastore.transaction(commit=True) as cursor:
+            with self.file.transaction(commit=True) as cursor:
                 if not _moved(cursor, tracking):
                     return False
                 cursor.execute(
@@ -61,7 +61,7 @@ class SQLiteCheckpointRecorder(CheckpointRecorder):
         return True
 
     def load_checkpoint(self, application_name: str) -> tuple[int, bytes] | None:
-        with self.datastore.transaction(commit=False) as cursor:
+        with self.file.transaction(commit=False) as cursor:
             cursor.execute(
                 # As bytes whatever a hand at the file stored there: its MAC judges them.
                 f"SELECT notification_id, CAST(state AS BLOB) FROM {CHECKPOINT_TABLE} "
@@ -73,16 +73,16 @@ class SQLiteCheckpointRecorder(CheckpointRecorder):
         return int(row[0]), bytes(row[1])
 
     def forget(self, application_name: str) -> None:
-        with self.datastore.transaction(commit=True) as cursor:
+        with self.file.transaction(commit=True) as cursor:
             for table in (TRACKING_TABLE, CHECKPOINT_TABLE):
                 cursor.execute(f"DELETE FROM {table} WHERE application_name = ?",
                                (application_name,))
 
     def close(self) -> None:
-        self.datastore.close()
+        self.file.close()
 
 
-def _moved(cursor: SQLiteCursor, tracking: Tracking) -> bool:
+def _moved(cursor: sqlite3.Cursor, tracking: Tracking) -> bool:
     """Move the application's tracked position forward to the tracking's; False (nothing
     written) when it is there or past it already. The first write takes the file's write
     lock, so no other process moves it between the two statements."""
@@ -98,14 +98,12 @@ def _moved(cursor: SQLiteCursor, tracking: Tracking) -> bool:
     return _changed(cursor)
 
 
-def _changed(cursor: SQLiteCursor) -> bool:
-    """Whether the last statement changed a row (the library's cursor names no count)."""
-    cursor.execute("SELECT changes()")
-    row: Any = cursor.fetchone()
-    return bool(row[0])
+def _changed(cursor: sqlite3.Cursor) -> bool:
+    """Whether the last statement changed a row."""
+    return cursor.rowcount > 0
 
 
-def _tracked(cursor: SQLiteCursor, application_name: str) -> int | None:
+def _tracked(cursor: sqlite3.Cursor, application_name: str) -> int | None:
     cursor.execute(f"SELECT MAX(notification_id) FROM {TRACKING_TABLE} "
                    "WHERE application_name = ?", (application_name,))
     row: Any = cursor.fetchone()
@@ -114,8 +112,6 @@ def _tracked(cursor: SQLiteCursor, application_name: str) -> int | None:
 
 def sqlite_checkpoints(db: str) -> SQLiteCheckpointRecorder:
     """The checkpoint recorder of the SQLite log at `db` (its tables made if missing)."""
-    datastore = SQLiteDatastore(str(checkpoint_path(db)), lock_timeout=30,
-                                originator_id_type="text")
-    recorder = SQLiteCheckpointRecorder(datastore)
+    recorder = SQLiteCheckpointRecorder(SQLiteFile(str(checkpoint_path(db)), lock_seconds=30))
     recorder.create_table()
     return recorder

@@ -1,7 +1,7 @@
 """SQLite persistence that keeps the log's signed head (ledger.log_head) in each append's
 own transaction.
 
-The recorder is infra.sqlite_pool's; after it inserts an append's events, on the same
+The recorder is infra.sqlite_recorder's; after it inserts an append's events, on the same
 cursor, before the commit, it reads the head, chains the new events onto its tip
 (ledger.chain.link), signs the new position and tip and writes them back, so the head and
 the log never disagree, whoever reads them. The cost is one write of a one-row table, a
@@ -18,14 +18,15 @@ again over the cut log.
 """
 
 import logging
+import sqlite3
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from eventsourcing.persistence import StoredEvent
-from eventsourcing.sqlite import SQLiteCursor
 
-from planledger.infra.sqlite_pool import Factory as UnitFactory
-from planledger.infra.sqlite_pool import UnitRecorder
+from planledger.infra.sqlite_recorder import Factory as LogFactory
+from planledger.infra.sqlite_recorder import LogRecorder
+from planledger.infra.sqlite_schema import EVENTS_TABLE
+from planledger.ledger.answers import Answer
 from planledger.ledger.chain import GENESIS, link
 from planledger.ledger.log_head import HeadSigner, SignedHead, signed_by
 
@@ -48,8 +49,8 @@ def no_key() -> bytes | None:
     return None
 
 
-class HeadKeepingRecorder(UnitRecorder):
-    """infra.sqlite_pool's recorder; every insert moves the signed head with it.
+class HeadKeepingRecorder(LogRecorder):
+    """infra.sqlite_recorder's log recorder; every insert moves the signed head with it.
     `head_key` gives the key heads are signed with (None: the head moves unsigned, and a
     verify reports it)."""
 
@@ -59,15 +60,15 @@ class HeadKeepingRecorder(UnitRecorder):
     _signer: HeadSigner | None = None  # under _key
     _wrote: SignedHead | None = None  # the head this process wrote last
 
-    def _insert_events(
-        self, c: SQLiteCursor, stored_events: Sequence[StoredEvent], **kwargs: Any
-    ) -> Sequence[int] | None:
-        ids = super()._insert_events(c, stored_events, **kwargs)
+    def insert_rows(self, cursor: sqlite3.Cursor, stored_events: Sequence[StoredEvent],
+                    answers: Sequence[Answer]) -> list[int]:
+        ids = super().insert_rows(cursor, stored_events, answers)
         if ids:
-            self._advance(c.sqlite_cursor, list(ids), stored_events)
+            self._advance(cursor, ids, stored_events)
         return ids
 
-    def _advance(self, cursor: Any, ids: list[int], events: Sequence[StoredEvent]) -> None:
+    def _advance(self, cursor: sqlite3.Cursor, ids: list[int],
+                 events: Sequence[StoredEvent]) -> None:
         if self._key is None and (key := self.head_key()) is not None:
             self._key, self._signer = key, HeadSigner(key)  # derived once, when first there
         key = self._key
@@ -88,7 +89,8 @@ class HeadKeepingRecorder(UnitRecorder):
         tip = self._fold(cursor, head.position, head.tip, ids[0])
         self._write(cursor, _UPDATE, self._chain(tip, ids, events))
 
-    def _moved_own(self, cursor: Any, ids: list[int], events: Sequence[StoredEvent]) -> bool:
+    def _moved_own(self, cursor: sqlite3.Cursor, ids: list[int],
+                   events: Sequence[StoredEvent]) -> bool:
         """When this append follows right on the head this process wrote last, move that
         head in one statement that matches it whole (no read); False when it did not match
         (another process appended since, or someone changed or deleted the row), and
@@ -104,7 +106,7 @@ class HeadKeepingRecorder(UnitRecorder):
         self._wrote = moved  # see _write
         return True
 
-    def _start(self, cursor: Any, ids: list[int], events: Sequence[StoredEvent]) -> None:
+    def _start(self, cursor: sqlite3.Cursor, ids: list[int], events: Sequence[StoredEvent]) -> None:
         """A store from before heads (no head table): its head starts over the whole log,
         in the transaction that creates the table."""
         cursor.execute(_CREATE)
@@ -112,7 +114,7 @@ class HeadKeepingRecorder(UnitRecorder):
             log.warning("%s kept no signed head: starting one over its %d events. If this "
                         "store was ever written with signed heads, its head "
                         "table was dropped: check the log against a copy you trust",
-                        self.datastore.pool.db_name, ids[0] - 1)
+                        self.file.path, ids[0] - 1)
         tip = self._fold(cursor, 0, GENESIS, ids[0])
         self._write(cursor, _INSERT, self._chain(tip, ids, events))
 
@@ -128,20 +130,20 @@ class HeadKeepingRecorder(UnitRecorder):
         return SignedHead(position, tip, self._signer.mac(position, tip)
                           if self._signer is not None else None)
 
-    def _write(self, cursor: Any, statement: str, at: tuple[int, str]) -> None:
+    def _write(self, cursor: sqlite3.Cursor, statement: str, at: tuple[int, str]) -> None:
         moved = self._signed(at)
         cursor.execute(statement, (moved.position, moved.tip, moved.mac))
         # Noted before the commit: a rolled-back head is never read back, so never matched.
         self._wrote = moved
 
-    def _fold(self, cursor: Any, position: int, tip: str, upto: int) -> str:
+    def _fold(self, cursor: sqlite3.Cursor, position: int, tip: str, upto: int) -> str:
         """Chain onto `tip` the events after `position` and before `upto`: appended by a
         process that kept no head (one from before heads), or all of an older log."""
         if position == upto - 1:
             return tip
         rows = cursor.execute(
             f"SELECT rowid, originator_id, originator_version, topic, state FROM "
-            f"{self.events_table_name} WHERE rowid > ? AND rowid < ? ORDER BY rowid",
+            f"{EVENTS_TABLE} WHERE rowid > ? AND rowid < ? ORDER BY rowid",
             (position, upto))
         for n_id, stream, version, topic, state in rows:
             tip = link(tip, n_id, stream, version, topic, state)
@@ -149,8 +151,7 @@ class HeadKeepingRecorder(UnitRecorder):
 
     def read_head(self) -> SignedHead | None:
         """The head as stored (None when the store keeps none yet)."""
-        with self.datastore.transaction(commit=False) as c:
-            cursor = c.sqlite_cursor
+        with self.file.transaction(commit=False) as cursor:
             exists = cursor.execute(_EXISTS, (HEAD_TABLE,)).fetchone()
             row = cursor.execute(_READ).fetchone() if exists else None
         return SignedHead(int(row[0]), str(row[1]), row[2]) if row else None
@@ -158,11 +159,11 @@ class HeadKeepingRecorder(UnitRecorder):
     def head_began(self) -> bool:
         """Whether the store ever kept a head: its head table, made by its first append
         since heads were kept, outlives a head deleted from it."""
-        with self.datastore.transaction(commit=False) as c:
-            return c.sqlite_cursor.execute(_EXISTS, (HEAD_TABLE,)).fetchone() is not None
+        with self.file.reading() as cursor:
+            return cursor.execute(_EXISTS, (HEAD_TABLE,)).fetchone() is not None
 
 
-class Factory(UnitFactory):
-    """infra.sqlite_pool's factory with the head-keeping recorder."""
+class Factory(LogFactory):
+    """infra.sqlite_recorder's factory with the head-keeping recorder."""
 
-    application_recorder_class = HeadKeepingRecorder
+    log_recorder_class = HeadKeepingRecorder

@@ -3,8 +3,8 @@ only reads.
 
 An embedded `planledger ready` or `plan list` is a process started for one read (agents
 drive the ledger through a shell), and loading the library was about a fifth of such a
-call (issue 19). Here its read model reads the SQLite file directly: the log as the
-library's recorder reads it (its events table, by rowid: infra.sqlite_pool's), each event
+call (issue 19). Here its read model reads the SQLite file directly: the log as our
+recorder reads it (the tables of infra.sqlite_schema), each event
 decoded as ledger.sealing's mapper decodes it (the library's JSON transcodings, then
 ledger.stored_form), and the read model's checkpoint read from the tables
 infra.sqlite_checkpoints keeps.
@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from planledger.infra.clock_ids import SteadyClock, SystemClock
 from planledger.infra.secret import load_secret
+from planledger.infra.sqlite_schema import EVENTS_TABLE, SELECT_END, select_log
 from planledger.infra.sqlite_shape import NotAStore, check_store_file
 from planledger.ledger.domain.ids import PlanSlug, StepId
 from planledger.ledger.ports import Clock
@@ -48,7 +49,6 @@ if TYPE_CHECKING:
     from eventsourcing.persistence import Notification, StoredEvent, Tracking
 
 STORE_NAME = "planledger"  # ledger.store.EventStore.name (a test holds them equal)
-EVENTS_TABLE = "stored_events"  # the library's SQLite events table
 
 
 class Unreadable(Exception):
@@ -93,26 +93,13 @@ class FileRecorder:
         self, start: int | None, limit: int, stop: int | None = None,
         topics: Sequence[str] = (), *, inclusive_of_start: bool = True,
     ) -> "Sequence[Notification]":
-        where: list[str] = []
-        values: list[int | str] = []
-        if start is not None:
-            where.append("rowid >= ?" if inclusive_of_start else "rowid > ?")
-            values.append(start)
-        if stop is not None:
-            where.append("rowid <= ?")
-            values.append(stop)
-        if topics:
-            where.append(f"topic IN ({','.join('?' * len(topics))})")
-            values += list(topics)
-        clause = f"WHERE {' AND '.join(where)} " if where else ""
-        rows = self._connection.execute(
-            "SELECT rowid, originator_id, originator_version, topic, state "
-            f"FROM {EVENTS_TABLE} {clause}ORDER BY rowid LIMIT ?", (*values, limit)).fetchall()
+        statement, values = select_log(start, limit, stop, topics, inclusive_of_start)
+        rows = self._connection.execute(statement, values).fetchall()
         # The same five fields as the library's Notification, which only they are read for.
         return cast("list[Notification]", [StoredNotification._make(row) for row in rows])
 
     def max_notification_id(self) -> int | None:
-        row = self._connection.execute(f"SELECT MAX(rowid) FROM {EVENTS_TABLE}").fetchone()
+        row = self._connection.execute(SELECT_END).fetchone()
         return cast("int | None", row[0])
 
 

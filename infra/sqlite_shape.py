@@ -15,10 +15,11 @@ import sqlite3
 from pathlib import Path
 from urllib.parse import quote
 
+from planledger.infra.sqlite_schema import COLUMNS, EVENTS_TABLE, TABLES
+
 SQLITE_HEADER = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database
-LIBRARY_TABLES = frozenset({"stored_events", "stored_snapshots"})
 OWN_PREFIX = "planledger_"
-EVENT_COLUMNS = frozenset({"originator_id", "originator_version", "topic", "state"})
+EVENT_COLUMNS = frozenset(COLUMNS)
 
 
 class NotAStore(ValueError):
@@ -46,12 +47,12 @@ def check_store_file(db: str) -> None:
     tables = _tables(path)
     if tables is None:
         return  # locked by a writer: the store itself answers, and it waits for the lock
-    foreign = sorted(t for t in tables if t not in LIBRARY_TABLES
+    foreign = sorted(t for t in tables if t not in TABLES
                      and not t.startswith((OWN_PREFIX, "sqlite_")))
     if foreign:
         raise NotAStore(f"{db} is not a planledger store: it is an SQLite database with "
                         f"other tables ({', '.join(foreign[:5])}); give --db a store's file")
-    if "stored_events" in tables and not tables["stored_events"] >= EVENT_COLUMNS:
+    if EVENTS_TABLE in tables and not tables[EVENTS_TABLE] >= EVENT_COLUMNS:
         raise NotAStore(f"{db} is not a planledger store: its stored_events table lacks "
                         f"the event store's columns ({', '.join(sorted(EVENT_COLUMNS))})")
 

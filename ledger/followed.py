@@ -1,7 +1,7 @@
 """States that commands read inside a write unit, kept current by following the log.
 
 Where a command's reads and append share one write transaction that holds the lock from
-its start (SQLite, infra.sqlite_pool), nothing but that transaction can append until it
+its start (SQLite, infra.sqlite_file), nothing but that transaction can append until it
 ends. So one read of the log's last position tells whether anything was appended since
 this process last looked: if nothing was, every state kept here is current and the command
 reads none of its streams again (a claim + complete cycle read four streams, each a SELECT

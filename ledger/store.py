@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
-from eventsourcing.application import AggregateNotFoundError, Application, Cache, LRUCache
+from eventsourcing.application import AggregateNotFoundError, Application, Cache, Repository
 from eventsourcing.persistence import EventStore as LibraryEventStore
 from eventsourcing.persistence import (
     InfrastructureFactory,
@@ -170,27 +170,34 @@ class EventStore(Application[str]):
         self._persistence = persistence
         super().__init__(env=settings)
         self._appended = _Appending()
-        library_cache = self.repository.cache
-        if isinstance(library_cache, LRUCache):
-            self.repository.cache = StateCache(library_cache.maxsize)
-        self._cache = self.repository.cache  # asked for on every read
+        kept = int(self.env.get("AGGREGATE_CACHE_MAXSIZE") or 0)
+        self._cache = StateCache(kept) if kept else None  # asked on every read
         events = self.events  # what appends go through, typed once (not on every append)
         self._sealer = events if isinstance(events, SealingEventStore) else None
-        # One transaction per block where the recorder's datastore offers it (our SQLite
-        # persistence, infra.sqlite_pool); the library's others run each statement alone.
-        datastore = getattr(self.recorder, "datastore", None)
+        # One transaction per block where the recorder's file offers it (our SQLite
+        # persistence, infra.sqlite_file); the others run each statement alone.
+        file = getattr(self.recorder, "file", None)
         self._unit: Callable[[], contextlib.AbstractContextManager[None]] = getattr(
-            datastore, "unit", contextlib.nullcontext)
+            file, "unit", contextlib.nullcontext)
         self._without_waiting: Callable[[], contextlib.AbstractContextManager[None]] | None = (
-            getattr(datastore, "without_waiting", None))
+            getattr(file, "without_waiting", None))
         # Where a unit holds the write lock from its start, commands read their streams
         # from states that follow the log (ledger.followed) instead of reading each again.
-        kept = int(self.env.get("AGGREGATE_CACHE_MAXSIZE") or 0)  # as many as the cache
         self._followed = (FollowedStates(kept) if kept
                           and self._unit is not contextlib.nullcontext else None)
 
     def construct_factory(self, env: Environment) -> InfrastructureFactory[Any]:
         return self._persistence(env=env)
+
+    def construct_repository(self) -> Repository[str]:
+        # The states are cached by this store (StateCache, see _load_cached), not by the
+        # library's repository: it only reconstructs one, from its latest snapshot.
+        return Repository(event_store=self.events, snapshot_store=self.snapshots)
+
+    @property
+    def cache(self) -> "StateCache | None":
+        """The streams' states this process keeps, newest used last (None: it keeps none)."""
+        return self._cache
 
     # Tamper evidence (ledger.chain): every event is sealed to its stream's hash chain as it
     # is appended; the chain keys come off again when events are read.
@@ -257,7 +264,7 @@ class EventStore(Application[str]):
     def full(self) -> bool:
         """Whether the store refuses writes at once for want of disk space (SQLite: after a
         write failed so, until room is made), so a caller can refuse before any work."""
-        full = getattr(getattr(self.recorder, "datastore", None), "full", None)
+        full = getattr(getattr(self.recorder, "file", None), "full", None)
         return bool(full()) if callable(full) else False
 
     def append(self, facts: Sequence[Fact | Answer]) -> list[Recording[str]]:
@@ -350,7 +357,7 @@ class EventStore(Application[str]):
         """Let go of what this process keeps of these streams (their states, their chains'
         heads): they went quiet (an ended session, a finished plan's, see
         projections.archive). A later use reads them again: only memory changes."""
-        cache = self.repository.cache
+        cache = self._cache
         if cache is not None:
             for stream in streams:
                 with contextlib.suppress(KeyError):

@@ -28,6 +28,8 @@ from planledger.api.cli.parser import (
 from planledger.replays.verbs import GROUPS as REPLAY_GROUPS
 from planledger.replays.verbs import VERBS as REPLAY_VERBS
 
+EXIT_READER_GONE = 1  # as a refusal: what was asked for was not all printed
+
 TABLE = CommandLine(HELP, (*INTERFACE_GROUPS, *REPLAY_GROUPS), (
     *INTERFACE_VERBS,
     *REPLAY_VERBS,
@@ -38,7 +40,15 @@ TABLE = CommandLine(HELP, (*INTERFACE_GROUPS, *REPLAY_GROUPS), (
 
 
 def main(argv: list[str] | None = None) -> None:
-    raise SystemExit(run(sys.argv[1:] if argv is None else argv))
+    try:
+        code = run(sys.argv[1:] if argv is None else argv)
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader stopped early (`| head`): the rest goes unread
+        from planledger.api.cli import output
+
+        output.reader_gone()
+        code = EXIT_READER_GONE
+    raise SystemExit(code)
 
 
 def run(args: list[str]) -> int:

@@ -11,8 +11,6 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from rich.console import Console
-
 from planledger.api import timeline_render as render
 from planledger.api.cli import output
 from planledger.api.cli.grammar import Values
@@ -31,7 +29,6 @@ from planledger.replays.rerun import rerun
 from planledger.replays.transcript_timeline import merged
 from planledger.replays.transcripts import TranscriptError
 
-console = Console()
 EXIT_ERROR = 1
 EXAMPLE_THINK = 0.3  # seconds between an example agent's calls: room for its prose
 # The seed's race as `planledger demo --race` recorded it, shipped inside the package.
@@ -112,7 +109,7 @@ def timeline_command(v: Values) -> None:
         elif as_html:
             output.write(merged_render.html(figure))
         else:
-            merged_render.terminal(figure, console, title="transcripts and the log")
+            merged_render.terminal(figure, title="transcripts and the log")
         return
     if file is None:
         output.line("name a recording (or --transcript files with a recording, --db or --url)",
@@ -125,7 +122,7 @@ def timeline_command(v: Values) -> None:
     elif as_html:
         output.write(render.html(timeline, f"planledger timeline: {file.name}"))
     else:
-        render.terminal(timeline, console, title=file.name)
+        render.terminal(timeline, title=file.name)
 
 
 def run_command(v: Values) -> None:
@@ -171,8 +168,8 @@ def demo(v: Values) -> None:
     if v["json"]:
         output.echo(json.dumps(timeline.to_dict(), indent=2, ensure_ascii=False))
         return
-    render.terminal(timeline, console, title="two agents, one step" if race else PLAN)
+    render.terminal(timeline, title="two agents, one step" if race else PLAN)
     if record is not None:
-        console.print(f"recorded to {record}: `planledger replay run {record}` re-executes it")
+        output.line(f"recorded to {record}: `planledger replay run {record}` re-executes it")
     if not race:
-        console.print("`planledger demo --race`: two agents race for step 5", highlight=False)
+        output.line("`planledger demo --race`: two agents race for step 5")

@@ -1,30 +1,15 @@
 """The merged figure for people: transcripts and the log on one clock, in the terminal
-(rich) or as one self-contained HTML page (inline style, no script, nothing fetched)."""
+(plain columns, api.cli.output) or as one self-contained HTML page (inline style, no
+script, nothing fetched)."""
 
-from datetime import datetime
 from html import escape
 
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
-
-from planledger.api.timeline_render import MIN_LANE_WIDTH, STYLES, TIME_WIDTH
+from planledger.api.cli import output
+from planledger.api.timeline_render import clock, lanes_table, steps_table
 from planledger.replays.merge import MergedLane, MergedTimeline, Row
 
-TRANSCRIPT_STYLES = {"prompt": "bold", "prose": "", "tool": "dim", "call": "italic"}
-BOUNCE_STYLE = "bold white on red"
 NO_FINDINGS = ("<li>none: every answer the agents were given is in the log, and every event "
                "of their sessions is in their transcripts</li>")
-
-
-def _clock(moment: datetime) -> str:
-    return f"{moment:%H:%M:%S}.{moment.microsecond // 1000:03d}"
-
-
-def _style(row: Row) -> str:
-    if row.kind == "bounced":
-        return BOUNCE_STYLE
-    return TRANSCRIPT_STYLES.get(row.kind, STYLES.get(row.kind, ""))
 
 
 def _cell_text(row: Row) -> str:
@@ -36,41 +21,21 @@ def _cell_text(row: Row) -> str:
     return row.text
 
 
-def _heading(lane: MergedLane) -> str:
-    ids = [f"client {lane.client_session}"] if lane.client_session else []
-    ids += [f"ledger {s}" for s in lane.ledger_sessions] or ["ledger: not bound"]
-    return "\n".join([lane.label, *ids])
-
-
-def terminal(merged: MergedTimeline, console: Console, title: str = "timeline") -> None:
-    """Steps named, lanes side by side (while they fit), then findings and the story."""
-    legend = Table(box=None, show_header=False, padding=(0, 1))
-    for number, step_id, step_title in merged.steps:
-        legend.add_row(f"step {number}", step_id, step_title)
-    console.print(legend)
+def terminal(merged: MergedTimeline, title: str = "timeline") -> None:
+    """Steps named, each lane's sessions, lanes side by side (while they fit), then
+    findings and the story."""
+    steps_table(merged.steps)
+    output.table(("lane", "client session", "ledger sessions"),
+                 [(lane.label, lane.client_session or "",
+                   ", ".join(lane.ledger_sessions) or "not bound") for lane in merged.lanes],
+                 "lanes")
     day = merged.rows[0].at.strftime("%Y-%m-%d %Z") if merged.rows else ""
-    table = Table(title=f"{title} {day}".strip(), expand=True)
-    table.add_column("time", no_wrap=True, style="dim")
-    by_column = TIME_WIDTH + len(merged.lanes) * MIN_LANE_WIDTH <= console.width
-    if by_column:
-        for lane in merged.lanes:
-            table.add_column(_heading(lane), ratio=1)
-    else:
-        table.add_column("lane", no_wrap=True)
-        table.add_column("what", ratio=1)
-    for row in merged.rows:
-        text = Text(_cell_text(row), style=_style(row))
-        if by_column:
-            cells: list[str | Text] = [""] * len(merged.lanes)
-            cells[row.lane] = text
-            table.add_row(_clock(row.at), *cells)
-        else:
-            table.add_row(_clock(row.at), merged.lanes[row.lane].label, text)
-    console.print(table)
+    lanes_table(f"{title} {day}".strip(), [lane.label for lane in merged.lanes],
+                ((row.at, row.lane, _cell_text(row)) for row in merged.rows), lane_word="lane")
     for finding in merged.findings:
-        console.print(Text(f"finding ({finding.kind}): {finding.text}", style="yellow"))
+        output.line(f"finding ({finding.kind}): {finding.text}")
     for line in merged.story:
-        console.print(line, highlight=False, markup=False)
+        output.line(line)
 
 
 def html(merged: MergedTimeline,
@@ -115,7 +80,7 @@ def _row(row: Row, lanes: int) -> str:
     cells = ["<td></td>"] * lanes
     cells[row.lane] = f"<td class='{escape(row.kind)} {row.origin}'>{_body(row)}</td>"
     marked = " class=bounce" if row.kind == "bounced" else ""
-    return (f"<tr{marked}><td class=clock>{escape(_clock(row.at))}</td>"
+    return (f"<tr{marked}><td class=clock>{escape(clock(row.at))}</td>"
             f"{''.join(cells)}</tr>")
 
 

@@ -2,9 +2,9 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-# pytest-xdist's workers export COLUMNS=80 and LINES=24, and rich fixes a console's width
-# from COLUMNS when the console is made (the CLI's are made at import): the command-line
-# tests' own COLUMNS would then be ignored and their tables wrapped at 80 columns.
+# pytest-xdist's workers export COLUMNS=80 and LINES=24, and the command line fits its
+# tables to COLUMNS (api.cli.output): a test that sets none would print to an 80-column
+# terminal instead of the pipe it reads.
 for _name in ("COLUMNS", "LINES"):
     os.environ.pop(_name, None)
 

@@ -68,8 +68,8 @@ VERBS = (
          options=(DB, Option("--host", "host", "The address to bind (default 127.0.0.1: "
                              "this machine only).", metavar="ADDRESS",
                              env="PLANLEDGER_HOST"),
-                  Option("--port", "port", "The port (default 8765).", kind="int",
-                         metavar="PORT", env="PLANLEDGER_PORT"),
+                  Option("--port", "port", "The port (default 8765).", kind="int", low=0,
+                         high=65535, metavar="PORT", env="PLANLEDGER_PORT"),
                   LEASE_DEFAULT)),
     Verb(("plan", "create"), f"{_CLI}.plans:plan_create",
          "Create a plan, its constraints and its steps (with dependencies) from FILE.",

@@ -3,8 +3,10 @@
 
 A table fits the terminal's width when it prints to a terminal (or to the width COLUMNS
 names): the columns that may be cut (titles, details) are shortened with an ellipsis, never
-an id, so every id in a table can be copied into the next command. Into a pipe, where no
-width applies, every row prints whole on one line, for grep and awk.
+an id, so every id in a table can be copied into the next command. The columns that may be
+folded (a timeline's messages, which name ids among their words) continue on the lines
+below instead, broken between words and never inside one. Into a pipe, where no width
+applies, every row prints whole on one line, for grep and awk.
 
 Every piece of text is printed as one line of printable characters: a step's title is
 anybody's input, and a control character in it (an escape sequence that moves the cursor
@@ -12,6 +14,7 @@ or rewrites the screen, a line break that forges a row) is shown as `?`, never s
 terminal.
 """
 
+import itertools
 import os
 import sys
 from collections.abc import Sequence
@@ -65,41 +68,64 @@ def width(stream: IO[str] | None = None) -> int | None:
 
 
 def table(columns: Sequence[str], rows: Sequence[Sequence[str]], title: str | None = None,
-          cut: Sequence[int] = ()) -> None:
+          cut: Sequence[int] = (), fold: Sequence[int] = ()) -> None:
     """A table of `columns` (headed in capitals) and `rows`, with `title` above it if
-    given; the columns whose indexes are in `cut` shorten to fit the width."""
-    sys.stdout.write(drawn(columns, rows, title, cut, width()))
+    given; the columns whose indexes are in `cut` shorten to fit the width, and those in
+    `fold` continue on the lines below."""
+    sys.stdout.write(drawn(columns, rows, title, cut, width(), fold))
     sys.stdout.flush()
 
 
 def drawn(columns: Sequence[str], rows: Sequence[Sequence[str]], title: str | None,
-          cut: Sequence[int], limit: int | None) -> str:
+          cut: Sequence[int], limit: int | None, fold: Sequence[int] = ()) -> str:
     """The table's text, fitted to `limit` characters a line (None: no limit)."""
     cells = [[c.upper() for c in columns], *([printable(c) for c in row] for row in rows)]
     sizes = [max(len(row[i]) for row in cells) for i in range(len(columns))]
     if limit is not None:
-        sizes = _fitted(sizes, cut, limit)
+        floors = {i: MIN_CUT_WIDTH for i in cut}
+        floors.update({i: max(MIN_CUT_WIDTH, _longest_word(cells, i)) for i in fold})
+        sizes = _fitted(sizes, floors, limit)
     out = [printable(title) + ":"] if title else []
     for row in cells:
-        texts = [_shortened(text, size) for text, size in zip(row, sizes, strict=True)]
-        padded = [text.ljust(size) for text, size in zip(texts[:-1], sizes[:-1], strict=True)]
-        out.append(GAP.join([*padded, texts[-1]]).rstrip())
+        pieces = [_folded(text, size) if i in fold else [_shortened(text, size)]
+                  for i, (text, size) in enumerate(zip(row, sizes, strict=True))]
+        for texts in itertools.zip_longest(*pieces, fillvalue=""):
+            padded = [t.ljust(size) for t, size in zip(texts[:-1], sizes[:-1], strict=True)]
+            out.append(GAP.join([*padded, texts[-1]]).rstrip())
     return "\n".join(out) + "\n"
 
 
-def _fitted(sizes: list[int], cut: Sequence[int], limit: int) -> list[int]:
-    """Column sizes within `limit`: the widest column that may be cut loses a character
-    at a time, down to MIN_CUT_WIDTH (past that the line is wider than the terminal)."""
+def _fitted(sizes: list[int], floors: dict[int, int], limit: int) -> list[int]:
+    """Column sizes within `limit`: the widest column that may shrink loses a character
+    at a time, down to its floor (past that the line is wider than the terminal)."""
     sizes = list(sizes)
     excess = sum(sizes) + len(GAP) * (len(sizes) - 1) - limit
     while excess > 0:
-        shrinkable = [i for i in cut if sizes[i] > MIN_CUT_WIDTH]
+        shrinkable = [i for i, floor in floors.items() if sizes[i] > floor]
         if not shrinkable:
             break
         widest = max(shrinkable, key=lambda i: sizes[i])
         sizes[widest] -= 1
         excess -= 1
     return sizes
+
+
+def _longest_word(cells: list[list[str]], column: int) -> int:
+    return max((len(word) for row in cells for word in row[column].split()), default=0)
+
+
+def _folded(text: str, size: int) -> list[str]:
+    """`text` in lines of at most `size` characters, broken at spaces (a column is never
+    narrower than its longest word)."""
+    if len(text) <= size:
+        return [text]
+    lines = [""]
+    for word in text.split():
+        if lines[-1] and len(lines[-1]) + 1 + len(word) > size:
+            lines.append(word)
+        else:
+            lines[-1] = f"{lines[-1]} {word}" if lines[-1] else word
+    return lines
 
 
 def _shortened(text: str, size: int) -> str:
@@ -116,3 +142,12 @@ def write(page: str) -> None:
     """A page as it is (HTML that ends its own lines), nothing added."""
     sys.stdout.write(page)
     sys.stdout.flush()
+
+
+def reader_gone() -> None:
+    """The standard output's reader has closed the pipe (`| head`): what is left to print
+    goes to the null device, so that the interpreter's last flush at exit fails on
+    nothing and no traceback follows the lines the reader took."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, sys.stdout.fileno())
+    os.close(null)

@@ -14,7 +14,7 @@ import os
 import sys
 import textwrap
 from collections.abc import Callable, Sequence
-from typing import NoReturn
+from typing import NamedTuple, NoReturn
 
 from planledger.api.cli.grammar import Argument, CommandLine, Option, Values, Verb
 
@@ -47,10 +47,21 @@ def read(verb: Verb, args: Sequence[str]) -> Values:
     environment's for the options left out; UsageError if the verb does not take them."""
     try:
         values = vars(_parser(verb).parse_args(list(args)))
+        for option in verb.options:  # a variable is read only where its flag was not given
+            if isinstance(values.get(option.name), _FromEnv):
+                values[option.name] = _number(option, f"${option.env}")(
+                    values[option.name].text)
     except UsageError as error:
         raise UsageError(str(error), verb.words) from None
     values["words"] = verb.words
     return values
+
+
+class _FromEnv(NamedTuple):
+    """A number option's default as its environment variable holds it, read after the
+    command line (so a bad value is named by its variable, and matters only when used)."""
+
+    text: str
 
 
 def _parser(verb: Verb) -> argparse.ArgumentParser:
@@ -70,7 +81,7 @@ def _add(parser: argparse.ArgumentParser, option: Option) -> None:
     if option.env is not None and os.environ.get(option.env):
         default = os.environ[option.env]
         if option.kind in ("int", "float"):
-            default = _number(option)(default)
+            default = _FromEnv(default)
     if option.kind == "flag":
         parser.add_argument(*flags, dest=option.name, action="store_true",
                             default=bool(default))
@@ -84,18 +95,21 @@ def _add(parser: argparse.ArgumentParser, option: Option) -> None:
                             required=option.required and default is None)
 
 
-def _number(option: Option) -> Callable[[str], int | float]:
-    """The option's value read as its kind of number, within its bounds."""
+def _number(option: Option, source: str | None = None) -> Callable[[str], int | float]:
+    """The option's value read as its kind of number, within its bounds; an error names
+    `source` (where the value came from), else the flag."""
+    named = source or option.flag
+
     def number(text: str) -> int | float:
         try:
             value: int | float = int(text) if option.kind == "int" else float(text)
         except ValueError:
-            raise UsageError(f"{option.flag}: {text!r} is not "
+            raise UsageError(f"{named}: {text!r} is not "
                              f"{'a whole number' if option.kind == 'int' else 'a number'}"
                              ) from None
         low, high = option.low, option.high
         if (low is not None and value < low) or (high is not None and value > high):
-            raise UsageError(f"{option.flag}: {text} is not in {low}..{high}")
+            raise UsageError(f"{named}: {text} is not in {low}..{high}")
         return value
 
     return number

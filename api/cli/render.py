@@ -170,10 +170,8 @@ def timeline(shown: Any) -> None:
     """The merged timeline's terminal rendering (api.timeline_render, the replays' too), fed
     from the API's schema (TimelineOut itself, not its dict). Loaded here: the read side's
     timeline is a heavy import that every other command would pay."""
-    from rich.console import Console
-
     from planledger.api import timeline_render
     from planledger.projections.timeline import Timeline
 
     timeline_render.terminal(Timeline(tuple(shown.lanes), tuple(shown.entries),
-                                      tuple(shown.progress)), Console())
+                                      tuple(shown.progress)))

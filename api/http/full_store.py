@@ -1,7 +1,7 @@
 """Writes refused at the door while the store is full: 503 before the body is read.
 
 Once a write has failed for want of disk space, the store refuses the next ones at once
-until room is made (infra.sqlite_pool.DiskWatch). Clients retry; each retry that reached
+until room is made (infra.sqlite_file.DiskWatch). Clients retry; each retry that reached
 the route was still read, parsed, validated and handed to a worker thread before being
 refused, and with four clients retrying that work kept reads waiting. Here it is answered
 first, on the event loop, for the API's writes (every POST, PUT, PATCH and DELETE under

@@ -4,7 +4,7 @@ its checks judge them."""
 from dataclasses import dataclass
 from typing import Any
 
-Answer = tuple[int, dict[str, Any]]  # (status, body) as an HTTP caller would read it
+Reply = tuple[int, dict[str, Any]]  # (status, body) as an HTTP caller would read it
 
 
 @dataclass(frozen=True)

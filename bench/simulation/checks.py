@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from planledger.bench.simulation.actions import Action
-from planledger.bench.simulation.calls import Answer, Request
+from planledger.bench.simulation.calls import Reply, Request
 from planledger.bench.simulation.decoding import decoding_afresh
 from planledger.bench.simulation.reference import Reference
 from planledger.ledger.domain.ids import PlanSlug, StepId
@@ -59,7 +59,7 @@ class Watched(Protocol):
 
     def sync(self) -> list[tuple[int, object]]: ...
 
-    def recorded_answer(self, request: Request) -> Answer | None: ...
+    def recorded_answer(self, request: Request) -> Reply | None: ...
 
 
 class Violation(Exception):
@@ -71,7 +71,7 @@ class Checks:
         self.world = world
         self.every = every
         self.sent: set[str] = set()  # idempotency keys used so far
-        self.first: dict[str, Answer] = {}  # each key's first answer
+        self.first: dict[str, Reply] = {}  # each key's first answer
         self.acknowledged: set[tuple[str, int]] = set()  # (stream, version) of acked writes
         self.since_full = 0
         # Per read model (by id; the model kept, so no other takes its id): the positions of
@@ -102,7 +102,7 @@ class Checks:
             return ref.reopen(step)
         return "ok"
 
-    def after(self, action: Action, request: Request | None, answer: Answer | None,
+    def after(self, action: Action, request: Request | None, answer: Reply | None,
               expected: str | None) -> None:
         world = self.world
         new = world.sync()
@@ -115,7 +115,7 @@ class Checks:
         if self.since_full >= self.every:
             self.full()
 
-    def _answered(self, request: Request, answer: Answer, expected: str | None,
+    def _answered(self, request: Request, answer: Reply, expected: str | None,
                   new: list[tuple[int, object]]) -> None:
         got = _outcome(request.op, answer)
         if expected is not None and got != expected:
@@ -136,7 +136,7 @@ class Checks:
                 raise Violation(f"{request.op} (key {request.key}) answered {answer}; the log "
                                 f"recorded {recorded} for its key")
 
-    def _in_log(self, request: Request, answer: Answer) -> None:
+    def _in_log(self, request: Request, answer: Reply) -> None:
         """An acknowledged write's effect is in the log the moment it is answered."""
         ref, body = self.world.reference, answer[1]
         claimed: Any = body.get("claimed", body) if request.op == "next" else body
@@ -205,7 +205,7 @@ class Checks:
             raise Violation(f"acknowledged writes missing from the log: {sorted(missing)[:5]}")
 
 
-def _outcome(op: str, answer: Answer) -> str:
+def _outcome(op: str, answer: Reply) -> str:
     status, body = answer
     if status != 200:
         return str(body.get("reason"))

@@ -28,7 +28,7 @@ from planledger.api.runtime import Runtime
 from planledger.api.service import Service
 from planledger.api.settings import Settings
 from planledger.bench.simulation.actions import LEDGER_CALLS, Action, choose
-from planledger.bench.simulation.calls import Answer, Request
+from planledger.bench.simulation.calls import Reply, Request
 from planledger.bench.simulation.checks import Checks, Violation
 from planledger.bench.simulation.clock import EPOCH, CountingIds, VirtualClock
 from planledger.bench.simulation.decoding import Decodings
@@ -175,7 +175,7 @@ class World:
     def act(self, action: Action) -> None:
         self.history.append(action)
         request = None
-        answer: Answer | None = None
+        answer: Reply | None = None
         expected: str | None = None
         if action.kind in ("tick", "pause"):
             self.clock.advance(action.seconds)
@@ -231,7 +231,7 @@ class World:
             return next(p for p, s in self.steps if s == step), step
         return self.steps[action.step]
 
-    def _send(self, action: Action, request: Request) -> Answer | None:
+    def _send(self, action: Action, request: Request) -> Reply | None:
         """The request through the agent's process; its answer as a caller reads it, or
         None when the store was unavailable (503)."""
         agent = self.agents[action.agent]
@@ -258,7 +258,7 @@ class World:
         self._learn(agent, request, answer)
         return answer
 
-    def _learn(self, agent: Agent, request: Request, answer: Answer | None) -> None:
+    def _learn(self, agent: Agent, request: Request, answer: Reply | None) -> None:
         """What the agent takes from an answer (nothing from no answer)."""
         if answer is None:
             return
@@ -291,7 +291,7 @@ class World:
             if len(notes) < _PAGE:  # the log's end: no need to ask again
                 return new
 
-    def recorded_answer(self, request: Request) -> Answer | None:
+    def recorded_answer(self, request: Request) -> Reply | None:
         """The answer the log holds for a keyed request, if any."""
         assert request.key is not None
         runtime = self.processes[0].service.runtime
@@ -306,7 +306,7 @@ class World:
         return None if found is None else (found.status, found.body)
 
 
-def _told(answer: Answer | None) -> str:
+def _told(answer: Reply | None) -> str:
     """An answer in a few words, for a history a person reads."""
     if answer is None:
         return "503 store unavailable"
@@ -344,4 +344,4 @@ def _command(r: Request) -> c.Command[Any]:
     return command
 
 
-__all__ = ["LEDGER_CALLS", "Agent", "Answer", "Process", "Request", "World"]
+__all__ = ["LEDGER_CALLS", "Agent", "Process", "Reply", "Request", "World"]

@@ -3,6 +3,8 @@ off; the same timeline whether read from the store or from a recording of it."""
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 from planledger.api.runtime import Runtime
@@ -19,6 +21,7 @@ from tests.support.cli_runner import CliRunner
 from tests.support.fakes import FakeClock
 
 RACE = Path("replays/two-agents-race.jsonl")
+CLOCK = re.compile(r"\d\d:\d\d:\d\d\.\d{3}  ")  # a row's time
 
 
 def test_a_recording_shows_the_same_timeline_as_the_store_it_came_from(
@@ -105,8 +108,53 @@ def test_planledger_replay_timeline_prints_json_html_and_lanes() -> None:
     assert bounce["holder"] in {lane["session_id"] for lane in data["lanes"]}
     assert as_html.output.startswith("<!doctype html>")
     assert f'held by "{bounce["holder"]}"' in for_people.output
-    header = next(line for line in for_people.output.splitlines() if "agent A" in line)
-    assert "agent B" in header and "seeder" in header  # one column per session
+    lines = for_people.output.splitlines()
+    header = next(line for line in lines if line.startswith("TIME"))
+    assert re.split(r"\s{2,}", header) == ["TIME", "SEEDER", "AGENT A", "AGENT B"]
+    bounced = next(line for line in lines if CLOCK.match(line) and "claim bounced" in line)
+    assert bounced.index("claim bounced") == header.index("AGENT A")  # in A's column
+    lanes = {(lane["label"], lane["session_id"]) for lane in data["lanes"]}
+    assert lanes <= {tuple(re.split(r"\s{2,}", line)) for line in lines}  # each lane's id
+
+
+def test_into_a_pipe_each_entry_is_one_line_naming_its_session() -> None:
+    runner = CliRunner()
+    data = json.loads(runner.invoke(app, ["replay", "timeline", str(RACE), "--json"]).output)
+    shown = runner.invoke(app, ["replay", "timeline", str(RACE)])
+
+    rows = [line for line in shown.output.splitlines() if CLOCK.match(line)]
+    label = {lane["session_id"]: lane["label"] for lane in data["lanes"]}
+    assert len(rows) == len(data["entries"])
+    for row, entry in zip(rows, data["entries"], strict=True):
+        assert re.split(r"\s{2,}", row, maxsplit=2)[1:] == [label[entry["session_id"]],
+                                                             entry["text"]]
+
+
+def test_a_narrow_terminal_folds_entries_under_a_session_column_keeping_ids_whole() -> None:
+    runner = CliRunner()
+    data = json.loads(runner.invoke(app, ["replay", "timeline", str(RACE), "--json"]).output)
+    holder = next(e["holder"] for e in data["entries"] if e["kind"] == "bounced")
+    shown = runner.invoke(app, ["replay", "timeline", str(RACE)], env={"COLUMNS": "100"})
+
+    lines = shown.output.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("TIME"))
+    end = next(i for i, line in enumerate(lines) if line.startswith("winner:"))
+    table = lines[start:end]
+    assert re.split(r"\s{2,}", table[0]) == ["TIME", "SESSION", "WHAT"]
+    assert all(len(line) <= 100 for line in table)
+    assert len(table) > len(data["entries"]) + 1  # the long entries continue below
+    assert any(f'"{holder}"' in line for line in table)
+
+
+def test_a_reader_that_stops_early_ends_the_timeline_quietly() -> None:
+    process = subprocess.Popen([sys.executable, "-m", "planledger", "replay", "timeline",
+                                str(RACE)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()  # as `| head` does, here before the first line
+
+    errors = process.stderr.read().decode()
+    assert process.wait(timeout=60) == 1
+    assert errors == ""
 
 
 def test_a_timeline_can_be_narrowed_to_one_session() -> None:

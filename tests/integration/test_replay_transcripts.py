@@ -3,6 +3,7 @@ rollouts) merged with the ledger's events of their sessions on one clock; disagr
 between what the agents were told and what the log holds are findings."""
 
 import json
+import re
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -338,6 +339,26 @@ def test_the_html_page_is_self_contained_with_a_pane_per_agent_and_the_bounce_ma
         assert f"ledger session {agent.session_id}" in html
     assert html.count("<tr class=bounce>") == 1
     assert "<details><summary>" in html  # the long prose folds, the whole text a click away
+
+
+def test_the_terminal_shows_a_column_per_agent_and_each_lanes_sessions(raced: Race) -> None:
+    args = ["replay", "timeline", "--transcript", str(raced.a), "--transcript", str(raced.b),
+            str(raced.recording)]
+    wide = runner.invoke(app, args, env={"COLUMNS": "200"}).output.splitlines()
+    piped = runner.invoke(app, args).output.splitlines()
+
+    figure = raced.merged()
+    for lane in figure.lanes:  # each lane's client and ledger sessions, whole
+        assert [lane.label, lane.client_session, *lane.ledger_sessions] in [
+            re.split(r"\s{2,}", line) for line in wide]
+    header = next(line for line in wide if line.startswith("TIME"))
+    assert re.split(r"\s{2,}", header) == ["TIME", *(lane.label.upper() for lane in figure.lanes)]
+    bounced = next(line for line in wide if "task already claimed" in line)
+    assert bounced.index("tasks_claim") == header.index(raced.result.loser.name.upper())
+    rows = [line for line in piped if re.match(r"\d\d:\d\d:\d\d\.\d{3}  ", line)]
+    assert len(rows) == len(figure.rows)  # into a pipe, one line a row, naming its lane
+    assert [re.split(r"\s{2,}", row)[1] for row in rows] == [
+        figure.lanes[r.lane].label for r in figure.rows]
 
 
 def test_the_shipped_example_is_what_its_files_merge_into(tmp_path: Path) -> None:

@@ -119,7 +119,7 @@ def test_the_store_lets_go_of_a_retired_plan_and_keeps_no_head_of_an_answer(
     steps = finish_story(client)
     finish_others(client, FINISHED_KEPT)
     runtime.reads.catch_up()
-    cache = runtime.store.repository.cache
+    cache = runtime.store.cache
     assert cache is not None
     for stream in [f"plan:{STORY}", *steps]:
         with pytest.raises(KeyError):

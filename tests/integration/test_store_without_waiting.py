@@ -104,9 +104,8 @@ def test_a_refused_or_eager_command_leaves_its_connection_waiting_as_usual(
     with file_runtime.store.without_waiting():
         file_runtime.ledger.claim(second, session)
     recorder: Any = file_runtime.store.recorder
-    pool = recorder.datastore.pool
-    timeouts = {c._sqlite_conn.execute("PRAGMA busy_timeout").fetchone()[0] for c in pool._pool}
-    assert timeouts == {30_000}  # PLANLEDGER_SQLITE_LOCK_TIMEOUT's default, in ms
+    # PLANLEDGER_SQLITE_LOCK_TIMEOUT's default, in ms
+    assert recorder.file.busy_timeouts() == {30_000}
 
 
 def test_reads_never_refuse(file_runtime: Runtime, db: str) -> None:

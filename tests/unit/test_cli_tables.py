@@ -91,3 +91,32 @@ def test_paths_check_names_the_holder_beside_its_whole_id(
     assert capsys.readouterr().out == (
         f'internal/auth/**: held by agent A ({HOLDER}), step {IDS[0]} "auth", fence 2, '
         "until 2026-12-07T06:00:00+00:00\n")
+
+
+BOUNCE = f'claim bounced: task already claimed: held by "{HOLDER}" (step {IDS[0]} "auth")'
+
+
+def test_a_folded_column_continues_below_breaking_between_words_never_inside_an_id() -> None:
+    text = output.drawn(("time", "what"), [("10:00:00.001", BOUNCE), ("10:00:00.002", "done")],
+                        None, (), 60, fold=(1,))
+    lines = text.splitlines()
+    assert all(len(line) <= 60 for line in lines)
+    assert lines[1].startswith("10:00:00.001  claim bounced:")
+    assert lines[-1].startswith("10:00:00.002  done")
+    continued = lines[2:-1]
+    assert continued and all(line.startswith(" " * 14) for line in continued)
+    words = " ".join(line[14:] for line in lines[1:-1])
+    assert words == BOUNCE  # every word whole, in order
+    assert any(f'"{HOLDER}"' in line for line in lines)
+
+
+def test_into_a_pipe_a_folded_column_prints_whole_on_one_line() -> None:
+    text = output.drawn(("time", "what"), [("10:00:00.001", BOUNCE)], None, (), None,
+                        fold=(1,))
+    assert text.splitlines()[1] == f"10:00:00.001  {BOUNCE}"
+
+
+def test_a_folded_column_is_never_narrower_than_its_longest_word() -> None:
+    lines = output.drawn(("what",), [(BOUNCE,)], None, (), 10, fold=(0,)).splitlines()
+    assert f'"{HOLDER}"' in lines
+    assert max(len(line) for line in lines) == len(f'"{HOLDER}"')

@@ -4,14 +4,17 @@ way (ARCHITECTURE.md's table), and no module reaches itself through its imports.
 domain <- ledger <- adapters (infra/) and read side (projections/) <- interfaces (api/)
 <- the program's entry point (planledger/main.py); replays/ and bench/ stand beside the
 interfaces: they may import them, the interfaces never import them, and they never import
-each other. The ledger and the read side import no web framework and no database driver.
+each other. The ledger and the read side import no web framework and no database driver,
+and no module imports a package the product no longer depends on (rich, typer).
 
 Every import counts, wherever it is written: one inside a function (loaded late to keep a
 start-up cheap) or under `TYPE_CHECKING` ties the modules together all the same.
 """
 
 import ast
+import re
 import sys
+import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,10 +49,15 @@ MAY_IMPORT = {
 # Outside packages a layer must not import: web frameworks, clients, drivers and screens
 # stay out of the ledger and the read side (which reach a database only through the
 # adapters the wiring hands them).
-WEB = {"fastapi", "starlette", "sse_starlette", "uvicorn", "httpx", "mcp", "typer", "rich"}
+WEB = {"fastapi", "starlette", "sse_starlette", "uvicorn", "httpx", "mcp"}
 DRIVERS = {"sqlite3", "psycopg", "psycopg_pool", "eventsourcing.sqlite",
            "eventsourcing.postgres"}
 FORBIDDEN_OUTSIDE = {"ledger": WEB | DRIVERS, "read side": WEB | DRIVERS}
+# Packages the product no longer depends on (issue 29; the command line prints through
+# api/cli/output.py and parses with argparse): no module of any layer, nor the entry point,
+# imports them, and pyproject.toml does not declare them. The test tools may still install
+# them.
+NOT_DEPENDED_ON = {"rich", "typer"}
 
 
 @dataclass(frozen=True)
@@ -147,6 +155,18 @@ def test_the_ledger_and_the_read_side_import_no_web_framework_and_no_driver(
         if any(found.target == b or found.target.startswith(b + ".") for b in banned):
             wrong.append(_where(found))
     assert not wrong, "\n".join(wrong)
+
+
+def test_no_module_imports_a_package_the_product_no_longer_depends_on(
+    graph: list[Import],
+) -> None:
+    wrong = [_where(found) for found in graph
+             if found.target.split(".")[0] in NOT_DEPENDED_ON]
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    declared = {re.split(r"[^A-Za-z0-9_.-]", requirement, maxsplit=1)[0].lower()
+                for requirement in project["dependencies"]}
+    assert not wrong, "\n".join(wrong)
+    assert not declared & NOT_DEPENDED_ON
 
 
 def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
