@@ -40,6 +40,10 @@ def store_settings(db: str) -> dict[str, str]:
         return dict(_COMMON)
     if is_postgres(db):
         return {**_COMMON, **_postgres_settings(db)}
+    if ":memory:" in db or "mode=memory" in db:
+        # SQLite would open a new, empty database on every connection.
+        raise StorageConfigError(f"--db {db}: an in-memory SQLite database is not a store; "
+                                 f"the in-memory store is --db {MEMORY}")
     path = Path(db).expanduser()
     path.parent.mkdir(parents=True, exist_ok=True)
     return {

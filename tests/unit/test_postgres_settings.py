@@ -62,3 +62,10 @@ def test_each_store_gets_its_own_adapter_whatever_the_environment_names(
         assert type(store.factory) is sqlite_head.Factory
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("db", [":memory:", "file:x?mode=memory&cache=shared"])
+def test_an_in_memory_sqlite_name_is_refused_naming_the_in_memory_store(db: str) -> None:
+    refusal = rf"not a store; the in-memory store is --db {MEMORY}"
+    with pytest.raises(StorageConfigError, match=refusal):
+        store_settings(db)
