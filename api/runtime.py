@@ -16,7 +16,7 @@ from planledger.infra.sqlite_shape import check_store_file
 from planledger.ledger.log_head import HEAD_PURPOSE
 from planledger.ledger.notification_log import sign_heads_with
 from planledger.ledger.ports import Clock, IdGenerator
-from planledger.ledger.storage import MEMORY, is_postgres, resolve_db
+from planledger.ledger.storage import MEMORY, is_postgres, refuse_memory_sqlite, resolve_db
 from planledger.ledger.store import EventStore
 from planledger.projections.checkpoints import CheckpointRecorder, MemoryCheckpointRecorder
 from planledger.projections.readmodel import ReadModel
@@ -80,6 +80,7 @@ def open_runtime(
     every so many events and on close (projections.checkpoints): the server and the
     command-line and MCP-stdio processes agents run use them."""
     resolved = resolve_db(db)
+    refuse_memory_sqlite(resolved)  # before its secret file is made
     if resolved != MEMORY and not is_postgres(resolved):
         check_store_file(resolved)  # a foreign file is refused before anything is made
     if secret is None and is_new_sqlite_file(resolved):

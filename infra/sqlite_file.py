@@ -48,6 +48,7 @@ from eventsourcing.persistence import (
     ProgrammingError,
 )
 
+from planledger.ledger.storage import names_memory_sqlite
 from planledger.ledger.store import WouldWait
 
 STATEMENT_CACHE = 64
@@ -90,9 +91,7 @@ class SQLiteFile:
     let go of the write lock (SQLite's busy timeout)."""
 
     def __init__(self, path: str, *, lock_seconds: int | None = None) -> None:
-        if ":memory:" in path or "mode=memory" in path:
-            # Every connection would open a database of its own: reads would never see
-            # what was written.
+        if names_memory_sqlite(path):
             raise InterfaceError(f"{path!r} names an in-memory SQLite database; the "
                                  "in-memory store is --db memory")
         self.path = path

@@ -40,10 +40,7 @@ def store_settings(db: str) -> dict[str, str]:
         return dict(_COMMON)
     if is_postgres(db):
         return {**_COMMON, **_postgres_settings(db)}
-    if ":memory:" in db or "mode=memory" in db:
-        # SQLite would open a new, empty database on every connection.
-        raise StorageConfigError(f"--db {db}: an in-memory SQLite database is not a store; "
-                                 f"the in-memory store is --db {MEMORY}")
+    refuse_memory_sqlite(db)
     path = Path(db).expanduser()
     path.parent.mkdir(parents=True, exist_ok=True)
     return {
@@ -51,6 +48,21 @@ def store_settings(db: str) -> dict[str, str]:
         "SQLITE_DBNAME": str(path),
         "SQLITE_LOCK_TIMEOUT": sqlite_lock_timeout(),
     }
+
+
+def names_memory_sqlite(name: str) -> bool:
+    """Whether `name` is an in-memory SQLite database: not a store, since every
+    connection to one opens an empty database of its own (reads would never see what
+    was written)."""
+    return not is_postgres(name) and (":memory:" in name or "mode=memory" in name)
+
+
+def refuse_memory_sqlite(db: str) -> None:
+    """Refuse `--db` naming an in-memory SQLite database (see names_memory_sqlite), before
+    anything of a store is made for it."""
+    if names_memory_sqlite(db):
+        raise StorageConfigError(f"--db {db}: an in-memory SQLite database is not a store; "
+                                 f"the in-memory store is --db {MEMORY}")
 
 
 def sqlite_lock_timeout() -> str:

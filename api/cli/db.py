@@ -15,7 +15,13 @@ from planledger.infra.secret import (
     read_secret_file,
     secret_path,
 )
-from planledger.ledger.storage import MEMORY, StorageConfigError, is_postgres, resolve_db
+from planledger.ledger.storage import (
+    MEMORY,
+    StorageConfigError,
+    is_postgres,
+    refuse_memory_sqlite,
+    resolve_db,
+)
 
 EXIT_NOT_READY = 1
 EXIT_BAD_CONFIG = 2
@@ -25,13 +31,23 @@ T = TypeVar("T")
 def _postgres_url(db: str | None) -> str | None:
     """The PostgreSQL URL to set up; None (having said why) for an embedded store, before
     anything of PostgreSQL's is imported."""
-    resolved = resolve_db(db)
+    resolved = _not_memory_sqlite(resolve_db(db))
     if not is_postgres(resolved):
         if resolved != MEMORY:
             _refuse_a_foreign_file(resolved)
         output.line(f"{resolved}: an embedded store creates its tables on first use")
         return None
     return resolved
+
+
+def _not_memory_sqlite(db: str) -> str:
+    """`db`, unless it names an in-memory SQLite database (exits saying so)."""
+    try:
+        refuse_memory_sqlite(db)
+    except StorageConfigError as error:
+        output.line(str(error), stderr=True)
+        raise SystemExit(EXIT_BAD_CONFIG) from None
+    return db
 
 
 def _refuse_a_foreign_file(db: str) -> None:
@@ -86,7 +102,7 @@ def status(v: Values) -> None:
 
 def _sqlite_store(db: str | None, what: str) -> str:
     """The SQLite store to back up or restore; exits naming the way for other stores."""
-    resolved = resolve_db(db)
+    resolved = _not_memory_sqlite(resolve_db(db))
     if is_postgres(resolved):
         output.line(f"`db {what}` is for an SQLite store; on PostgreSQL use pg_dump and "
                     "pg_restore (see README, Backups)", stderr=True)

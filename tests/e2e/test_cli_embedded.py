@@ -127,6 +127,19 @@ def test_errors_exit_1_with_the_message(cli: Cli, tmp_path: Path) -> None:
     assert anonymous.exit_code == 1 and "--session" in anonymous.stderr
 
 
+@pytest.mark.parametrize(("args", "code"), [
+    (["plan", "list"], 1), (["serve"], 1), (["db", "init"], 2), (["db", "backup", "copy"], 2),
+])
+def test_an_in_memory_sqlite_db_is_refused_before_any_file_is_made(
+    args: list[str], code: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    refused = CliRunner().invoke(app, [*args, "--db", ":memory:"])
+    assert refused.exit_code == code, refused.output
+    assert "the in-memory store is --db memory" in refused.stderr
+    assert list(tmp_path.iterdir()) == []  # no store and no secret beside it
+
+
 def test_the_installed_command_reports_a_bounce_by_exit_code(cli: Cli, tmp_path: Path) -> None:
     plan_file = tmp_path / "plan.yaml"
     plan_file.write_text(PLAN_YAML)
