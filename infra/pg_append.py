@@ -36,10 +36,11 @@ from typing import Any
 
 import psycopg
 from eventsourcing.persistence import InterfaceError, OperationalError, StoredEvent
-from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore, PostgresFactory
+from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
 from eventsourcing.utils import retry
 from psycopg.sql import SQL, Identifier
 
+from planledger.infra import pg_connect
 from planledger.ledger.answers import Answer, micros
 from planledger.ledger.chain import GENESIS, link
 from planledger.ledger.log_head import SignedHead, head_mac, signed_by
@@ -325,7 +326,8 @@ def _answer_columns(answers: Sequence[Answer]) -> tuple[Any, ...]:
     return (*columns, micros(min(expired)) if expired else None)
 
 
-class Factory(PostgresFactory):
-    """The library's PostgreSQL factory with the appending recorder."""
+class Factory(pg_connect.Factory):
+    """The library's PostgreSQL factory with the appending recorder, connecting with every
+    libpq parameter of `--db` (infra.pg_connect)."""
 
     application_recorder_class = AppendingRecorder

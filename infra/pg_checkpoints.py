@@ -7,11 +7,12 @@ PostgreSQL log, so an embedded store never loads the PostgreSQL driver."""
 from typing import Any
 
 from eventsourcing.persistence import IntegrityError, Tracking
-from eventsourcing.postgres import PostgresDatastore, PostgresFactory
+from eventsourcing.postgres import PostgresDatastore
 from eventsourcing.utils import Environment
 from psycopg import Cursor
 from psycopg.sql import SQL, Composed, Identifier
 
+from planledger.infra import pg_connect
 from planledger.ledger.storage import store_settings
 from planledger.ledger.store import EventStore
 from planledger.projections.checkpoints import CheckpointRecorder
@@ -117,7 +118,7 @@ def postgres_checkpoints(db: str, *, create: bool = False) -> PostgresCheckpoint
     """The checkpoint recorder of the PostgreSQL log at `db`, on a pool of its own (one
     connection: it saves rarely); `create` makes its tables (`planledger db init` does)."""
     settings = {**store_settings(db), "POSTGRES_POOL_SIZE": "1", "POSTGRES_MAX_OVERFLOW": "1"}
-    factory = PostgresFactory(Environment(EventStore.name, settings))
+    factory = pg_connect.Factory(Environment(EventStore.name, settings))
     recorder = PostgresCheckpointRecorder(factory.datastore)
     if create:
         recorder.create_table()

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 import psycopg
 from psycopg import sql
-from psycopg.conninfo import make_conninfo
 
 from planledger.infra.pg_append import (
     ANSWERS_TABLE,
@@ -29,7 +28,8 @@ from planledger.infra.pg_checkpoints import (
     PG_TRACKING_TABLE,
     postgres_checkpoints,
 )
-from planledger.ledger.storage import postgres_conninfo, postgres_options, store_settings
+from planledger.infra.pg_connect import libpq_conninfo
+from planledger.ledger.storage import postgres_options, store_settings
 from planledger.ledger.store import EventStore
 
 # The library names its table after the application and its row type after the id type.
@@ -67,9 +67,7 @@ class SchemaReport:
 
 
 def _connect(db: str) -> psycopg.Connection[tuple[object, ...]]:
-    info = postgres_conninfo(db)
-    timeout = int(postgres_options(db)["connect_timeout"])
-    return psycopg.connect(make_conninfo(connect_timeout=timeout, **info), autocommit=True)
+    return psycopg.connect(libpq_conninfo(db), autocommit=True)
 
 
 def _missing(conn: psycopg.Connection[tuple[object, ...]], schema: str) -> tuple[str, ...]:

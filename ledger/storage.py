@@ -11,7 +11,7 @@
 
 import os
 from pathlib import Path
-from urllib.parse import parse_qs, unquote, urlparse
+from urllib.parse import parse_qs, unquote, urlencode, urlparse
 
 DEFAULT_DB = "./.planledger/ledger.sqlite"
 DB_ENV_VAR = "PLANLEDGER_DB"
@@ -107,18 +107,17 @@ _PG_NUMERIC = {"pool_size", "max_overflow", "connect_timeout", "lock_timeout",
                "idle_in_transaction_timeout", "conn_max_age"}
 
 
+LIBPQ_PARAMETERS = "PLANLEDGER_POSTGRES_LIBPQ"  # the setting that carries them (url-encoded)
+
+
 class StorageConfigError(ValueError):
     """A `--db` value that names no usable store (an unknown or malformed option)."""
 
 
 def postgres_options(url: str) -> dict[str, str]:
-    """The URL's PostgreSQL options over the defaults; refuses unknown or malformed ones."""
-    query = {k: v[-1] for k, v in parse_qs(urlparse(url).query).items()}
-    unknown = sorted(set(query) - set(PG_OPTIONS))
-    if unknown:
-        raise StorageConfigError(
-            f"unknown PostgreSQL option(s) {', '.join(unknown)} in --db; "
-            f"known: {', '.join(PG_OPTIONS)}")
+    """The URL's planledger options (PG_OPTIONS) over the defaults; refuses malformed ones.
+    The query's other parameters are libpq's (postgres_conninfo)."""
+    query = _query(url)
     options = {name: query.get(name, default) for name, (_, default) in PG_OPTIONS.items()}
     for name in _PG_NUMERIC:
         if not options[name].isdigit():
@@ -131,25 +130,62 @@ def postgres_options(url: str) -> dict[str, str]:
 
 
 def postgres_conninfo(url: str) -> dict[str, str]:
-    """The server, database and user the URL names (no pool or schema options)."""
+    """libpq's connection parameters for the URL: the hosts and ports (several, comma
+    separated, for libpq to fail over between: `postgresql://u@h1:5432,h2:5432/db`), the
+    database, the user and password, the connection timeout (`connect_timeout`, which is
+    also planledger's wait for a pooled connection), and every other query parameter but
+    planledger's own (PG_OPTIONS), as given: `target_session_attrs`, `sslmode`,
+    `application_name`, ... Whether libpq knows them is for infra.pg_connect to ask (no
+    driver is imported here)."""
     parsed = urlparse(url)
-    return {
+    userinfo, _, hostlist = parsed.netloc.rpartition("@")
+    user, _, password = userinfo.partition(":")
+    hosts, ports = _hosts_and_ports(hostlist)
+    query = _query(url)
+    conninfo = {
+        "host": ",".join(hosts),
+        "port": ",".join(ports),
         "dbname": unquote(parsed.path.lstrip("/")) or "postgres",
-        "host": parsed.hostname or "127.0.0.1",
-        "port": str(parsed.port or 5432),
-        "user": unquote(parsed.username or "postgres"),
-        "password": unquote(parsed.password or ""),
+        "user": unquote(user) or "postgres",
+        "password": unquote(password),
+        "connect_timeout": postgres_options(url)["connect_timeout"],
     }
+    conninfo.update((name, value) for name, value in query.items() if name not in PG_OPTIONS)
+    return conninfo
+
+
+def _query(url: str) -> dict[str, str]:
+    return {name: values[-1] for name, values in parse_qs(urlparse(url).query).items()}
+
+
+def _hosts_and_ports(hostlist: str) -> tuple[list[str], list[str]]:
+    """The hosts and ports of `h1:5432,[::1]:5433,h3`, in order (localhost and 5432 where
+    one is left out)."""
+    hosts, ports = [], []
+    for entry in hostlist.split(","):
+        if entry.startswith("["):  # an IPv6 address: its colons are not the port's
+            host, _, rest = entry[1:].partition("]")
+            port = rest.removeprefix(":")
+        else:
+            host, _, port = entry.partition(":")
+        if port and not (port.isdigit() and 0 < int(port) < 65536):
+            raise StorageConfigError(f"PostgreSQL port {port!r} in --db is not a port number")
+        hosts.append(unquote(host) or "127.0.0.1")
+        ports.append(port or "5432")
+    return hosts, ports
 
 
 def _postgres_settings(url: str) -> dict[str, str]:
     conn = postgres_conninfo(url)
     settings = {
-        "POSTGRES_DBNAME": conn["dbname"],
-        "POSTGRES_HOST": conn["host"],
-        "POSTGRES_PORT": conn["port"],
-        "POSTGRES_USER": conn["user"],
-        "POSTGRES_PASSWORD": conn["password"],
+        "POSTGRES_DBNAME": conn.pop("dbname"),
+        "POSTGRES_HOST": conn.pop("host"),
+        "POSTGRES_PORT": conn.pop("port"),
+        "POSTGRES_USER": conn.pop("user"),
+        "POSTGRES_PASSWORD": conn.pop("password"),
+        # The rest of libpq's parameters, which the library's settings do not name: given to
+        # its pool by infra.pg_connect.
+        LIBPQ_PARAMETERS: urlencode(conn),
         # The library's CREATE TABLE is not safe from several processes at once: replicas
         # never create tables; `planledger db init` (infra.pg_schema) does, under a lock.
         "CREATE_TABLE": "no",

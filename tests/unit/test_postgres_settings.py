@@ -3,10 +3,18 @@
 from pathlib import Path
 
 import pytest
+from eventsourcing.utils import Environment
 
 from planledger.infra import memory_answers, pg_append, sqlite_head
 from planledger.infra.persistence import open_event_store, persistence_for
-from planledger.ledger.storage import MEMORY, StorageConfigError, store_settings
+from planledger.infra.pg_connect import libpq_conninfo
+from planledger.ledger.storage import (
+    MEMORY,
+    StorageConfigError,
+    postgres_conninfo,
+    store_settings,
+)
+from planledger.ledger.store import EventStore
 
 URL = "postgresql://alice:s%40cret@db.example:6543/ledger"
 
@@ -38,9 +46,44 @@ def test_replicas_never_create_tables_nor_use_the_lockless_insert_function() -> 
     assert settings["POSTGRES_ENABLE_DB_FUNCTIONS"] == "no"
 
 
-def test_unknown_option_is_refused_naming_the_known_ones() -> None:
-    with pytest.raises(StorageConfigError, match=r"option\(s\) pool in --db; known: .*pool_size"):
-        store_settings(f"{URL}?pool=3")
+HA = ("postgresql://alice:s%40cret@pg1.example:5432,[fd00::2]:6543,pg3.example/ledger"
+      "?target_session_attrs=read-write&sslmode=require&application_name=replica-a&schema=t")
+
+
+def test_several_hosts_and_libpq_parameters_pass_through_beside_ours() -> None:
+    info = postgres_conninfo(HA)
+    assert (info["host"], info["port"]) == ("pg1.example,fd00::2,pg3.example", "5432,6543,5432")
+    assert (info["dbname"], info["user"], info["password"]) == ("ledger", "alice", "s@cret")
+    assert info["target_session_attrs"] == "read-write" and info["sslmode"] == "require"
+    assert info["application_name"] == "replica-a" and info["connect_timeout"] == "10"
+    assert "schema" not in info  # ours, not libpq's
+    assert store_settings(HA)["POSTGRES_SCHEMA"] == "t"
+
+
+def test_the_stores_pool_connects_with_every_libpq_parameter() -> None:
+    factory = pg_append.Factory(Environment(EventStore.name, store_settings(HA)))
+    try:  # the pool connects at its first use only: nothing is reached here
+        kwargs = factory.datastore.pool.kwargs
+        assert isinstance(kwargs, dict)
+        assert kwargs["host"] == "pg1.example,fd00::2,pg3.example"
+        assert kwargs["target_session_attrs"] == "read-write"
+        assert (kwargs["sslmode"], kwargs["connect_timeout"]) == ("require", "10")
+    finally:
+        factory.close()
+
+
+def test_a_parameter_neither_libpq_nor_planledger_knows_is_refused_naming_it() -> None:
+    refusal = r'invalid connection option "pool".*planledger.s \(schema, pool_size'
+    with pytest.raises(StorageConfigError, match=refusal):
+        libpq_conninfo(f"{URL}?pool=3")
+    with pytest.raises(StorageConfigError, match=refusal):
+        pg_append.Factory(Environment(EventStore.name, store_settings(f"{URL}?pool=3")))
+
+
+@pytest.mark.parametrize("hosts", ["h1:0", "h1:5432,h2:99999", "h1:five"])
+def test_a_port_that_is_no_port_is_refused(hosts: str) -> None:
+    with pytest.raises(StorageConfigError, match="is not a port number"):
+        store_settings(f"postgresql://u@{hosts}/db")
 
 
 @pytest.mark.parametrize("query", ["pool_size=many", "lock_timeout=-1", "schema=a;drop"])
