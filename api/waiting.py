@@ -276,6 +276,7 @@ class Waiting:
         self._reads, self._clock = reads, clock
         self._lines = Lines()
         self._wakeups = Wakeups(reads, self._lines)
+        self._ending = False  # the server is shutting down: waits end now
 
     async def claim_next(self, command: ClaimNext, attempt: Attempt,
                          run: Run = on_a_thread, unclaim: Unclaim | None = None) -> BaseModel:
@@ -299,7 +300,7 @@ class Waiting:
                         return answer
                     self._lines.tried(plan, ticket, lapse)
                 now = self._clock.now()
-                if now >= deadline:
+                if now >= deadline or self._ending:
                     final = await _to_the_end(run, lambda: attempt(True), unclaim,
                                               lambda a: a)
                     assert final is not None, "a final attempt answers"
@@ -331,6 +332,13 @@ class Waiting:
 
     def clock_moved(self) -> None:
         """The clock jumped (a test's injected clock): waiters judge their sleeps again."""
+        self._lines.wake_all()
+
+    def end_waits(self) -> None:
+        """Every wait, and every wait that begins from now on, ends at its next turn with
+        the answer its deadline would have had (`all_held`, or a claim if a step is free):
+        a server shutting down answers its waiters instead of holding its exit for them."""
+        self._ending = True
         self._lines.wake_all()
 
     def close(self) -> None:

@@ -39,6 +39,7 @@ def serve(v: Values) -> None:
 
     from planledger.api.http.app import create_app
     from planledger.api.http.head_limit import HeadLimitedProtocol
+    from planledger.api.http.server import SHUTDOWN_SECONDS, LedgerServer
 
     configure_logging()  # before the MCP server is built: it would install its own
     open_files = raise_open_file_limit()
@@ -60,10 +61,12 @@ def serve(v: Values) -> None:
             # log_config=None: uvicorn's loggers write through ours (api.logs). httptools,
             # with the head limit h11 would hold (api.http.head_limit); uvloop where it is
             # installed (everywhere but Windows: "auto" picks it).
-            uvicorn.run(app, host=settings.host, port=settings.port, log_level="info",
-                        log_config=None, limit_concurrency=settings.max_connections,
-                        timeout_keep_alive=KEEP_ALIVE_SECONDS, http=HeadLimitedProtocol,
-                        loop="auto")
+            config = uvicorn.Config(
+                app, host=settings.host, port=settings.port, log_level="info",
+                log_config=None, limit_concurrency=settings.max_connections,
+                timeout_keep_alive=KEEP_ALIVE_SECONDS, http=HeadLimitedProtocol, loop="auto",
+                timeout_graceful_shutdown=SHUTDOWN_SECONDS)
+            LedgerServer(config, stopping=app.state.service.waiting.end_waits).run()
         finally:
             runtime.close()  # if it never served (a port in use): closed on shutdown else
 
@@ -95,9 +98,8 @@ def refuse_open_exposure(host: str, runtime: Runtime) -> None:
 
 def _close_on_shutdown(app: "FastAPI", runtime: Runtime) -> None:
     """Close the runtime as the app shuts down, saving the read model's checkpoint so the
-    next start resumes where this one stopped. Not after `uvicorn.run`: once it has
-    stopped serving, uvicorn raises the SIGTERM it caught again, and that ends the process
-    before anything after it runs."""
+    next start resumes where this one stopped. In the app's shutdown, which runs however
+    the server stops (api.http.server), once its requests have ended."""
     serving = app.router.lifespan_context
 
     @asynccontextmanager
