@@ -29,8 +29,10 @@ from planledger.infra.pg_checkpoints import (
     postgres_checkpoints,
 )
 from planledger.infra.pg_connect import libpq_conninfo
+from planledger.infra.store_format import FORMAT, FORMAT_TABLE, refuse_newer
 from planledger.ledger.storage import postgres_options, store_settings
 from planledger.ledger.store import EventStore
+from planledger.version import __version__
 
 # The library names its table after the application and its row type after the id type.
 EVENTS_TABLE = f"{EventStore.name.lower()}_events"
@@ -52,7 +54,8 @@ SELECT name FROM (VALUES
     ('signed head', to_regclass(%(signed head)s)::text),
     ('head signing function', to_regprocedure(%(head signing function)s)::text),
     ('signed head marker', to_regclass(%(signed head marker)s)::text),
-    ('idempotent answers', to_regclass(%(idempotent answers)s)::text)
+    ('idempotent answers', to_regclass(%(idempotent answers)s)::text),
+    ('store format', to_regclass(%(store format)s)::text)
 ) AS objects(name, found)
 WHERE found IS NULL
 """
@@ -83,17 +86,41 @@ def _missing(conn: psycopg.Connection[tuple[object, ...]], schema: str) -> tuple
         "head signing function": f'"{schema}".{SIGN_FUNCTION}({SIGN_ARGUMENTS})',
         "signed head marker": f'"{schema}".{BEGAN_TABLE}',
         "idempotent answers": f'"{schema}".{ANSWERS_TABLE}',
+        "store format": f'"{schema}".{FORMAT_TABLE}',
     }
     has_schema = conn.execute(
         "SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone()
     if has_schema is None:
         return ("schema", *names)
     rows = conn.execute(_MISSING_QUERY, names).fetchall()
-    return tuple(str(row[0]) for row in rows)
+    missing = tuple(str(row[0]) for row in rows)
+    if "store format" not in missing:
+        _refuse_newer(conn, schema)
+    return missing
+
+
+def _refuse_newer(conn: psycopg.Connection[tuple[object, ...]], schema: str) -> None:
+    """NewerStore if a newer planledger wrote the schema (infra.store_format)."""
+    row = conn.execute(sql.SQL("SELECT format, written_by FROM {}.{} WHERE id = 1").format(
+        sql.Identifier(schema), sql.Identifier(FORMAT_TABLE))).fetchone()
+    refuse_newer(f"PostgreSQL schema {schema}",
+                 (int(str(row[0])), str(row[1])) if row is not None else None)
+
+
+def _stamp(conn: psycopg.Connection[tuple[object, ...]], schema: str) -> None:
+    """The schema's format row, made or raised to this planledger's (never lowered)."""
+    table = sql.SQL("{}.{}").format(sql.Identifier(schema), sql.Identifier(FORMAT_TABLE))
+    conn.execute(sql.SQL("CREATE TABLE IF NOT EXISTS {} (id integer PRIMARY KEY CHECK (id = 1), "
+                         "format integer NOT NULL, written_by text NOT NULL)").format(table))
+    conn.execute(sql.SQL("INSERT INTO {} AS t (id, format, written_by) VALUES (1, %s, %s) "
+                         "ON CONFLICT (id) DO UPDATE SET format = excluded.format, "
+                         "written_by = excluded.written_by WHERE t.format < excluded.format"
+                         ).format(table), (FORMAT, __version__))
 
 
 def missing_objects(db: str) -> tuple[str, ...]:
-    """The parts of the store not yet created in the URL's schema (empty when ready)."""
+    """The parts of the store not yet created in the URL's schema (empty when ready);
+    NewerStore if a newer planledger wrote it."""
     with _connect(db) as conn:
         return _missing(conn, postgres_options(db)["schema"])
 
@@ -114,6 +141,7 @@ def init_schema(db: str) -> SchemaReport:
             EventStore({**store_settings(db), "CREATE_TABLE": "yes",
                         "PLANLEDGER_CREATE_TABLE": "yes"}, Factory).close()
             postgres_checkpoints(db, create=True).close()  # the read models' checkpoints
+            _stamp(conn, schema)
         return SchemaReport(schema, missing)
 
 

@@ -30,16 +30,21 @@ from planledger.infra import sqlite_answers
 from planledger.infra.sqlite_file import SQLiteFile
 from planledger.infra.sqlite_schema import (
     CREATE_EVENTS,
+    CREATE_FORMAT,
     CREATE_SNAPSHOTS,
     EVENTS_TABLE,
     INSERT,
     SELECT_END,
+    SELECT_FORMAT,
     SELECT_STREAM,
     SELECT_STREAM_NAMES,
     SNAPSHOTS_TABLE,
+    STAMP_FORMAT,
     select_log,
 )
+from planledger.infra.store_format import FORMAT, refuse_newer
 from planledger.ledger.answers import Answer
+from planledger.version import __version__
 
 
 def _row(event: StoredEvent) -> tuple[str, int, str, bytes]:
@@ -98,10 +103,16 @@ class LogRecorder(StreamRecorder, ApplicationRecorder):
         super().__init__(file, EVENTS_TABLE, CREATE_EVENTS)
 
     def create_table(self) -> None:
+        """The log's tables where missing, and the file's format row (infra.store_format):
+        a file a newer planledger wrote is refused before anything is written to it."""
         with self.file.transaction(commit=True) as cursor:
+            cursor.execute(CREATE_FORMAT)
+            written = cursor.execute(SELECT_FORMAT).fetchone()
+            refuse_newer(self.file.path, (int(written[0]), str(written[1])) if written else None)
             cursor.execute(CREATE_EVENTS)
             for statement in sqlite_answers.CREATE:
                 cursor.execute(statement)
+            cursor.execute(STAMP_FORMAT, (FORMAT, __version__))
 
     def insert_events(self, stored_events: Sequence[StoredEvent],
                       **kwargs: Any) -> Sequence[int] | None:

@@ -9,6 +9,8 @@ so a store written before planledger kept its own recorder opens as it was.
 
 from collections.abc import Sequence
 
+from planledger.infra.store_format import FORMAT_TABLE
+
 EVENTS_TABLE = "stored_events"  # the log: an event's position is its rowid
 SNAPSHOTS_TABLE = "stored_snapshots"  # one stream state now and then, never a position
 TABLES = frozenset({EVENTS_TABLE, SNAPSHOTS_TABLE})
@@ -20,6 +22,14 @@ _DEFINITION = ("originator_id TEXT, originator_version INTEGER, topic TEXT, stat
 CREATE_EVENTS = f"CREATE TABLE IF NOT EXISTS {EVENTS_TABLE} ({_DEFINITION})"
 # Without a rowid: a snapshot is found by its stream only.
 CREATE_SNAPSHOTS = f"CREATE TABLE IF NOT EXISTS {SNAPSHOTS_TABLE} ({_DEFINITION}) WITHOUT ROWID"
+
+# Which planledger wrote the file (infra.store_format): one row, raised, never lowered.
+CREATE_FORMAT = (f"CREATE TABLE IF NOT EXISTS {FORMAT_TABLE} (id INTEGER PRIMARY KEY "
+                 "CHECK (id = 1), format INTEGER NOT NULL, written_by TEXT NOT NULL)")
+STAMP_FORMAT = (f"INSERT INTO {FORMAT_TABLE} (id, format, written_by) VALUES (1, ?, ?) "
+                "ON CONFLICT (id) DO UPDATE SET format = excluded.format, "
+                "written_by = excluded.written_by WHERE format < excluded.format")
+SELECT_FORMAT = f"SELECT format, written_by FROM {FORMAT_TABLE} WHERE id = 1"
 
 INSERT = "INSERT INTO {table} (originator_id, originator_version, topic, state) VALUES (?, ?, ?, ?)"
 SELECT_STREAM = "SELECT originator_id, originator_version, topic, state FROM {table} "\

@@ -15,7 +15,8 @@ import sqlite3
 from pathlib import Path
 from urllib.parse import quote
 
-from planledger.infra.sqlite_schema import COLUMNS, EVENTS_TABLE, TABLES
+from planledger.infra.sqlite_schema import COLUMNS, EVENTS_TABLE, SELECT_FORMAT, TABLES
+from planledger.infra.store_format import FORMAT_TABLE, refuse_newer
 
 SQLITE_HEADER = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database
 OWN_PREFIX = "planledger_"
@@ -44,9 +45,10 @@ def check_store_file(db: str) -> None:
     if header != SQLITE_HEADER:
         raise NotAStore(f"{db} is not a planledger store: it is not an SQLite database "
                         "(give --db a store's file, or a new file's path to make one)")
-    tables = _tables(path)
-    if tables is None:
+    shape = _tables(path)
+    if shape is None:
         return  # locked by a writer: the store itself answers, and it waits for the lock
+    tables, written = shape
     foreign = sorted(t for t in tables if t not in TABLES
                      and not t.startswith((OWN_PREFIX, "sqlite_")))
     if foreign:
@@ -55,11 +57,13 @@ def check_store_file(db: str) -> None:
     if EVENTS_TABLE in tables and not tables[EVENTS_TABLE] >= EVENT_COLUMNS:
         raise NotAStore(f"{db} is not a planledger store: its stored_events table lacks "
                         f"the event store's columns ({', '.join(sorted(EVENT_COLUMNS))})")
+    refuse_newer(db, written)
 
 
-def _tables(path: Path) -> dict[str, frozenset[str]] | None:
-    """Each table of the database with its columns, read without writing; None when a
-    writer holds it locked or a read would need a write (WAL on a read-only disk)."""
+def _tables(path: Path) -> tuple[dict[str, frozenset[str]], tuple[int, str] | None] | None:
+    """Each table of the database with its columns, and the format row (infra.store_format)
+    if it has one, read without writing; None when a writer holds it locked or a read would
+    need a write (WAL on a read-only disk)."""
     try:
         connection = sqlite3.connect(f"file:{quote(str(path.resolve()))}?mode=ro", uri=True,
                                      timeout=1.0)
@@ -68,8 +72,11 @@ def _tables(path: Path) -> dict[str, frozenset[str]] | None:
     try:
         names = [row[0] for row in connection.execute(
             "SELECT name FROM sqlite_master WHERE type = 'table'")]
-        return {name: frozenset(row[0] for row in connection.execute(
+        tables = {name: frozenset(row[0] for row in connection.execute(
             "SELECT name FROM pragma_table_info(?)", (name,))) for name in names}
+        written = (connection.execute(SELECT_FORMAT).fetchone() if FORMAT_TABLE in tables
+                   else None)
+        return tables, (int(written[0]), str(written[1])) if written else None
     except sqlite3.OperationalError as error:
         if any(word in str(error) for word in ("locked", "busy", "readonly")):
             return None  # a store in WAL mode on a read-only disk: its own opening words it

@@ -8,9 +8,9 @@ maps each of them in as `planledger.<folder>` (a link in this folder): see ARCHI
 
 from typing import Any
 
-# The contract's version (agents and scripts depend on it): the package's, the OpenAPI
-# document's and the MCP server's. Bump it when what callers send or get changes.
-__version__ = "0.4.0"
+from planledger.version import __version__
+
+__all__ = ["__version__"]
 
 
 def __getattr__(name: str) -> Any:

@@ -52,10 +52,11 @@ def _not_memory_sqlite(db: str) -> str:
 
 def _refuse_a_foreign_file(db: str) -> None:
     from planledger.infra.sqlite_shape import NotAStore, check_store_file
+    from planledger.infra.store_format import NewerStore
 
     try:
         check_store_file(db)
-    except NotAStore as error:
+    except (NotAStore, NewerStore) as error:
         output.line(str(error), stderr=True)
         raise SystemExit(EXIT_NOT_READY) from None
 
@@ -64,8 +65,13 @@ def _on_postgres(url: str, action: Callable[[str], T]) -> T:
     """Run `action` on the PostgreSQL URL, turning set-up failures into a readable exit."""
     import psycopg  # here, not at the top: every `planledger` command imports this module
 
+    from planledger.infra.store_format import NewerStore
+
     try:
         return action(url)
+    except NewerStore as error:
+        output.line(str(error), stderr=True)
+        raise SystemExit(EXIT_NOT_READY) from None
     except StorageConfigError as error:
         output.line(str(error), stderr=True)
         raise SystemExit(EXIT_BAD_CONFIG) from None
@@ -110,6 +116,7 @@ def _sqlite_store(db: str | None, what: str) -> str:
     if resolved == MEMORY:
         output.line(f"`db {what}`: an in-memory store has nothing to keep", stderr=True)
         raise SystemExit(EXIT_BAD_CONFIG)
+    _refuse_a_foreign_file(resolved)
     return resolved
 
 

@@ -7,18 +7,24 @@ its store there."""
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
 
+import psycopg
 import pytest
+from psycopg import sql
 
 from planledger.api.runtime import Runtime, open_runtime
+from planledger.infra.store_format import FORMAT, FORMAT_TABLE, NewerStore
 from planledger.ledger.domain.ids import PlanSlug
 from planledger.ledger.storage import postgres_options
 from planledger.projections.readmodel import ReadModel
+from planledger.version import __version__
 from tests.support.fakes import FakeClock
 from tests.support.postgres import BASE_URL, fresh_schema
 
@@ -116,3 +122,62 @@ def test_an_old_store_exports_a_recording_that_replays_identically(
     assert exported.returncode == 0, exported
     replayed = _planledger("replay", "run", str(recording))
     assert replayed.returncode == 0 and replayed.stdout.startswith("identical"), replayed
+
+
+def _written(store: str) -> tuple[int, str] | None:
+    """The store's format row (infra.store_format), read as it is kept."""
+    if store.startswith("postgresql://"):
+        schema = postgres_options(store)["schema"]
+        with psycopg.connect(BASE_URL) as conn:
+            exists = conn.execute("SELECT to_regclass(%s)", (f'"{schema}".{FORMAT_TABLE}',))
+            if exists.fetchone() == (None,):
+                return None
+            row = conn.execute(sql.SQL("SELECT format, written_by FROM {}.{}").format(
+                sql.Identifier(schema), sql.Identifier(FORMAT_TABLE))).fetchone()
+    else:
+        with closing(sqlite3.connect(store)) as conn:
+            if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?",
+                                (FORMAT_TABLE,)).fetchone():
+                return None
+            row = conn.execute(f"SELECT format, written_by FROM {FORMAT_TABLE}").fetchone()
+    return (int(row[0]), str(row[1])) if row is not None else None
+
+
+def _stamp_as_newer(store: str) -> None:
+    statement = f"UPDATE {{}} SET format = {FORMAT + 1}, written_by = '9.9.9'"
+    if store.startswith("postgresql://"):
+        table = sql.SQL("{}.{}").format(sql.Identifier(postgres_options(store)["schema"]),
+                                        sql.Identifier(FORMAT_TABLE))
+        with psycopg.connect(BASE_URL, autocommit=True) as conn:
+            conn.execute(sql.SQL(statement).format(table))
+    else:
+        with closing(sqlite3.connect(store)) as conn, conn:
+            conn.execute(statement.format(FORMAT_TABLE))
+
+
+def test_an_old_store_is_stamped_with_this_version_once_it_is_opened(store: str) -> None:
+    assert _written(store) is None  # released before stores said who wrote them
+    if store.startswith("postgresql://"):
+        made = _planledger("db", "init", "--db", store)
+        assert made.returncode == 0 and "store format" in made.stdout, made
+    open_runtime(store).close()
+    assert _written(store) == (FORMAT, __version__)
+    open_runtime(store).close()  # opened again: the same row, nothing added
+    assert _written(store) == (FORMAT, __version__)
+
+
+def test_a_store_a_newer_planledger_wrote_is_refused_naming_both_versions(store: str) -> None:
+    open_runtime(store).close()
+    _stamp_as_newer(store)
+    before = Path(store).read_bytes() if not store.startswith("postgresql://") else b""
+    refusal = (f"was written by planledger 9.9.9 (store format {FORMAT + 1}); this is "
+               f"planledger {__version__}, which reads store formats up to {FORMAT}")
+    for args in (["plan", "list"], ["db", "status"], ["audit", "verify"], ["ready", PLAN]):
+        refused = _planledger(*args, "--db", store)
+        assert refused.returncode != 0 and refusal in refused.stderr, (args, refused)
+        assert "Traceback" not in refused.stderr
+    with pytest.raises(NewerStore, match="upgrade planledger"):
+        open_runtime(store)
+    if before:
+        assert Path(store).read_bytes() == before  # never touched
+    assert _written(store) == (FORMAT + 1, "9.9.9")
