@@ -103,8 +103,7 @@ def _refuse_newer(conn: psycopg.Connection[tuple[object, ...]], schema: str) -> 
     """NewerStore if a newer planledger wrote the schema (infra.store_format)."""
     row = conn.execute(sql.SQL("SELECT format, written_by FROM {}.{} WHERE id = 1").format(
         sql.Identifier(schema), sql.Identifier(FORMAT_TABLE))).fetchone()
-    refuse_newer(f"PostgreSQL schema {schema}",
-                 (int(str(row[0])), str(row[1])) if row is not None else None)
+    refuse_newer(f"PostgreSQL schema {schema}", row)
 
 
 def _stamp(conn: psycopg.Connection[tuple[object, ...]], schema: str) -> None:

@@ -108,7 +108,7 @@ class LogRecorder(StreamRecorder, ApplicationRecorder):
         with self.file.transaction(commit=True) as cursor:
             cursor.execute(CREATE_FORMAT)
             written = cursor.execute(SELECT_FORMAT).fetchone()
-            refuse_newer(self.file.path, (int(written[0]), str(written[1])) if written else None)
+            refuse_newer(self.file.path, written)
             cursor.execute(CREATE_EVENTS)
             for statement in sqlite_answers.CREATE:
                 cursor.execute(statement)

@@ -60,7 +60,7 @@ def check_store_file(db: str) -> None:
     refuse_newer(db, written)
 
 
-def _tables(path: Path) -> tuple[dict[str, frozenset[str]], tuple[int, str] | None] | None:
+def _tables(path: Path) -> tuple[dict[str, frozenset[str]], tuple[object, ...] | None] | None:
     """Each table of the database with its columns, and the format row (infra.store_format)
     if it has one, read without writing; None when a writer holds it locked or a read would
     need a write (WAL on a read-only disk)."""
@@ -76,7 +76,7 @@ def _tables(path: Path) -> tuple[dict[str, frozenset[str]], tuple[int, str] | No
             "SELECT name FROM pragma_table_info(?)", (name,))) for name in names}
         written = (connection.execute(SELECT_FORMAT).fetchone() if FORMAT_TABLE in tables
                    else None)
-        return tables, (int(written[0]), str(written[1])) if written else None
+        return tables, written
     except sqlite3.OperationalError as error:
         if any(word in str(error) for word in ("locked", "busy", "readonly")):
             return None  # a store in WAL mode on a read-only disk: its own opening words it

@@ -21,13 +21,20 @@ class NewerStore(ValueError):
     """The store was written by a newer planledger, in a format this one does not read."""
 
 
-def refuse_newer(store: str, found: tuple[int, str] | None) -> None:
-    """Refuse the store named `store` if `found` (its format and the version that wrote it)
-    is newer than this planledger reads; nothing for a store of this format, an older one,
-    or one without the row (written before it existed)."""
-    if found is None or found[0] <= FORMAT:
+def refuse_newer(store: str, row: tuple[object, ...] | None) -> None:
+    """Refuse the store named `store` if its format row (`row`: the format and the version
+    that wrote it, as read) is newer than this planledger reads, or is not one it can read
+    at all (the row is read back from a file anyone may have written); nothing for a store
+    of this format, an older one, or one without the row (written before it existed)."""
+    if row is None:
         return
-    store_format, written_by = found
-    raise NewerStore(f"{store} was written by planledger {written_by} (store format "
+    store_format, written_by = (*row, None, None)[:2]
+    if type(store_format) is not int or not isinstance(written_by, str):
+        raise NewerStore(f"{store}: its store format row ({FORMAT_TABLE}) is not one "
+                         f"planledger {__version__} reads; it was altered, or written by "
+                         "another program")
+    if store_format <= FORMAT:
+        return
+    raise NewerStore(f"{store} was written by planledger {written_by[:40]} (store format "
                      f"{store_format}); this is planledger {__version__}, which reads store "
                      f"formats up to {FORMAT}: upgrade planledger to open it")

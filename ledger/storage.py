@@ -159,7 +159,7 @@ def _query(url: str) -> dict[str, str]:
 
 
 def _hosts_and_ports(hostlist: str) -> tuple[list[str], list[str]]:
-    """The hosts and ports of `h1:5432,[::1]:5433,h3`, in order (localhost and 5432 where
+    """The hosts and ports of `h1:5432,[::1]:5433,h3`, in order (127.0.0.1 and 5432 where
     one is left out)."""
     hosts, ports = [], []
     for entry in hostlist.split(","):

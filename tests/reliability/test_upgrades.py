@@ -181,3 +181,20 @@ def test_a_store_a_newer_planledger_wrote_is_refused_naming_both_versions(store:
     if before:
         assert Path(store).read_bytes() == before  # never touched
     assert _written(store) == (FORMAT + 1, "9.9.9")
+
+
+@pytest.mark.parametrize("row", ["'seven', '0.9'", "1, 2", "NULL, 'x'"])
+def test_a_format_row_altered_into_nonsense_is_refused_not_misread(
+    row: str, tmp_path: Path,
+) -> None:
+    store = str(tmp_path / "ledger.sqlite")
+    open_runtime(store).close()
+    with closing(sqlite3.connect(store)) as conn, conn:
+        conn.execute(f"DROP TABLE {FORMAT_TABLE}")
+        conn.execute(f"CREATE TABLE {FORMAT_TABLE} (id, format, written_by)")
+        conn.execute(f"INSERT INTO {FORMAT_TABLE} VALUES (1, {row})")
+    refused = _planledger("plan", "list", "--db", store)
+    assert refused.returncode == 1 and "store format row" in refused.stderr, refused
+    assert "Traceback" not in refused.stderr
+    with pytest.raises(NewerStore, match="altered, or written by another program"):
+        open_runtime(store)
