@@ -35,6 +35,7 @@ def refuse_newer(store: str, row: tuple[object, ...] | None) -> None:
                          "another program")
     if store_format <= FORMAT:
         return
-    raise NewerStore(f"{store} was written by planledger {written_by[:40]} (store format "
+    shown = "".join(c for c in written_by[:40] if c.isprintable())  # to a terminal: no escapes
+    raise NewerStore(f"{store} was written by planledger {shown} (store format "
                      f"{store_format}); this is planledger {__version__}, which reads store "
                      f"formats up to {FORMAT}: upgrade planledger to open it")

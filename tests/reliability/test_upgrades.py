@@ -198,3 +198,16 @@ def test_a_format_row_altered_into_nonsense_is_refused_not_misread(
     assert "Traceback" not in refused.stderr
     with pytest.raises(NewerStore, match="altered, or written by another program"):
         open_runtime(store)
+
+
+def test_the_version_a_newer_store_names_reaches_the_terminal_without_escapes(
+    tmp_path: Path,
+) -> None:
+    store = str(tmp_path / "ledger.sqlite")
+    open_runtime(store).close()
+    with closing(sqlite3.connect(store)) as conn, conn:
+        conn.execute(f"UPDATE {FORMAT_TABLE} SET format = ?, written_by = ?",
+                     (FORMAT + 1, "9.9\x1b[2J\n" + "x" * 500))
+    refused = _planledger("plan", "list", "--db", store)
+    assert refused.returncode == 1 and "written by planledger 9.9[2J" in refused.stderr
+    assert "\x1b" not in refused.stderr and "x" * 33 not in refused.stderr
