@@ -199,6 +199,9 @@ def test_steps_are_added_revised_moved_dropped_and_listed_through_the_tools(
                 "dropped", "0/2 done, 1 claimable, 0 in flight, 1 dropped")
             reopened = await agent.ok("tasks_update", id=first, status="open")
             assert reopened["status"] == "open"
+            again = await agent.refused("tasks_update", id=first, status="open")
+            assert f"cannot reopen step {first}: it is open" in again, again
+            assert "claim it first" not in again
             cycle = await agent.refused("tasks_update", id=first,
                                         add_depends_on=[second["step_id"]])
             assert cycle.startswith("dependency cycle:")
