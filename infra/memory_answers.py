@@ -3,6 +3,7 @@ recorder interface, keeping idempotent answers beside it (ledger.answers) as
 infra.sqlite_answers does on disk: checked and written under the lock the events are, so
 both land or neither."""
 
+import bisect
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -28,6 +29,7 @@ class AnswerKeepingRecorder(ApplicationRecorder):
         self._lock = threading.Lock()
         self._events: list[StoredEvent] = []  # notification id n is self._events[n - 1]
         self._versions: dict[str, dict[int, int]] = {}  # stream -> version -> index
+        self._ordered: dict[str, list[int]] = {}  # stream -> its versions, ascending
         self._answers: dict[str, Answer] = {}
 
     def insert_events(self, stored_events: Sequence[StoredEvent],
@@ -40,6 +42,8 @@ class AnswerKeepingRecorder(ApplicationRecorder):
                 self._events.append(event)
                 stream = self._versions.setdefault(str(event.originator_id), {})
                 stream[event.originator_version] = len(self._events) - 1
+                bisect.insort(self._ordered.setdefault(str(event.originator_id), []),
+                              event.originator_version)  # at the end, but for a stray
                 ids.append(len(self._events))
             self._keep(answers)
         return ids
@@ -84,12 +88,17 @@ class AnswerKeepingRecorder(ApplicationRecorder):
     def select_events(self, originator_id: UUID | str, *, gt: int | None = None,
                       lte: int | None = None, desc: bool = False,
                       limit: int | None = None) -> Sequence[StoredEvent]:
+        name = str(originator_id)
         with self._lock:
-            stream = self._versions.get(str(originator_id), {})
-            # In the order written (a stream is written version after version), as the
-            # library's in-process recorder reads it.
-            versions = [v for v in stream if (gt is None or v > gt)
-                        and (lte is None or v <= lte)]
+            stream = self._versions.get(name)
+            ordered = self._ordered.get(name)
+            if stream is None or ordered is None or (gt is not None and gt >= ordered[-1]):
+                return []  # the usual answer to a cached state's "anything new?"
+            # Every load reads a stream from a version on: a range of its ordered versions,
+            # not a pass over all of them.
+            low = 0 if gt is None else bisect.bisect_right(ordered, gt)
+            high = len(ordered) if lte is None else bisect.bisect_right(ordered, lte)
+            versions = ordered[low:high]
             if desc:
                 versions.reverse()
             return [self._events[stream[v]] for v in versions[:limit]]
@@ -108,8 +117,10 @@ class AnswerKeepingRecorder(ApplicationRecorder):
         first = 1 if start is None else max(start + (0 if inclusive_of_start else 1), 1)
         with self._lock:
             last = len(self._events) if stop is None else min(stop, len(self._events))
+            if not topics:  # no event is skipped: read no more than the limit
+                last = min(last, first + limit - 1)
             found: list[Notification] = []
-            for number in range(first, last + 1):
+            for number in range(first, last + 1):  # none when nothing is new: the usual
                 event = self._events[number - 1]
                 if topics and event.topic not in topics:
                     continue

@@ -32,7 +32,7 @@ class PostgresCheckpointRecorder(CheckpointRecorder):
         schema = Identifier(datastore.schema)
         tracking = (schema, Identifier(PG_TRACKING_TABLE))
         checkpoints = (schema, Identifier(PG_CHECKPOINT_TABLE))
-        self._create = [
+        self.create_statements = [
             # The shape eventsourcing 9.5's tracking recorder gave this table, so schemas
             # it made read on.
             SQL("CREATE TABLE IF NOT EXISTS {0}.{1} (application_name text, notification_id "
@@ -58,7 +58,7 @@ class PostgresCheckpointRecorder(CheckpointRecorder):
 
     def create_table(self) -> None:
         with self.datastore.transaction(commit=True) as cursor:
-            for statement in self._create:
+            for statement in self.create_statements:
                 cursor.execute(statement)
 
     def _moved(self, cursor: "Cursor[Any]", tracking: Tracking) -> bool:

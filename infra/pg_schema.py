@@ -11,6 +11,7 @@ the cheap check `serve` makes first; it takes the lock only when something is mi
 from dataclasses import dataclass
 
 import psycopg
+from eventsourcing.postgres import PostgresRecorder
 from psycopg import sql
 
 from planledger.infra.pg_append import (
@@ -30,7 +31,7 @@ from planledger.infra.pg_checkpoints import (
 )
 from planledger.infra.pg_connect import libpq_conninfo
 from planledger.infra.store_format import FORMAT, FORMAT_TABLE, refuse_newer
-from planledger.ledger.storage import postgres_options, store_settings
+from planledger.ledger.storage import StorageConfigError, postgres_options, store_settings
 from planledger.ledger.store import EventStore
 from planledger.version import __version__
 
@@ -59,6 +60,11 @@ SELECT name FROM (VALUES
 ) AS objects(name, found)
 WHERE found IS NULL
 """
+
+
+class SchemaError(StorageConfigError):
+    """The schema's objects could not be created (a table of that name made by someone
+    else, say): nothing was changed."""
 
 
 @dataclass(frozen=True)
@@ -125,23 +131,55 @@ def missing_objects(db: str) -> tuple[str, ...]:
 
 
 def init_schema(db: str) -> SchemaReport:
-    """Create the schema and the log's tables if missing; safe to run from many processes."""
+    """Create what is missing of the schema, its tables and functions, in one transaction:
+    all of it or, on any failure, nothing (SchemaError). Every statement is idempotent, so
+    an older version's schema gets what it lacks; safe to run from many processes."""
     schema = postgres_options(db)["schema"]
     with _connect(db) as conn:
-        # A session-level lock: held across the library's own connections and
-        # transactions below, released when this connection closes, even on a crash.
+        # A session-level lock: one process at a time creates, the others then find it all.
         conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))",
                      (_LOCK_NAMESPACE + schema,))
         missing = _missing(conn, schema)
         if missing:
-            conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(
-                sql.Identifier(schema)))
-            # Both spellings: the library reads PLANLEDGER_CREATE_TABLE before CREATE_TABLE.
-            EventStore({**store_settings(db), "CREATE_TABLE": "yes",
-                        "PLANLEDGER_CREATE_TABLE": "yes"}, Factory).close()
-            postgres_checkpoints(db, create=True).close()  # the read models' checkpoints
-            _stamp(conn, schema)
+            statements = _create_statements(db)
+            try:
+                with conn.transaction():
+                    _create(conn, schema, statements)
+            except psycopg.OperationalError:
+                raise  # the server went away: said as such by the caller
+            except psycopg.Error as error:
+                raise SchemaError(f"PostgreSQL schema {schema}: cannot create {', '.join(missing)}"
+                                  f" (nothing was changed): {error}".strip()) from error
         return SchemaReport(schema, missing)
+
+
+def _create_statements(db: str) -> list[sql.Composable]:
+    """The library's statements for the log's and the snapshots' tables (with ours, infra.
+    pg_append, added to them), then the checkpoints' (infra.pg_checkpoints)."""
+    store = EventStore(store_settings(db), Factory)  # CREATE_TABLE is off: it creates nothing
+    checkpoints = postgres_checkpoints(db)
+    try:
+        recorders = [store.recorder] + ([store.snapshots.recorder] if store.snapshots else [])
+        statements: list[sql.Composable] = []
+        for recorder in recorders:
+            assert isinstance(recorder, PostgresRecorder)
+            statements += recorder.sql_create_statements
+        return statements + list(checkpoints.create_statements)
+    finally:
+        checkpoints.close()
+        store.close()
+
+
+def _create(conn: psycopg.Connection[tuple[object, ...]], schema: str,
+            statements: list[sql.Composable]) -> None:
+    conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
+    for statement in statements:
+        text = statement.as_string(conn)
+        if "CREATE TYPE" in text:  # it has no IF NOT EXISTS: a type made before is kept
+            text = (f"DO $create$ BEGIN {text}; EXCEPTION WHEN duplicate_object THEN NULL; "
+                    "END $create$")
+        conn.execute(text)
+    _stamp(conn, schema)
 
 
 def ensure_schema(db: str) -> SchemaReport:

@@ -25,7 +25,7 @@ from planledger.ledger.domain.ids import Actor, PlanSlug, SessionId, StepId, act
 from planledger.ledger.domain.paths import PathSpec, check_paths
 from planledger.ledger.domain.state import SATISFYING, Note, Status
 from planledger.ledger.execution import Execution, Outcome
-from planledger.ledger.reserving import collides, reserve, with_reserved
+from planledger.ledger.reserving import collides, reserve, with_kept, with_reserved
 
 
 def _lease(run: Execution, lease_seconds: int | None) -> int:
@@ -84,6 +84,8 @@ def _claim(run: Execution, step_id: str, session_id: str, lease_seconds: int | N
         decision = reserve(run, decision, step, definition, session, paths, lease, now)
         granted = _grant(decision, verdict, session.id, step.plan, definition.title,
                          step.notes)
+        if granted is not None and granted.renewed and not paths:
+            return Outcome(decision, with_kept(run, granted, step))
         return Outcome(decision, with_reserved(granted, decision))
 
     return run.decide_on_cached_step(attempt, step_id)

@@ -18,9 +18,6 @@ from planledger.api.settings import load_settings
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
-# A connection that has been answered and sends nothing more is closed after this long.
-KEEP_ALIVE_SECONDS = 5
-
 
 def _steady_collector() -> None:
     """What is loaded at start-up lives as long as the server: moved out of the
@@ -39,7 +36,11 @@ def serve(v: Values) -> None:
 
     from planledger.api.http.app import create_app
     from planledger.api.http.head_limit import HeadLimitedProtocol
-    from planledger.api.http.server import SHUTDOWN_SECONDS, LedgerServer
+    from planledger.api.http.server import (
+        KEEP_ALIVE_SECONDS,
+        SHUTDOWN_SECONDS,
+        LedgerServer,
+    )
 
     configure_logging()  # before the MCP server is built: it would install its own
     open_files = raise_open_file_limit()

@@ -20,6 +20,10 @@ from types import FrameType
 import uvicorn
 
 SHUTDOWN_SECONDS = 10
+# An idle connection is closed after this long. It must outlast the clients' own idle limit
+# (httpx's, which the MCP SDK uses, and Node's: 5 s): were both 5 s, a client sending on a
+# connection just as the server closed it got a read error, on a request never answered.
+KEEP_ALIVE_SECONDS = 20
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 

@@ -81,3 +81,34 @@ def test_a_schema_made_before_the_append_function_gets_it_on_the_next_start() ->
         assert missing_objects(url) == ("append function",)
         _a_replica_opened_starts_a_session(url, "after the upgrade")
         assert missing_objects(url) == ()
+
+
+def test_db_init_that_fails_part_way_changes_nothing_and_says_why() -> None:
+    """A table of planledger's name made by someone else (its answers table without the
+    column planledger indexes): init fails on it, and creates none of the rest."""
+    with fresh_schema(init=False) as url:
+        schema = postgres_options(url)["schema"]
+        with psycopg.connect(BASE_URL, autocommit=True) as conn:
+            conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+            conn.execute(sql.SQL("CREATE TABLE {}.planledger_answers (key text)").format(
+                sql.Identifier(schema)))
+
+        failed = subprocess.run([PLANLEDGER, "db", "init", "--db", url], capture_output=True,
+                                text=True, timeout=TIMEOUT, check=False)
+
+        assert failed.returncode != 0
+        assert "Traceback" not in failed.stderr
+        assert f"PostgreSQL schema {schema}: cannot create" in failed.stderr
+        assert "nothing was changed" in failed.stderr and "recorded_at" in failed.stderr
+        with psycopg.connect(BASE_URL, autocommit=True) as conn:
+            tables = conn.execute("SELECT table_name FROM information_schema.tables "
+                                  "WHERE table_schema = %s", (schema,)).fetchall()
+            functions = conn.execute("SELECT proname FROM pg_proc JOIN pg_namespace n ON "
+                                     "n.oid = pronamespace WHERE nspname = %s",
+                                     (schema,)).fetchall()
+        assert tables == [("planledger_answers",)] and functions == []
+
+        with psycopg.connect(BASE_URL, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP TABLE {}.planledger_answers").format(
+                sql.Identifier(schema)))
+        assert init_schema(url).created and missing_objects(url) == ()

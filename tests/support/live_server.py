@@ -19,6 +19,7 @@ from fastapi import FastAPI
 from starlette.types import ASGIApp
 
 from planledger.api.http.app import create_app
+from planledger.api.http.server import KEEP_ALIVE_SECONDS
 from planledger.api.runtime import Runtime
 from planledger.api.settings import Settings
 
@@ -58,7 +59,8 @@ def serving(app: ASGIApp, lifespan: Literal["on", "off"] = "off",
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan=lifespan))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan=lifespan,
+                                           timeout_keep_alive=KEEP_ALIVE_SECONDS))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + START_TIMEOUT
