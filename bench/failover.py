@@ -220,6 +220,14 @@ def lost(record: Record, log: Sequence[tuple[int, ev.LedgerEvent]]) -> list[Ack]
     return [a for a in record.acks if (a.kind, a.step, a.session, a.fence) not in held]
 
 
+def served_after_loss(record: Record, missing: Sequence[Ack]) -> list[Ack]:
+    """Heartbeats and completions acknowledged after the kill to a holder whose grant the
+    promoted log lost: the ledger should have refused each (the grant is not its own)."""
+    lost_grants = {(a.step, a.session, a.fence) for a in missing if a.kind == "claim"}
+    return [a for a in record.acks if a.kind in ("heartbeat", "complete")
+            and a.sent > record.dead_at and (a.step, a.session, a.fence) in lost_grants]
+
+
 def fail_over(pair: PgPair, servers: Sequence[Replica], *,
               on_promoted: Callable[[], None] = lambda: None) -> Record:
     """Work the plan with AGENTS agents over `servers`; kill the primary and promote the
@@ -283,6 +291,8 @@ def run(smoke: bool = False) -> list[Figure]:
             Figure(f"{setting}: time to serve again after the kill", again * 1000, "ms"),
             Figure(f"{setting}: holders refused at heartbeat or completion",
                    len(record.refusals), "writes"),
+            Figure(f"{setting}: writes served to a holder whose grant was lost",
+                   len(served_after_loss(record, lost(record, log))), "writes"),
             Figure(f"{setting}: steps not done when the agents stopped",
                    len(not_done(log)), "steps"),
         ]
