@@ -153,4 +153,6 @@ def test_asynchronous_failover_loses_only_writes_before_the_kill_and_no_step_twi
         "replicas' done counts off the log": [p for p in progress
                                               if p["done"] != len(_completions(log))],
     }
-    assert {rule: found for rule, found in broken.items() if found} == {}
+    found = {rule: items for rule, items in broken.items() if items}
+    assert not found, "\n".join(f"{rule} ({len(items)}): {items[:3]}"
+                                 for rule, items in found.items())
