@@ -47,6 +47,10 @@ class Identity:
         return self._admin is not None and hmac.compare_digest(
             token.strip().encode(), self._admin.encode())
 
+    def admin_length(self) -> int | None:
+        """How long the admin token is (None when none is set): a shorter text holds none."""
+        return None if self._admin is None else len(self._admin)
+
     def admin_in(self, text: str) -> bool:
         """Whether the admin token stands anywhere in `text` (never, when none is set)."""
         return self._admin is not None and self._admin in text

@@ -69,7 +69,9 @@ class Service:
         """The command's answer: run now, or replayed given a key used before. A claim-next
         with `wait_seconds` blocks until it claims or its time is up (`execute_async` waits
         without holding a thread)."""
-        command = self._within_limits(command)
+        return self._execute_within_limits(self._within_limits(command), key)
+
+    def _execute_within_limits(self, command: Command[Any], key: Key) -> BaseModel:
         if _waits(command):
             return self.waiting.claim_next_blocking(command, self._attempt(command, key))
         return self._answered(command, key).model
@@ -81,7 +83,7 @@ class Service:
         if _waits(command):
             return await self.waiting.claim_next(command, self._attempt(command, key),
                                                  unclaim=self.release_departed)
-        return await to_thread.run_sync(self.execute, command, key)
+        return await to_thread.run_sync(self._execute_within_limits, command, key)
 
     async def answer_async(self, command: Command[Any], out: type[M], key: Key = None) -> M:
         """`answer` from an event loop (see `execute_async`)."""
@@ -98,7 +100,7 @@ class Service:
     def start_session(self, command: c.StartSession, key: Key = None) -> SessionStartOut:
         """Start a session. Its token is never recorded, and a replay (the same key) does
         not carry it: whoever repeats a key is not thereby the session's first caller."""
-        answered = self._answered(command, key)
+        answered = self._answered(self._within_limits(command), key)
         started = answered.model
         assert isinstance(started, SessionStartedOut)
         if answered.replayed:
@@ -137,7 +139,8 @@ class Service:
 
     def _answered(self, command: Command[Any], key: Key, *, trying: bool = False,
                   ) -> Answered[BaseModel]:
-        command = self._within_limits(command)
+        """The answer to a command already within limits (`_within_limits`, applied once:
+        its credential scan reads every text the command carries)."""
         out = rendering.ANSWERS[type(command)]
         def run(attach: Attach | None) -> Any:
             return self._counted(command, attach)
