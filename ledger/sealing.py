@@ -222,16 +222,34 @@ class SealingEventStore(EventStore[str]):
             desc: bool = False, limit: int | None = None) -> Iterator[Any]:
         stored = self.recorder.select_events(originator_id, gt=gt, lte=lte, desc=desc,
                                              limit=limit)
-        # Of what was read, the newest sealed event is the stream's head to note (one noted
-        # per event would be overtaken by the next); most reads find nothing new.
-        for s in stored if desc else reversed(stored):
+        self._note_newest(reversed(stored) if not desc else stored)
+        return map(self.mapper.to_domain_event, stored)
+
+    def _note_newest(self, newest_first: Iterable[StoredEvent]) -> None:
+        """Of what was read, the newest sealed event is the stream's head to note (one noted
+        per event would be overtaken by the next); most reads find nothing new."""
+        for s in newest_first:
             if s.topic in self.final:
                 continue
             digest = hash_of(s.state)
             if digest is not None:
                 self.heads.note(((str(s.originator_id), s.originator_version, digest),))
                 break
-        return map(self.mapper.to_domain_event, stored)
+
+    def after_held(self, originator_id: str, version: int) -> list[Any] | None:
+        """The stream's events after `version`, read with the event at `version` itself in
+        the same query; None when the log no longer holds that event, or holds another one
+        in its place (its hash is not the one noted): a state folded up to `version` runs
+        ahead of the log, as after a failover lost the log's newest events."""
+        stored = self.recorder.select_events(originator_id, gt=version - 1)
+        if not stored or stored[0].originator_version != version:
+            return None
+        known = self.heads.get(originator_id, version)
+        if known is not None and hash_of(stored[0].state) not in (known, None):
+            return None
+        if known is None or len(stored) > 1:  # else the head noted is the one read
+            self._note_newest(reversed(stored))
+        return [self.mapper.to_domain_event(s) for s in stored[1:]]
 
     def _seal(self, encoded: Encoded, *, ahead: bool) -> None:
         """Seal each event not sealed yet onto the event before it: one of this append, or

@@ -463,14 +463,29 @@ class EventStore(Application[str]):
         except KeyError:
             state = self.repository.get(stream, projector_func=fold)
         else:
-            newer = list(self.events.get(stream, gt=cached.version))
-            if not newer:  # most reads: nothing new, and `get` has marked it used
+            newer = self._newer_than(stream, cached.version)
+            if newer is None:  # the log lost the cached state's event: read it all again
+                self.forget([stream])
+                state = self.repository.get(stream, projector_func=fold)
+            elif not newer:  # most reads: nothing new, and `get` has marked it used
                 return cached
-            state = fold(cached, newer)
+            else:
+                state = fold(cached, newer)
             if state is None:  # asked as another kind of stream: the cache stays as it was
                 raise AggregateNotFoundError(stream)
         cache.put(stream, state)
         return state
+
+    def _newer_than(self, stream: str, version: int) -> list[Any] | None:
+        """The stream's events after `version`; None when the log no longer holds the
+        event at `version` that a cached state was folded up to (a failover lost it). The
+        same one query as a plain fast-forward, which would find nothing new in that case:
+        a state cached from this process's own lost append would be taken for the log's
+        (a step held or done that the log has open, passed over by every claim-next)."""
+        sealer = self._sealer
+        if sealer is None or version < 1:
+            return list(self.events.get(stream, gt=version))
+        return sealer.after_held(stream, version)
 
     def _catch_up(self, followed: FollowedStates) -> None:
         """Once per unit, before its first read or append (so that what it appends is

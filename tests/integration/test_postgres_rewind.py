@@ -30,11 +30,13 @@ from planledger.projections import queries
 from planledger.projections.follower import follow
 from planledger.projections.readmodel import ReadModel
 from tests.support import OPERATOR
+from tests.support.fakes import FakeClock
 from tests.support.live_server import live_server, session
 from tests.support.postgres import BASE_URL, fresh_schema
 
 TIMEOUT = 30.0
 PLAN = PlanSlug("p")
+LEASE = 60
 
 
 @pytest.fixture
@@ -142,6 +144,43 @@ def test_over_http_a_write_on_a_lost_claim_answers_a_conflict_never_a_500(url: s
         _assert_intact(runtime)
     finally:
         runtime.close()
+
+
+def test_a_completion_lost_before_it_was_folded_leaves_its_step_to_claim_once_it_lapses(
+    url: str,
+) -> None:
+    """The failover in tests/reliability/test_postgres_failover.py: a holder was told its
+    completion succeeded, and the completion was lost. The promoted log still holds the
+    claim, so the step is held until the lease lapses; then another session claims it.
+    The read model never folded the completion, so it sees no rewind: only this process's
+    cached state still holds the step done, and must not be taken for the log's."""
+    clock = FakeClock()
+    runtime = open_runtime(url, clock=clock, secret=SECRET.encode())
+    try:
+        ledger = runtime.ledger
+        _, (step,) = ledger.create_plan(PLAN, "P", steps=[NewStep("one")], actor=OPERATOR)
+        holder, other = ledger.start_session("holder"), ledger.start_session("other")
+        granted = ledger.claim_next(PLAN, holder.id, lease_seconds=LEASE)
+        assert granted is not None and granted.step_id == step
+        with lost_in_a_failover(url):
+            ledger.complete(step, holder.id, granted.fence)  # acknowledged, then lost
+        assert ledger.claim_next(PLAN, other.id, lease_seconds=LEASE) is None  # held
+        clock.advance(LEASE + 1)
+        taken = ledger.claim_next(PLAN, other.id, lease_seconds=LEASE)
+        assert taken is not None and taken.step_id == step, taken
+        assert taken.took_over_from == holder.id
+        ledger.complete(step, other.id, taken.fence)
+        assert runtime.store.step(step).status == "done"
+        done = [e for s, e in _events(runtime) if s == step and type(e).__name__ ==
+                "StepCompleted"]
+        assert len(done) == 1, done
+        _assert_intact(runtime)
+    finally:
+        runtime.close()
+
+
+def _events(runtime: Runtime) -> list[tuple[str, object]]:
+    return [(e.originator_id, e) for _, e in runtime.store.log_after(0, 1_000_000)]
 
 
 def _readiness(model: ReadModel) -> tuple[list[str], int, dict[str, object]]:
