@@ -41,6 +41,11 @@ PLAN = "failover"
 # A short connect timeout: a replica's 503 answer comes within it (plus one second), and a
 # host that does not answer is given up on as soon.
 CONNECT_TIMEOUT = 3
+# The agents' lease. A completion lost in an asynchronous failover leaves its step held by
+# the surviving claim until the lease lapses (its holder was told it is done, and moves
+# on); at the default 900 s, past every deadline here. Agents that heartbeat take leases
+# this short.
+LEASE_SECONDS = 20
 
 
 @dataclass(frozen=True)
@@ -103,6 +108,9 @@ class Record:
         return min(after) - self.killed_at if after else None
 
 
+LEASE: dict[str, object] = {"lease_seconds": LEASE_SECONDS}
+
+
 class Worker:
     """One agent's session; it moves to the other replica when its own does not answer."""
 
@@ -146,7 +154,7 @@ class Worker:
         """Claim, heartbeat and complete steps until the plan is done (or the record's
         `work_until`)."""
         while time.monotonic() < self.record.work_until:
-            got = self.post("claim", None, None, f"/api/plans/{PLAN}/claim-next")
+            got = self.post("claim", None, None, f"/api/plans/{PLAN}/claim-next", LEASE)
             if got is None or not self._accepted("claim", "", 0, got):
                 continue
             claimed = got.json()["claimed"]
@@ -160,7 +168,7 @@ class Worker:
             step, fence = str(claimed["step_id"]), int(claimed["fence"])
             self.record.add(Ack("claim", step, self.session, fence, self.sent, time.monotonic()))
             holding: list[tuple[str, str, dict[str, object] | None]] = [
-                ("heartbeat", f"/api/steps/{step}/heartbeat", None),
+                ("heartbeat", f"/api/steps/{step}/heartbeat", LEASE),
                 ("complete", f"/api/steps/{step}/complete", {"fence": fence})]
             for kind, path, body in holding:
                 answer = self.post(kind, step, fence, path, body)
