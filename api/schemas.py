@@ -547,4 +547,6 @@ class ErrorOut(Schema):
     needs: str | None = Field(default=None, description="forbidden: the role the operation "
                               "needs (reader, worker, planner or admin).")
     role: str | None = Field(default=None, description="forbidden: the caller's role.")
+    check: str | None = Field(default=None, description="check_failed: the name of the "
+                              "check the completion reported failed.")
     field: str | None = None
