@@ -34,6 +34,7 @@ MAX_BRANCH = 255  # characters: git's own limit on a ref name's component is the
 # past what a note may add.
 MAX_EVIDENCE_CHARACTERS = MAX_BODY
 
+SHORT_SHA = 7  # how many of a sha's digits people are shown, as `git log --oneline`
 SHA = re.compile(r"[0-9a-f]{7,64}")  # abbreviated (7) to SHA-256 (64), lower case once read
 # What `git check-ref-format` refuses anywhere in a name: control characters, space, DEL,
 # ~ ^ : ? * [ \, a run of dots, a run of slashes, and "@{".
@@ -71,6 +72,22 @@ class Evidence:
 
     def first_failed(self) -> Check | None:
         return next((c for c in self.checks if not c.passed), None)
+
+    def described(self) -> str:
+        """The evidence in one line for people (timelines, a step's history): commits
+        shortened, the change request, each check with its result."""
+        parts = []
+        if self.commits:
+            shas = ", ".join(sha[:SHORT_SHA] for sha in self.commits)
+            count = len(self.commits)
+            parts.append(f"{count} commit{'s' * (count != 1)} ({shas})")
+        if self.branch:
+            parts.append(f"on {self.branch}" if not parts else f"{parts.pop()} on {self.branch}")
+        if self.pr:
+            parts.append(self.pr)
+        if self.checks:
+            parts.append("checks: " + ", ".join(f"{c.name} {c.result}" for c in self.checks))
+        return "; ".join(parts)
 
     def as_record(self) -> dict[str, Any]:
         """How events, requests and answers carry it (JSON), every key always present."""
