@@ -8,8 +8,6 @@ from datetime import datetime
 from html import escape
 
 from planledger.api.cli import output
-from planledger.ledger.domain.errors import InvalidInput
-from planledger.ledger.domain.evidence import check_pr
 from planledger.projections.timeline import Entry, Timeline
 
 TIME_WIDTH = len("00:00:00.000")
@@ -119,19 +117,8 @@ def html(timeline: Timeline, title: str = "planledger timeline") -> str:
 def _row(entry: Entry, column: int, lanes: int) -> str:
     cells = ["<td></td>"] * lanes
     cells[column] = (f'<td class="{entry.kind}" title="position {entry.position}">'
-                     f"{escape(entry.text)}{_change_link(entry)}</td>")
+                     f"{escape(entry.text)}</td>")
     return f"<tr><td class=time>{escape(entry.at.isoformat())}</td>{''.join(cells)}</tr>"
-
-
-def _change_link(entry: Entry) -> str:
-    """A completion's change request as a link, when its evidence names one the ledger
-    accepts (an http(s) URL: never a `javascript:` one from a file edited by hand)."""
-    pr = (entry.evidence or {}).get("pr")
-    try:
-        url = check_pr(pr)
-    except InvalidInput:
-        return ""
-    return f' <a href="{escape(url)}" rel="noopener noreferrer">change request</a>'
 
 
 _CSS = """
