@@ -26,6 +26,7 @@ from planledger.ledger.domain.plans import shown_on_one_line
 
 HOOK_MARK = "# planledger commit guard"
 HOOKS = ("pre-commit", "pre-merge-commit")
+CHAINED_SUFFIX = ".pre-planledger"  # a hook that was there before the guard, run first
 CHECK_BATCH = 10_000  # files per question to the ledger (POST /api/reservations/check's cap)
 
 
@@ -48,37 +49,55 @@ def _git(repo: Path, *args: str) -> str:
 # --- installing ------------------------------------------------------------------------
 
 
-def hook_text(store: Sequence[str], fail_closed: bool) -> str:
+def hook_text(store: Sequence[str], fail_closed: bool, chained: Path | None = None) -> str:
     """The hook: this Python running `planledger guard check` against `store` (the
-    `--db PATH` or `--url URL` arguments it was installed with)."""
+    `--db PATH` or `--url URL` arguments it was installed with), after the repository's
+    own hook `chained` (moved aside at install) when there was one: its refusal stands."""
     command = [sys.executable, "-m", "planledger", "guard", "check", *store]
     if fail_closed:
         command.append("--fail-closed")
     line = " ".join(shlex.quote(part) for part in command)
+    first = "" if chained is None else (
+        f"# the hook that was here before, kept and run first:\n"
+        f'{shlex.quote(str(chained))} "$@" || exit $?\n')
     return (f"#!/bin/sh\n{HOOK_MARK}: refuses a commit whose changes fall under another\n"
             "# session's live exclusive path reservation (`planledger guard install` wrote "
             "this;\n# PLANLEDGER_SESSION or PLANLEDGER_TOKEN names the committing session).\n"
-            f'exec {line} --repo "$(git rev-parse --show-toplevel)"\n')
+            f'{first}exec {line} --repo "$(git rev-parse --show-toplevel)"\n')
+
+
+def chained_path(hook: Path) -> Path:
+    """Where `install` moves a hook that is not the guard's, to run it from the guard's."""
+    return hook.with_name(f"{hook.name}{CHAINED_SUFFIX}")
 
 
 def install(repo: Path, store: Sequence[str], fail_closed: bool = False,
             force: bool = False) -> list[Path]:
     """Write the hooks into the repository at `repo`: pre-commit, and pre-merge-commit (a
     merge that needs no hand is committed by `git merge`, which runs only that one); their
-    paths. A hook that is not the guard's is kept unless `force`."""
+    paths. A hook that is not the guard's is moved beside it (`<hook>.pre-planledger`) and
+    run first by the guard's, unless `force` replaces it."""
     hooks = Path(_git(repo, "rev-parse", "--git-path", "hooks").strip())
     if not hooks.is_absolute():
         hooks = (repo / hooks).resolve()
     written = [hooks / name for name in HOOKS]
     for hook in written:
-        if hook.exists() and HOOK_MARK not in hook.read_text(errors="replace") and not force:
-            raise GuardError(f"{hook} exists and is not planledger's: pass --force to "
-                             "replace it (or call `planledger guard check` from it)")
+        if _foreign(hook) and chained_path(hook).exists() and not force:
+            raise GuardError(f"{hook} is not planledger's, and {chained_path(hook)} holds "
+                             "the hook chained before it: merge the two by hand, or pass "
+                             "--force to replace it")
     hooks.mkdir(parents=True, exist_ok=True)
     for hook in written:
-        hook.write_text(hook_text(store, fail_closed))
+        if _foreign(hook) and not force:
+            hook.replace(chained_path(hook))  # kept, executable as it was
+        chained = chained_path(hook) if chained_path(hook).exists() and not force else None
+        hook.write_text(hook_text(store, fail_closed, chained))
         hook.chmod(hook.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     return written
+
+
+def _foreign(hook: Path) -> bool:
+    return hook.exists() and HOOK_MARK not in hook.read_text(errors="replace")
 
 
 # --- checking ----------------------------------------------------------------------------

@@ -28,6 +28,7 @@ try:
         console_streams,
         contention,
         disk_full,
+        failover,
         heartbeat,
         http,
         mcp,
@@ -51,7 +52,7 @@ from planledger.bench.table import rows, table
 BENCHMARKS: dict[str, ModuleType] = {
     module.__name__.rpartition(".")[2]: module
     for module in (backup, claim_order, claims, console, console_streams, contention,
-                   disk_full, heartbeat, http, mcp, memory, pg_outage, postgres,
+                   disk_full, failover, heartbeat, http, mcp, memory, pg_outage, postgres,
                    ready_latency, rebuild, soak, startup, swarm, timeline)
 }
 

@@ -13,7 +13,10 @@ tables, see infra.pg_schema) in the pool's autocommit mode: it takes the same lo
 the same channel and inserts, and the server commits when it returns, so the lock is released
 without waiting on the client. (The library's own function, `POSTGRES_ENABLE_DB_FUNCTIONS`,
 takes no lock.) A unique violation (the stream moved since it was read) is the library's
-IntegrityError, as before.
+IntegrityError, as before. So is an event whose stream lacks the version before it
+(`VersionGap`, raised as `GAP_SQLSTATE`): a replica that decided on a cached copy of a
+stream whose newest event a failover lost would otherwise append on top of the hole, as
+the version it takes is free.
 
 The same call moves the log's head (ledger.log_head) under the same lock: it chains the new
 events onto the head's tip (`link`, the same sum as ledger.chain.link, in SQL) and stores
@@ -44,11 +47,13 @@ from planledger.infra import pg_connect
 from planledger.ledger.answers import Answer, micros
 from planledger.ledger.chain import GENESIS, link
 from planledger.ledger.log_head import SignedHead, head_mac, signed_by
+from planledger.ledger.store import VersionGap
 
-# A new name for a new shape (it answers the head, and writes idempotent answers): a schema
-# made before gets this one beside its old functions at the next `db init` or start
-# (infra.pg_schema); replicas still running the old code keep calling theirs.
-APPEND_FUNCTION = "planledger_append_with_answers"
+# A new name for a new shape (it answers the head, writes idempotent answers, and refuses
+# a version gap): a schema made before gets this one beside its old functions at the next
+# `db init` or start (infra.pg_schema); replicas still running the old code keep calling
+# theirs.
+APPEND_FUNCTION = "planledger_append_gapless"
 # The function's argument types, as `to_regprocedure` names them (infra.pg_schema).
 APPEND_ARGUMENTS = ("text[], bigint[], text[], bytea[], text, text[], text[], text[], "
                     "integer[], text[], bigint[], bigint")
@@ -56,6 +61,9 @@ ANSWERS_TABLE = "planledger_answers"
 SIGN_FUNCTION = "planledger_sign_head"
 SIGN_ARGUMENTS = "bigint, text, text"
 HEAD_TABLE = "planledger_head"
+# What the append function raises for a version gap: a class of our own, so no error of
+# PostgreSQL's is taken for one.
+GAP_SQLSTATE = "PLGAP"
 BEGAN_TABLE = "planledger_head_began"  # one row once a head was signed: where it began
 
 # ledger.chain.link, in SQL: sha256(tip \n position \n stream \n version \n topic \n
@@ -112,6 +120,7 @@ LANGUAGE plpgsql AS $body$
 DECLARE
     new_ids bigint[];
     kept record;
+    gap record;
     e record;
     v_last bigint := 0;
     v_tip text := '';
@@ -122,6 +131,19 @@ BEGIN
     END IF;
     PERFORM set_config('lock_timeout', lock_wait, true);
     LOCK TABLE {schema}.{table} IN EXCLUSIVE MODE;
+    -- Each stream's first version here must follow one stored (versions start at 1):
+    -- under the lock, so the version before cannot go meanwhile.
+    SELECT f.i, f.v INTO gap
+    FROM (SELECT u.i, min(u.v) AS v FROM unnest(ids, versions) AS u(i, v) GROUP BY u.i) f
+    WHERE f.v > 1 AND NOT EXISTS (
+        SELECT 1 FROM {schema}.{table} l
+        WHERE l.originator_id = f.i AND l.originator_version = f.v - 1)
+    LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = '{gap_sqlstate}',
+            MESSAGE = format('version gap: stream %s has no version %s, so version %s '
+                             'is refused', gap.i, gap.v - 1, gap.v);
+    END IF;
     NOTIFY {channel};
     WITH inserted AS (
         INSERT INTO {schema}.{table} (originator_id, originator_version, topic, state)
@@ -213,7 +235,8 @@ class AppendingRecorder(PostgresApplicationRecorder):
                                 version="versions[k]", topic="topics[k]", state="states[k]")
         answers = Identifier(ANSWERS_TABLE)
         create = (_CREATE.replace("{link_row}", link_row).replace("{link_new}", link_new)
-                  .replace("{keep_answers}", _KEEP_ANSWERS))
+                  .replace("{keep_answers}", _KEEP_ANSWERS)
+                  .replace("{gap_sqlstate}", GAP_SQLSTATE))
         self.sql_create_statements += [
             SQL(_CREATE_HEAD).format(schema=schema, head=head),
             SQL(_CREATE_BEGAN).format(schema=schema, began=began),
@@ -256,8 +279,14 @@ class AppendingRecorder(PostgresApplicationRecorder):
                    [e.originator_version for e in stored_events],
                    [e.topic for e in stored_events], [e.state for e in stored_events])
         with self.datastore.get_connection() as conn, conn.cursor() as cursor:
-            cursor.execute(self.append_statement,
-                           (*columns, self.lock_wait, *_answer_columns(answers)), prepare=True)
+            try:
+                cursor.execute(self.append_statement,
+                               (*columns, self.lock_wait, *_answer_columns(answers)),
+                               prepare=True)
+            except psycopg.Error as error:
+                if error.sqlstate == GAP_SQLSTATE:
+                    raise VersionGap(str(error.diag.message_primary)) from error
+                raise
             rows = cursor.fetchall()
             if not stored_events:
                 return []

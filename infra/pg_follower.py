@@ -16,6 +16,13 @@ directly (one indexed query that usually finds nothing), and a failed subscripti
 restarted from the applied position. The model's `apply` skips what it already has, so the
 two paths never apply an event twice.
 
+After a failover the log may have lost events the model applied (projections.rewind). Pages
+pulled here are read from the applied position inclusive, so the model sees at no cost that
+its last event is still there; it looks at the log once for each page the subscription
+hands over. A model that finds its event gone is folded again (`LogRewound`): the follower
+then goes on from the model's position, and the subscription, which would go on after the
+lost events, is started again from there.
+
 It keeps the read side's contract for a follower (projections.follower), and a read model
 of a PostgreSQL log is handed this class as its `tail` by whoever opens the store
 (api.runtime).
@@ -30,6 +37,8 @@ from eventsourcing.persistence import ApplicationRecorder, Notification, Subscri
 
 from planledger.ledger.notification_log import LogSource
 from planledger.projections.follower import ApplyNotes
+from planledger.projections.log import page_from
+from planledger.projections.rewind import LogRewound
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +59,8 @@ class PgFollower:
         self._moved = threading.Condition()
         self._stopping = threading.Event()
         self._subscription: Subscription[Any] | None = None
+        self._applying = threading.Lock()
+        self._rewinds = 0  # how many times the model found the log rewound
         self._threads: list[threading.Thread] = []
         self.errors = 0
         self.last_error: Exception | None = None
@@ -92,26 +103,32 @@ class PgFollower:
     def _follow(self) -> None:
         while not self._stopping.is_set():
             try:
-                self._follow_subscription()
+                if self._follow_subscription():
+                    continue  # ended as the log was rewound: at once from the new position
             except Exception as error:  # a dropped connection, a restarting server
                 self._failed(error)
                 log.warning("PostgreSQL subscription failed (%s); restarting from %s",
                             error, self.position)
             self._stopping.wait(RESTART_BACKOFF_SECONDS)
 
-    def _follow_subscription(self) -> None:
+    def _follow_subscription(self) -> bool:
+        """Follow until the subscription ends; True if it ended as the log was rewound."""
         # What is already in the log comes in pages (a new replica folds the whole log);
         # the subscription then hands over each new notification as it is committed.
         self._catch_up()
         recorder = self.store.recorder
         # The tail of a PostgreSQL store only (api.runtime): its recorder subscribes.
         assert isinstance(recorder, ApplicationRecorder), recorder
-        with recorder.subscribe(gt=self.position) as subscription:
+        with self._applying:
+            began, after = self._rewinds, self.position
+        with recorder.subscribe(gt=after) as subscription:
             self._subscription = subscription
             if self._stopping.is_set():  # stop() came before the subscription existed
-                return
+                return False
             for note in subscription:
-                self._advance([note])
+                if not self._advance([note], began):
+                    return True
+        return False
 
     def _resync(self) -> None:
         """Pull directly every `resync_seconds`: bounds the delay of an append whose NOTIFY
@@ -124,19 +141,35 @@ class PgFollower:
 
     def _catch_up(self) -> None:
         while True:
-            notes = self.store.recorder.select_notifications(
-                start=self.position, limit=PAGE, inclusive_of_start=False)
-            if notes:
-                self._advance(notes)
-            if len(notes) < PAGE:
+            position = self.position
+            notes = page_from(self.store, position, PAGE)
+            if notes and not self._advance(notes, None):
+                continue  # the model was folded again: read on from its position
+            if sum(1 for note in notes if note.id > position) < PAGE:
                 return
 
-    def _advance(self, notes: Sequence[Notification]) -> None:
-        reached = self._apply(notes)
+    def _advance(self, notes: Sequence[Notification], began: int | None) -> bool:
+        """Apply the notes; False if the model found the log rewound and was folded again
+        (the position is then the model's, and the subscription starts again from it), or
+        if they come from a subscription `began` before a rewind (it read on from a
+        position the log no longer holds: those notes may pass over new events)."""
+        with self._applying:  # the two threads in turn, so a rewind is seen by both
+            if began is not None and began != self._rewinds:
+                return False
+            try:
+                reached = self._apply(notes)
+            except LogRewound as rewound:
+                self._rewinds += 1
+                with self._moved:
+                    self._position = rewound.position
+                    self._moved.notify_all()
+                self._stop_subscription()
+                return False
         with self._moved:
             if reached > self._position:
                 self._position = reached
                 self._moved.notify_all()
+        return True
 
     def _failed(self, error: Exception) -> None:
         self.errors += 1

@@ -167,6 +167,9 @@ class FileLog:
     def forget(self, ids: Sequence[str]) -> None:
         """Nothing to let go of: nothing is cached here."""
 
+    def forget_all(self) -> None:
+        """Nothing to let go of: nothing is cached here."""
+
     def log_end(self) -> int:
         return self.recorder.max_notification_id() or 0
 

@@ -33,7 +33,7 @@ from planledger.ledger.domain.state import (
     StepState,
 )
 from planledger.ledger.execution import Execution, Outcome
-from planledger.ledger.reserving import collides, reserve, with_reserved
+from planledger.ledger.reserving import collides, reserve, with_kept, with_reserved
 
 
 def _lease(run: Execution, lease_seconds: int | None) -> int:
@@ -92,6 +92,8 @@ def _claim(run: Execution, step_id: str, session_id: str, lease_seconds: int | N
         decision = reserve(run, decision, step, definition, session, paths, lease, now)
         granted = _grant(decision, verdict, session.id, step.plan, definition.title,
                          step.notes)
+        if granted is not None and granted.renewed and not paths:
+            return Outcome(decision, with_kept(run, granted, step))
         return Outcome(decision, with_reserved(granted, decision))
 
     return run.decide_on_cached_step(attempt, step_id)

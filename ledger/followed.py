@@ -75,6 +75,14 @@ class FollowedStates:
                 self._states.pop(stream, None)
                 self._stale.discard(stream)
 
+    def forget_all(self) -> None:
+        """Drop every state, and the position they were current at: the next unit reads
+        each stream again."""
+        with self._lock:
+            self._states.clear()
+            self._stale.clear()
+            self.position = None
+
     def committed(
         self, events: Sequence[Appended], position: int, fold_for: FoldFor
     ) -> dict[str, Any]:

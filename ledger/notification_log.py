@@ -61,6 +61,8 @@ class LogSource(Protocol):
 
     def forget(self, ids: Sequence[str]) -> None: ...
 
+    def forget_all(self) -> None: ...
+
 
 def page_after(
     store: LogSource, after: int, limit: int = PAGE, stop: int | None = None
@@ -68,6 +70,17 @@ def page_after(
     """Up to `limit` events as stored after position `after` (and at or before `stop`)."""
     return list(store.recorder.select_notifications(
         start=after, limit=limit, stop=stop, inclusive_of_start=False))
+
+
+def page_from(
+    store: LogSource, position: int, limit: int = PAGE
+) -> "list[Notification]":
+    """The event at `position`, if the log holds one, then up to `limit` events after it:
+    a reader checks the first is still the last one it read (projections.rewind)."""
+    if position <= 0:
+        return page_after(store, 0, limit)
+    return list(store.recorder.select_notifications(
+        start=position, limit=limit + 1, inclusive_of_start=True))
 
 
 def decoder(store: LogSource) -> Decoder:

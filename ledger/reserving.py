@@ -87,6 +87,15 @@ def collides(run: Execution, step_id: StepId, session: str, now: datetime) -> bo
         return True  # too costly to decide: passed by, as a step that would bounce
 
 
+def with_kept(run: Execution, grant: c.Grant, step: StepState) -> c.Grant:
+    """A renewed grant naming the reservations its claim still holds (a heartbeat reserves
+    nothing new, and answered `paths: []` while the claim held them)."""
+    kept = run.store.reservations().held.get(step.id)
+    if kept is None or kept.session != grant.session_id or kept.fence != grant.fence:
+        return grant
+    return replace(grant, paths=kept.paths)
+
+
 def with_reserved(grant: c.Grant | None, decision: Decision) -> c.Grant | None:
     """The grant naming the paths its decision reserved."""
     reserved = [e for e in decision.events if isinstance(e, ev.PathsReserved)]

@@ -74,6 +74,11 @@ class Heads:
             for stream in streams:
                 self._heads.pop(stream, None)
 
+    def forget_all(self) -> None:
+        """Drop every noted hash (the log lost events some of them were of)."""
+        with self._lock:
+            self._heads.clear()
+
     def get(self, stream: str, version: int) -> str | None:
         with self._lock:
             known = self._heads.get(stream)

@@ -46,9 +46,16 @@ from planledger.ledger.sealing import Encoded, Heads, SealingEventStore, Unseali
 from planledger.ledger.stored_form import STORED_KINDS
 from planledger.ledger.turns import TURN, turns
 
-__all__ = ["ConflictError", "EventStore", "WouldWait", "must_not_linger"]
+__all__ = ["ConflictError", "EventStore", "VersionGap", "WouldWait", "must_not_linger"]
 
 ConflictError = IntegrityError
+
+
+class VersionGap(IntegrityError):
+    """An event's stream lacks the version before it in the log, so nothing was written:
+    the stream was decided on a copy the log no longer holds (a failover lost its newest
+    event). A conflict like any other: the store forgets the streams, and a retry reads
+    them again from the log."""
 
 
 class WouldWait(Exception):
@@ -149,6 +156,10 @@ class StateCache(Cache[str, Any]):
             states.move_to_end(key)
             if len(states) > self._maxsize:
                 states.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._states.clear()
 
 
 def _fold_for(known: Any, event: Appended) -> Callable[..., Any] | None:
@@ -300,12 +311,18 @@ class EventStore(Application[str]):
         followed = self._followed
         if followed is not None and not appended.caught_up:
             self._catch_up(followed)
-        if answers:
-            if not callable(getattr(self.recorder, "select_answer", None)):
-                raise TypeError(f"{type(self.recorder).__name__} keeps no answers")
-            positions = sealer.insert(encoded, answers=answers)
-        else:
-            positions = sealer.insert(encoded)
+        try:
+            if answers:
+                if not callable(getattr(self.recorder, "select_answer", None)):
+                    raise TypeError(f"{type(self.recorder).__name__} keeps no answers")
+                positions = sealer.insert(encoded, answers=answers)
+            else:
+                positions = sealer.insert(encoded)
+        except VersionGap:
+            # What this process keeps of the streams runs ahead of the log: a retry must
+            # read them from the log, not fast-forward the same copy.
+            self.forget(list({e.originator_id for e in encoded.events}))
+            raise
         assert appended.pending is not None, "inserted inside a transaction"
         appended.pending.append((encoded.events, positions))
         return positions
@@ -366,6 +383,17 @@ class EventStore(Application[str]):
             self._followed.forget(streams)
         if isinstance(self.events, SealingEventStore):
             self.events.heads.forget(streams)
+
+    def forget_all(self) -> None:
+        """Let go of every stream's state and chain head this process keeps: the log lost
+        events they were folded from (a failover, see projections.readmodel), so each
+        stream is read again from the log at its next use."""
+        if self._cache is not None:
+            self._cache.clear()
+        if self._followed is not None:
+            self._followed.forget_all()
+        if isinstance(self.events, SealingEventStore):
+            self.events.heads.forget_all()
 
     def _forget_heads(
         self, pending: Sequence[tuple[Sequence[Fact], Sequence[int]]]

@@ -10,7 +10,10 @@ included):
   class is a `Tail`, which a read model is handed where its database wakes readers;
 - `position`: the highest position `apply` has reported;
 - `wait_for(position, timeout) -> bool`: block until that position is applied;
-- `stop()`: end the background thread(s) and wait for them.
+- `stop()`: end the background thread(s) and wait for them;
+- a page is read from the position applied, inclusive, so the model checks at no cost
+  that the log still holds its last event; where it does not (`LogRewound`: the model
+  was folded again), the follower reads on from the position the model gives.
 
 `LogFollower` is the base for followers that wake up and pull: a subclass only says how
 to wait for news (`wait_for_news`). `PollingFollower` waits a fixed interval (SQLite has
@@ -25,7 +28,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol, Self
 
 from planledger.ledger.notification_log import LogSource
-from planledger.projections.log import PAGE, page_after
+from planledger.projections.log import PAGE, page_from
+from planledger.projections.rewind import LogRewound
 
 if TYPE_CHECKING:
     from eventsourcing.persistence import Notification
@@ -108,13 +112,19 @@ class LogFollower(ABC):
 
     def _pull(self) -> None:
         while not self._stopping.is_set():
-            notes = page_after(self.store, self.position, PAGE)
-            if notes:
-                reached = self._apply(notes)
+            position = self.position
+            notes = page_from(self.store, position, PAGE)
+            try:
+                reached = self._apply(notes) if notes else position
+            except LogRewound as rewound:
                 with self._moved:
-                    self._position = max(self._position, reached)
+                    self._position = rewound.position
                     self._moved.notify_all()
-            if len(notes) < PAGE:
+                continue
+            with self._moved:
+                self._position = max(self._position, reached)
+                self._moved.notify_all()
+            if sum(1 for note in notes if note.id > position) < PAGE:
                 return
 
     def __enter__(self) -> Self:

@@ -6,9 +6,17 @@ import gc
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-from planledger.ledger.notification_log import PAGE, LogSource, Positioned, decode, page_after
+from planledger.ledger.notification_log import (
+    PAGE,
+    LogSource,
+    Positioned,
+    decode,
+    page_after,
+    page_from,
+)
 
-__all__ = ["PAGE", "Positioned", "at_positions", "decode", "page_after", "pages", "paused_gc"]
+__all__ = ["PAGE", "Positioned", "at_positions", "decode", "page_after", "page_from", "pages",
+           "paused_gc"]
 
 
 @contextmanager

@@ -35,7 +35,7 @@ from planledger.projections import queries
 from planledger.projections.archive import LogArchive, RetiredPlans
 from planledger.projections.follower import Tail
 from planledger.projections.history import AsOf, as_of, step_history
-from planledger.projections.log import PAGE, decode, page_after, paused_gc
+from planledger.projections.log import PAGE, decode, page_after, page_from, paused_gc
 from planledger.projections.queryable import Queryable
 from planledger.projections.results import HistoryEntry
 from planledger.projections.resume import (
@@ -46,6 +46,7 @@ from planledger.projections.resume import (
     saved_state,
     state_data,
 )
+from planledger.projections.rewind import Folded, LogRewound, folded, lost
 from planledger.projections.view import FINISHED_KEPT, KeyIndex, LedgerView
 
 if TYPE_CHECKING:  # a process that only reads loads neither (infra.sqlite_reading)
@@ -57,6 +58,7 @@ CHECKPOINT_EVERY = 50_000
 RETRY_SECONDS = 0.01
 
 log = logging.getLogger("planledger.checkpoints")
+rewind_log = logging.getLogger("planledger.readmodel")
 
 # The store's secret, or what reads it when first needed (a PostgreSQL store opens without
 # one, and then keeps no checkpoints).
@@ -96,6 +98,7 @@ class ReadModel(Queryable, CandidateView):
         self._archive, self._finished_kept = LogArchive(store), finished_kept
         self.retired = RetiredPlans(store)
         self._folded = self._fresh_view()
+        self._last: Folded | None = None  # the last event folded (projections.rewind)
         self._checkpointed = 0
         self._resumed_from = 0
         self._lock = threading.RLock()
@@ -173,12 +176,18 @@ class ReadModel(Queryable, CandidateView):
     # --- following the log --------------------------------------------------------
 
     def catch_up(self) -> int:
-        """Apply every event appended since the last call; returns the new position."""
+        """Apply every event appended since the last call; returns the new position. Each
+        page is read from the last event applied, which must still be there: a log that
+        lost it (a failover) is folded again (projections.rewind)."""
         while True:
-            with self._lock:  # a page at a time: queries get their turn during a backlog
-                notes = page_after(self.store, self._view.position, self.page)
-                self.apply_notifications(notes)
-            if len(notes) < self.page:
+            try:
+                with self._lock:  # a page at a time: queries get their turn during a backlog
+                    position = self._view.position
+                    notes = page_from(self.store, position, self.page)
+                    self.apply_notifications(notes)
+            except LogRewound:
+                continue  # folded again from the log: read on from there
+            if sum(1 for note in notes if note.id > position) < self.page:
                 break
         if self._checkpoint_due():
             self.checkpoint()
@@ -195,19 +204,50 @@ class ReadModel(Queryable, CandidateView):
     def apply_notifications(self, notes: "Sequence[Notification]") -> int:
         """Apply the notifications above the model's position, in order, skipping those at
         or below it (each position exactly once); returns the position reached. This is
-        what a log follower feeds (see projections.follower)."""
+        what a log follower feeds (see projections.follower): pages read from the model's
+        position inclusive cost nothing more, others one look at the log. LogRewound, the
+        model folded again, if the log no longer holds the last event applied."""
         with self._lock:
             position = self._view.position
             fresh = notes if not notes or notes[0].id > position else [
                 note for note in notes if note.id > position]
-            if fresh:
-                with paused_gc():
-                    if self._listeners:
-                        self._apply_told(decode(self.store, fresh))
-                    else:
-                        self._view.apply_all(decode(self.store, fresh))
-                self._advanced.notify_all()
-            return self._view.position
+            why = self._lost(position, notes) if fresh else None
+            if why is None:
+                if fresh:
+                    with paused_gc():
+                        if self._listeners:
+                            self._apply_told(decode(self.store, fresh))
+                        else:
+                            self._view.apply_all(decode(self.store, fresh))
+                    self._last = folded(fresh[-1])
+                    self._advanced.notify_all()
+                return self._view.position
+        raise LogRewound(self._fold_again(why), why)
+
+    def _lost(self, position: int, notes: "Sequence[Notification]") -> str | None:
+        """Why the log no longer holds the last event applied (None: it does), from the
+        note at `position` among `notes`, else from one read of the log."""
+        if position <= 0:
+            return None
+        at = next((note for note in notes if note.id >= position), None)
+        if at is None or at.id != position:
+            found = page_from(self.store, position, 0)
+            at = found[0] if found else None
+        return lost(position, self._last, at)
+
+    def _fold_again(self, why: str) -> int:
+        """The log lost events this model folded: say so, drop what the store keeps of its
+        streams and the checkpoints of the log that was, and fold the log again."""
+        rewind_log.warning(
+            "the log no longer holds the last event the read model applied (%s): a "
+            "failover may have lost the log's newest events; the read model is folded "
+            "again from the log, and the store's kept states are dropped", why)
+        self.store.forget_all()
+        with self._lock:
+            if self.checkpoints is not None:
+                self.checkpoints.forget(self.store.name)
+            self._checkpointed = 0
+        return self.rebuild()
 
     def _apply_told(self, events: Sequence[tuple[int, object]]) -> None:
         """Apply one event at a time, telling each listener what was applied and the step's
@@ -268,19 +308,23 @@ class ReadModel(Queryable, CandidateView):
         """Drop the state and fold the whole log again; queries keep answering from the
         old state until the new one has caught up with it."""
         fresh = self._fresh_view()
-        while True:
-            notes = page_after(self.store, fresh.position, self.page)
-            with paused_gc():
-                fresh.apply_all(decode(self.store, notes))
-            if len(notes) < self.page:
-                break
-        with self._lock:
-            while fresh.position < self._view.position:  # appends applied meanwhile
-                notes = page_after(self.store, fresh.position, self.page, self._view.position)
-                fresh.apply_all(decode(self.store, notes))
+        last = self._fold_to_the_end(fresh, None)
+        with self._lock:  # appends made meanwhile (the old state may hold them already)
+            self._last = self._fold_to_the_end(fresh, last)
             self._view = fresh
             self._advanced.notify_all()
         return self.catch_up()
+
+    def _fold_to_the_end(self, view: LedgerView, last: Folded | None) -> Folded | None:
+        """Fold the log after the view's position to its end; the last event folded."""
+        while True:
+            notes = page_after(self.store, view.position, self.page)
+            if notes:
+                with paused_gc():
+                    view.apply_all(decode(self.store, notes))
+                last = folded(notes[-1])
+            if len(notes) < self.page:
+                return last
 
     # --- checkpoints --------------------------------------------------------------
 
@@ -338,13 +382,19 @@ class ReadModel(Queryable, CandidateView):
         checkpoint of this log says so, and every later save would be refused (a log
         restored from an older copy, or a tampered file). With `warning`, say so."""
         tracked: object = checkpoints.max_tracking_id(self.store.name)
-        end = self.store.log_end()
-        # (A tracked position that is no number, in a tampered file, is no position either.)
-        if tracked is None or (type(tracked) is int and tracked <= end):
+        if tracked is None:
             return
+        # (A tracked position that is no number, in a tampered file, is no position either.)
+        if type(tracked) is int:
+            found = page_from(self.store, tracked, 0)
+            why = lost(tracked, None, found[0] if found else None)
+            if why is None:
+                return
+        else:
+            why = f"position {tracked!r} is no position"
         if warning is not None:
-            log.warning("the read model's checkpoints claim log position %r, past the log's "
-                        "end (%d): they are dropped and %s", tracked, end, warning)
+            log.warning("the read model's checkpoints claim log position %r, which the log "
+                        "does not hold (%s): they are dropped and %s", tracked, why, warning)
         checkpoints.forget(self.store.name)
 
     def stop_with_me(self, stop: Callable[[], None]) -> None:

@@ -159,8 +159,9 @@ VERBS = (
          "PLANLEDGER_SESSION or PLANLEDGER_TOKEN in the committer's environment; its own "
          "reservations never refuse its commits.", (),
          (_REPO, DB, URL, _FAIL_CLOSED,
-          Option("--force", "force", "Replace a pre-commit hook that is not "
-                 "planledger's.", kind="flag"))),
+          Option("--force", "force", "Replace a hook that is not planledger's (without "
+                 "it, that hook is kept as <hook>.pre-planledger and run first).",
+                 kind="flag"))),
     Verb(("guard", "check"), f"{_CLI}.guard:check",
          "Refuse a commit that changes paths other sessions hold: what the hook runs.\n\n"
          "Exits 1 when a staged change falls under another session's live exclusive path "

@@ -36,7 +36,6 @@ from planledger.api.schemas import (
 from planledger.ledger import commands as c
 from planledger.ledger.domain.errors import PlanExists, UnknownPlan
 from planledger.ledger.domain.ids import SessionId
-from planledger.ledger.domain.state import SATISFYING
 
 Title = Annotated[str, Field(description="What the step does, in one line.")]
 Body = Annotated[str | None, Field(description="Details: acceptance criteria, files, notes; "
@@ -160,7 +159,9 @@ class StepTools(Tools):
             self.service.execute(c.Claim(step_id, actor(), lease))
         elif status == "done":
             self.service.execute(c.Complete(step_id, actor(), fence))
-        elif self.runtime.ledger.step(step_id)[0].status in SATISFYING:  # closed: reopen it
+        elif self.runtime.ledger.step(step_id)[0].status != "in_progress":
+            # Closed: reopen it. Open already: refused as HTTP /reopen refuses it, saying
+            # it is open (not "claim it first", as a release of nobody's claim would).
             self.service.execute(c.Reopen(step_id, self.author(ctx, *who)))
         else:
             self.service.execute(c.Release(step_id, actor(), fence))

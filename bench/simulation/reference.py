@@ -177,6 +177,8 @@ class Reference:
                 self._violate(f"step {name}: renewed by {event.session_id} (fence "
                               f"{event.fence}) while the live holder was {holder} "
                               f"(fence {step.fence})")
+            if step.expires is not None and event.expires_at < step.expires:
+                self._violate(f"step {name}: a heartbeat moved its lease's end earlier")
             step.expires = event.expires_at
         elif isinstance(event, ev.StepReopened):
             if step.status not in CLOSED:

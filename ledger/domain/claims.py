@@ -109,6 +109,10 @@ def decide_claim(
     gives a session's name (a bounce names the holder by id and by name)."""
     expires_at = lease_end(now, lease_seconds)
     if verdict.kind == "held" and verdict.holder == session:
+        # A heartbeat extends the lease, never shortens it: a shorter `lease_seconds` (a
+        # default that changed, say) keeps the expiry the holder was granted already.
+        if step.expires_at is not None and step.expires_at > expires_at:
+            expires_at = step.expires_at
         renewed = ev.LeaseRenewed(
             step.id, step.version + 1, timestamp=now, session_id=session, actor=session,
             fence=step.fence,

@@ -29,7 +29,7 @@ class UnknownPlan(LedgerError):
 
     def __init__(self, slug: str) -> None:
         self.slug = slug
-        super().__init__(f'unknown plan "{slug}"')
+        super().__init__(f'plan not found: "{slug}"')
 
 
 class UnknownStep(LedgerError):
@@ -37,7 +37,7 @@ class UnknownStep(LedgerError):
 
     def __init__(self, step_id: str) -> None:
         self.step_id = step_id
-        super().__init__(f'unknown step "{step_id}"')
+        super().__init__(f'step not found: "{step_id}"')
 
 
 class UnknownSession(LedgerError):
@@ -45,7 +45,7 @@ class UnknownSession(LedgerError):
 
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
-        super().__init__(f'unknown session "{session_id}": call session_start first')
+        super().__init__(f'session not found: "{session_id}": call session_start first')
 
 
 class SessionClosed(LedgerError):

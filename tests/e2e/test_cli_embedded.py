@@ -118,7 +118,7 @@ def test_a_markdown_plan_file_and_the_readable_tables(cli: Cli, tmp_path: Path) 
 
 def test_errors_exit_1_with_the_message(cli: Cli, tmp_path: Path) -> None:
     missing = cli.runner.invoke(app, ["plan", "show", "nope"], env=cli.env)
-    assert missing.exit_code == 1 and 'unknown plan "nope"' in missing.stderr
+    assert missing.exit_code == 1 and 'plan not found: "nope"' in missing.stderr
     bad = tmp_path / "bad.yaml"
     bad.write_text("slug: Bad Slug\ntitle: t\n")
     refused = cli.runner.invoke(app, ["plan", "create", str(bad)], env=cli.env)

@@ -102,10 +102,10 @@ def test_bad_arguments_are_tool_errors_naming_the_argument_and_the_server_keeps_
          "lease_seconds: Input should be a valid integer"),
         ("tasks_claim", {"id": step5, "lease_seconds": -30},
          "invalid lease_seconds: -30 is outside 1..86400 seconds"),
-        ("tasks_claim", {"id": UNKNOWN_STEP}, f'unknown step "{UNKNOWN_STEP}"'),
+        ("tasks_claim", {"id": UNKNOWN_STEP}, f'step not found: "{UNKNOWN_STEP}"'),
         ("tasks_complete", {"id": "no such id!"}, "step_id: String should match pattern"),
         ("tasks_update", {"id": step5, "status": "finished"}, "status: Input should be"),
-        ("plans_show", {"slug": "no-such-plan"}, 'unknown plan "no-such-plan"'),
+        ("plans_show", {"slug": "no-such-plan"}, 'plan not found: "no-such-plan"'),
         ("plans_create", {"slug": "bad-deps", "title": "t", "steps": [
             {"title": "a", "depends_on": ["nowhere"]}]}, "depends on unknown step(s)"),
     ]
@@ -199,6 +199,9 @@ def test_steps_are_added_revised_moved_dropped_and_listed_through_the_tools(
                 "dropped", "0/2 done, 1 claimable, 0 in flight, 1 dropped")
             reopened = await agent.ok("tasks_update", id=first, status="open")
             assert reopened["status"] == "open"
+            again = await agent.refused("tasks_update", id=first, status="open")
+            assert f"cannot reopen step {first}: it is open" in again, again
+            assert "claim it first" not in again
             cycle = await agent.refused("tasks_update", id=first,
                                         add_depends_on=[second["step_id"]])
             assert cycle.startswith("dependency cycle:")

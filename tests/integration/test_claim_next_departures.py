@@ -257,4 +257,4 @@ def test_a_waiting_mcp_claim_next_on_an_unknown_plan_is_a_tool_error(
             return await agent.refused("tasks_claim_next", plan="no-such-plan",
                                        wait_seconds=5)
 
-    assert "unknown plan" in anyio.run(story)
+    assert "plan not found" in anyio.run(story)

@@ -187,15 +187,42 @@ def test_an_unreachable_ledger_lets_the_commit_through_unless_the_hook_fails_clo
     assert refused.returncode != 0 and "refused (the hook fails closed)" in refused.stderr
 
 
-def test_a_hook_that_is_not_the_guards_is_kept_unless_forced(scene: Scene) -> None:
+def test_a_hook_that_is_not_the_guards_is_chained_run_first_and_its_refusal_stands(
+    scene: Scene,
+) -> None:
+    """As MCP Agent Mail's installer does: the repository's own hook keeps running."""
     hook = scene.repo / ".git/hooks/pre-commit"
-    hook.write_text("#!/bin/sh\nexit 0\n")
-    kept = _planledger("guard", "install", "--repo", str(scene.repo), "--db", str(scene.db))
-    assert kept.returncode != 0 and "--force" in kept.stderr
-    assert hook.read_text() == "#!/bin/sh\nexit 0\n"
+    ran = scene.repo.parent / "own-hook-ran"
+    hook.write_text(f'#!/bin/sh\necho ran >> "{ran}"\n[ ! -e "{ran}.refuse" ]\n')
+    hook.chmod(0o755)
+    _install(scene)
+    _install(scene)  # again: the chained hook is kept, not chained to itself
+
+    assert "planledger commit guard" in hook.read_text()
+    _write(scene.repo, "docs/guide.md", "how\n")
+    done = _git(scene.repo, "commit", "-m", "docs", session=scene.a, check=False)
+    assert done.returncode == 0, done.stderr
+    assert ran.read_text() == "ran\n"
+
+    Path(f"{ran}.refuse").touch()
+    _write(scene.repo, "docs/guide.md", "how, again\n")
+    refused = _git(scene.repo, "commit", "-m", "docs 2", session=scene.a, check=False)
+    assert refused.returncode != 0 and ran.read_text() == "ran\nran\n"
+
+    _write(scene.repo, "internal/auth/token.go", "package auth // changed\n")
+    Path(f"{ran}.refuse").unlink()
+    guarded = _git(scene.repo, "commit", "-m", "auth", session=scene.a, check=False)
+    assert guarded.returncode != 0 and f'is held by "{scene.b}"' in guarded.stderr
+
+
+def test_force_replaces_a_hook_that_is_not_the_guards(scene: Scene) -> None:
+    hook = scene.repo / ".git/hooks/pre-commit"
+    hook.write_text("#!/bin/sh\nexit 1\n")
     forced = _planledger("guard", "install", "--repo", str(scene.repo), "--db",
                          str(scene.db), "--force")
     assert forced.returncode == 0 and "planledger commit guard" in hook.read_text()
+    assert "exit 1" not in hook.read_text()
+    assert not (scene.repo / ".git/hooks/pre-commit.pre-planledger").exists()
 
 
 @pytest.fixture

@@ -172,3 +172,22 @@ def test_the_console_shows_reservations_on_steps_and_on_the_holders_card(
     assert shown[steps["limit"]]["collides_with"][0]["holder"] == b
     assert [e["type"] for e in client.get(f"/api/steps/{steps['rotate']}").json()["history"]
             ][-2:] == ["StepClaimed", "PathsReserved"]
+
+
+def test_a_heartbeat_and_a_re_claim_answer_the_paths_the_claim_still_holds(
+    client: TestClient,
+) -> None:
+    """MCP Agent Mail's lifecycle tests read a renewal's paths: they are what is held."""
+    steps, _, _, as_b = _b_holds_rotate(client)
+    claim = f"/api/steps/{steps['rotate']}/claim"
+    added = client.post(claim, headers=as_b, json={"paths": ["go.mod"]})
+    assert added.status_code == 200, added.text
+    held = added.json()["paths"]
+    assert {p["pattern"] for p in held} == {"internal/auth/**", "go.mod"}
+
+    beat = client.post(f"/api/steps/{steps['rotate']}/heartbeat", headers=as_b)
+    again = client.post(claim, headers=as_b)
+
+    assert beat.status_code == 200 and beat.json()["renewed"] is True, beat.text
+    assert beat.json()["paths"] == held
+    assert again.json()["paths"] == held

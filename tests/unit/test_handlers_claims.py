@@ -147,6 +147,16 @@ def test_heartbeat_by_the_holder_extends_its_lease_from_now() -> None:
     assert then.one(ev.LeaseRenewed).lease_seconds == 120
 
 
+def test_a_heartbeat_with_a_shorter_lease_keeps_the_expiry_already_granted() -> None:
+    """tasks_claim says a heartbeat extends the lease: a shorter lease_seconds never moves
+    its end earlier (MCP Agent Mail's lifecycle tests renew with less)."""
+    then = given(*_two_sessions_and(step(A)), claimed(A, by=S1, expires_in=900)).when(
+        c.Heartbeat(A, S1, lease_seconds=60))
+
+    assert then.answer == _grant(A, S1, 1, renewed=True, expires_at=from_now(900))
+    assert then.one(ev.LeaseRenewed).expires_at == from_now(900)
+
+
 def test_heartbeat_by_non_holder_is_refused_naming_holder_with_no_event() -> None:
     then = given(*_two_sessions_and(step(A)), claimed(A, by=S2)).when(c.Heartbeat(A, S1))
     refusal = then.refused(errors.NotHolder)

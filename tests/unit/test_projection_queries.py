@@ -203,7 +203,7 @@ def test_verdicts_cover_every_open_or_in_progress_step(rt: Runtime) -> None:
 
 
 def test_unknown_plans_and_steps_are_refused_by_name(rt: Runtime) -> None:
-    with pytest.raises(errors.UnknownPlan, match='unknown plan "nope"'):
+    with pytest.raises(errors.UnknownPlan, match='plan not found: "nope"'):
         rt.reads.ready(PlanSlug("nope"))
     with pytest.raises(errors.UnknownStep):
         rt.reads.holder(StepId("nope"))
