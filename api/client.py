@@ -37,6 +37,7 @@ from planledger.api.schemas import (
     TimelineOut,
 )
 from planledger.ledger import commands as c
+from planledger.ledger.domain.evidence import Evidence
 from planledger.ledger.domain.ids import local_operator
 from planledger.ledger.domain.paths import PathSpec
 
@@ -148,9 +149,12 @@ class Client:
     def heartbeat(self, step_id: str, lease: int | None = None) -> ClaimOut:
         return self.execute(c.Heartbeat(step_id, self._session(), lease), ClaimOut)
 
-    def complete(self, step_id: str, fence: int | None = None,
-                 note: str | None = None) -> StepChangeOut:
-        return self.execute(c.Complete(step_id, self._session(), fence, note), StepChangeOut)
+    def complete(self, step_id: str, fence: int | None = None, note: str | None = None,
+                 evidence: Evidence | None = None) -> StepChangeOut:
+        """Complete the step; `evidence`: the commits, change request and checks that
+        show the work (ledger.domain.evidence)."""
+        return self.execute(c.Complete(step_id, self._session(), fence, note, evidence),
+                            StepChangeOut)
 
     def release(self, step_id: str, fence: int | None = None,
                 note: str | None = None) -> StepChangeOut:

@@ -89,6 +89,7 @@ _LEDGER: dict[type[le.LedgerError], tuple[int, str]] = {
     le.KeyNameTaken: (409, "key_exists"),
     le.UnknownKey: (404, "unknown_key"),
     le.NotPermitted: (403, "forbidden"),
+    le.CheckFailed: (409, "check_failed"),
 }
 
 BOUNCE_REASONS = frozenset({"already_claimed", "blocked", "closed", "stale_fence", "not_holder",
@@ -98,7 +99,7 @@ BOUNCE_REASONS = frozenset({"already_claimed", "blocked", "closed", "stale_fence
 def _fields(error: le.LedgerError) -> dict[str, Any]:
     """The structured facts each refusal carries, under the body's field names."""
     names = ("step_id", "holder", "holder_name", "fence", "status", "session_id", "field",
-             "retry_after")
+             "retry_after", "check")
     fields = {n: getattr(error, n) for n in names if getattr(error, n, None) is not None}
     if isinstance(error, le.StaleFence):
         fields["current_fence"] = error.current

@@ -91,6 +91,7 @@ def plan(runtime: Runtime, slug: str, limit: int | None = None, after: int = -1)
             progress, more = queries.progress(view, state.slug, moment), len(rest[limit:])
     return PlanOut(slug=state.slug, title=state.title, created_at=state.created_at,
                    progress=progress, constraints=dict(state.constraints), steps=steps,
+                   require_checks_pass=state.require_checks_pass,
                    more=more, next_after=steps[-1].position if steps else after)
 
 

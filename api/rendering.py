@@ -73,7 +73,8 @@ def plan_created_out(made: c.PlanCreated) -> PlanCreatedOut:
                        paths=paths_out(plan.steps[i].paths))
             for i, k in zip(made.step_ids, made.keys, strict=True)]
     return PlanCreatedOut(slug=plan.slug, title=plan.title,
-                          constraints=dict(plan.constraints), steps=refs)
+                          constraints=dict(plan.constraints), steps=refs,
+                          require_checks_pass=plan.require_checks_pass)
 
 
 def step_ref_out(defined: c.StepDefined) -> StepRefOut:

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from planledger.api.text import check_text
 from planledger.ledger import commands as c
+from planledger.ledger.domain import evidence
 from planledger.ledger.domain.closing import HANDED_CHARACTERS, HANDED_NOTES
 from planledger.ledger.domain.paths import PathSpec
 from planledger.projections.results import Progress
@@ -82,6 +83,11 @@ PRIORITY_HELP = ("0 (highest) .. 4; ready lists and claim-next take higher prior
                  "(then ready lists the oldest, claim-next the longest chain). Default 2.")
 
 
+REQUIRE_CHECKS_HELP = ("Refuse a completion whose evidence reports a failed check, naming "
+                       "it (a planner's setting; default false: a failed check is kept as "
+                       "reported).")
+
+
 class PlanStepIn(RequestSchema):
     key: str | None = Field(None, description="A name later steps of this request use in "
                             "depends_on.", examples=["s5"])
@@ -102,12 +108,13 @@ class PlanIn(RequestSchema):
     constraints: dict[str, str] = Field(default_factory=dict, examples=[{
         "rate-limit-not-in-memory": "use shared storage for the refresh rate limit"}])
     steps: list[PlanStepIn] = Field(default_factory=list)
+    require_checks_pass: bool = Field(default=False, description=REQUIRE_CHECKS_HELP)
 
     def command(self, actor: str) -> c.CreatePlan:
         return c.CreatePlan(self.slug, self.title, actor, tuple(self.constraints.items()),
                             tuple(c.NewStep(s.title, s.body, tuple(s.depends_on), s.key,
                                             path_specs(s.paths), s.priority)
-                                  for s in self.steps))
+                                  for s in self.steps), self.require_checks_pass)
 
 
 class StepIn(RequestSchema):
@@ -172,6 +179,52 @@ class FenceIn(RequestSchema):
     note: str | None = Field(default=None, description="A handoff note left with it: the "
                              "next claimer of the step reads it in its claim's answer.",
                              examples=["blocked on the schema migration; tried X"])
+
+
+class CheckIn(RequestSchema):
+    """A check the holder ran on the work (tests, lint, a build), as it reports it."""
+
+    name: str = Field(description="The check's name, one line.", examples=["tests"])
+    result: Literal["pass", "fail"] = Field(description="pass or fail.")
+    command: str | None = Field(default=None, description="The command that ran it.",
+                                examples=["pytest -q"])
+    summary: str | None = Field(default=None, description="What it said, in short.",
+                                examples=["383 passed"])
+
+
+class EvidenceIn(RequestSchema):
+    """What shows the work done: the commits, the change request, the checks. Kept in the
+    completion's event, shown in the step's history and the timeline."""
+
+    commits: list[str] = Field(default_factory=list, max_length=evidence.MAX_COMMITS,
+                               description="The shas of the commits that did the work "
+                               "(7 to 64 hex digits each).",
+                               examples=[["9fceb02d0ae598e95dc970b74767f19372d61af8"]])
+    branch: str | None = Field(default=None, description="The branch the commits are on.",
+                               examples=["feature/rate-limit"])
+    pr: str | None = Field(default=None, description="The change request (pull or merge "
+                           "request): an http(s) URL.",
+                           examples=["https://github.com/example/app/pull/31"])
+    checks: list[CheckIn] = Field(default_factory=list, max_length=evidence.MAX_CHECKS,
+                                  description="The checks run on the work. A failed one "
+                                  "refuses the completion only where the plan requires "
+                                  "every check to pass.")
+
+    def value(self) -> evidence.Evidence:
+        """The evidence as the ledger takes it (checked there, naming the field)."""
+        return evidence.Evidence(
+            tuple(self.commits), self.branch, self.pr,
+            tuple(evidence.Check(c.name, c.result, c.command, c.summary)
+                  for c in self.checks))
+
+
+def evidence_of(given: EvidenceIn | None) -> evidence.Evidence | None:
+    return given.value() if given is not None else None
+
+
+class CompleteIn(FenceIn):
+    evidence: EvidenceIn | None = Field(default=None, description="What shows the work "
+                                        "done: commits, branch, change request, checks.")
 
 
 class NoteIn(RequestSchema):
@@ -311,6 +364,7 @@ class PlanCreatedOut(Schema):
     title: str
     constraints: dict[str, str]
     steps: list[StepRefOut]
+    require_checks_pass: bool = Field(default=False, description=REQUIRE_CHECKS_HELP)
 
 
 ProgressOut = Progress  # answered as the read model computes it: one type, not a mirror
@@ -402,6 +456,7 @@ class StepOut(StepAnswer):
 
 class PlanOut(PlanSummaryOut):
     constraints: dict[str, str]
+    require_checks_pass: bool = Field(default=False, description=REQUIRE_CHECKS_HELP)
     steps: list[StepOut]
     more: int = Field(default=0, description="Steps after this page (0: the last page).")
     next_after: int = Field(default=-1, description="Pass as `after` for the next page: "
@@ -547,4 +602,6 @@ class ErrorOut(Schema):
     needs: str | None = Field(default=None, description="forbidden: the role the operation "
                               "needs (reader, worker, planner or admin).")
     role: str | None = Field(default=None, description="forbidden: the caller's role.")
+    check: str | None = Field(default=None, description="check_failed: the name of the "
+                              "check the completion reported failed.")
     field: str | None = None

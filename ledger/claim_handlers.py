@@ -6,7 +6,6 @@ its command's result."""
 # `Outcome[Grant]` on every definition cost a subscription per command.
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
@@ -21,9 +20,18 @@ from planledger.ledger.domain.claims import (
     decide_claim,
 )
 from planledger.ledger.domain.events import LeaseRenewed, StepClaimed
+from planledger.ledger.domain.evidence import check_evidence
 from planledger.ledger.domain.ids import Actor, PlanSlug, SessionId, StepId, acting_session
 from planledger.ledger.domain.paths import PathSpec, check_paths
-from planledger.ledger.domain.state import SATISFYING, Note, Status
+from planledger.ledger.domain.state import (
+    SATISFYING,
+    Note,
+    PlanState,
+    SessionState,
+    Status,
+    StepDef,
+    StepState,
+)
 from planledger.ledger.execution import Execution, Outcome
 from planledger.ledger.reserving import collides, reserve, with_kept, with_reserved
 
@@ -135,21 +143,38 @@ def _still_free(run: Execution, step_id: StepId) -> bool:
 
 
 def complete(run: Execution, command: c.Complete) -> c.StepChanged:
-    return _close(run, closing.decide_complete, command, "done", "complete")
+    # The evidence is refused before anything is decided, as a claim's own paths are.
+    evidence = check_evidence(command.evidence)
+
+    def decide(step: StepState, definition: StepDef, plan: PlanState, session: SessionState,
+               fence: int | None, holder: SessionId | None, now: datetime) -> Decision:
+        return closing.decide_complete(step, definition, session, fence, holder, now,
+                                       evidence, plan.require_checks_pass)
+
+    return _close(run, decide, command, "done", "complete")
 
 
 def release(run: Execution, command: c.Release) -> c.StepChanged:
-    decide = functools.partial(closing.decide_release, reason=command.reason)
+    def decide(step: StepState, definition: StepDef, plan: PlanState, session: SessionState,
+               fence: int | None, holder: SessionId | None, now: datetime) -> Decision:
+        return closing.decide_release(step, definition, session, fence, holder, now,
+                                      command.reason)
+
     return _close(run, decide, command, "open", "release")
 
 
-def _close(run: Execution, decide: Callable[..., Decision], command: c.Complete | c.Release,
+# A closing decision on the step (as of its plan) for the acting session.
+DecideClose = Callable[[StepState, StepDef, PlanState, SessionState, int | None,
+                        SessionId | None, datetime], Decision]
+
+
+def _close(run: Execution, decide: DecideClose, command: c.Complete | c.Release,
            status: Status, action: str) -> c.StepChanged:
     def attempt(now: datetime, fresh: bool) -> Outcome[c.StepChanged]:
         session = run.live_session(command.actor)
-        step, definition, _ = run.step(command.step_id, fresh=fresh)
+        step, definition, plan = run.step(command.step_id, fresh=fresh)
         holder = run.current_holder(step, now, session)
-        decision = decide(step, definition, session, command.fence, holder, now)
+        decision = decide(step, definition, plan, session, command.fence, holder, now)
         decision = closing.with_note(decision, step, Actor(session.id), command.note, action,
                                      now)
         return Outcome(decision, c.StepChanged(step.id, step.plan, status))

@@ -16,6 +16,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from planledger.ledger.domain.access import KeyState
 from planledger.ledger.domain.events import HolderRelease
+from planledger.ledger.domain.evidence import Evidence
 from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId
 from planledger.ledger.domain.paths import PathSpec
 from planledger.ledger.domain.state import Note, PlanState, SessionState, Status, StepDef
@@ -160,6 +161,7 @@ class CreatePlan(Command[PlanCreated]):
     actor: str
     constraints: tuple[tuple[str, str], ...] = ()
     steps: tuple[NewStep, ...] = ()
+    require_checks_pass: bool = False  # completions must report no failed check
 
 
 @dataclass(frozen=True)
@@ -251,6 +253,7 @@ class Complete(Command[StepChanged]):
     actor: str
     fence: int | None = None
     note: str | None = None  # a handoff note left with it
+    evidence: Evidence | None = None  # what shows the work done (ledger.domain.evidence)
 
 
 @dataclass(frozen=True)

@@ -95,9 +95,9 @@ def create_plan(run: Execution, command: c.CreatePlan) -> c.PlanCreated:
     who = run.author(command.actor)
     now = run.clock.now()
     created = plan_rules.decide_create_plan(command.slug, command.title,
-                                            dict(command.constraints), who, now)
-    plan = PlanState(id=created.originator_id, version=1, slug=PlanSlug(created.slug),
-                     title=created.title, constraints=created.constraints, created_at=now)
+                                            dict(command.constraints), who, now,
+                                            command.require_checks_pass)
+    plan = evolve_plan(None, created)
     events: list[ev.LedgerEvent] = [created]
     keys: dict[str, StepId] = {}
     for new in each_in_turns(command.steps):  # a long plan lets claims run between steps

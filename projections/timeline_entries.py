@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from planledger.ledger.domain import errors
 from planledger.ledger.domain import events as ev
+from planledger.ledger.domain.evidence import Evidence, check_evidence
 from planledger.ledger.domain.state import StepState
 from planledger.projections.results import Progress
 
@@ -58,6 +59,9 @@ class Entry:
     holder: str | None = None
     fence: int | None = None
     step_ids: tuple[str, ...] = ()
+    # A completion's evidence, as its event keeps it (ledger.domain.evidence): commits,
+    # branch, pr, checks.
+    evidence: dict[str, Any] | None = None
 
 
 def _shared(text: str | None) -> str | None:
@@ -218,7 +222,10 @@ def _step_entry(
         return entry("released", f"{ref(step)} {why}", step, holder=event.holder,
                      fence=event.fence)
     if isinstance(event, ev.StepCompleted):
-        return entry("completed", f"completed {ref(step)}", step, fence=event.fence)
+        if event.evidence is None:
+            return entry("completed", f"completed {ref(step)}", step, fence=event.fence)
+        return entry("completed", f"completed {ref(step)}: {_evidence(event.evidence)}", step,
+                     fence=event.fence, evidence=event.evidence)
     if isinstance(event, ev.StepDropped):
         return entry("dropped", f"dropped {ref(step)}", step, fence=event.fence)
     if isinstance(event, ev.StepReopened):
@@ -226,6 +233,16 @@ def _step_entry(
     if isinstance(event, ev.StepNoted):
         return entry("noted", f"note on {ref(step)}: {_first_line(event.text)}", step)
     return None
+
+
+def _evidence(record: dict[str, object]) -> str:
+    """A completion's evidence in one line; a record no ledger wrote (a recording's file
+    edited by hand) is said to be unreadable rather than shown."""
+    try:
+        kept = check_evidence(Evidence.of_record(record))
+    except errors.InvalidInput:
+        return "evidence that does not read as evidence"
+    return kept.described() if kept is not None else "no evidence"
 
 
 def _first_line(text: str, limit: int = 200) -> str:

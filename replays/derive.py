@@ -16,6 +16,7 @@ from typing import Any
 from planledger.ledger import commands as c
 from planledger.ledger.application import Ledger
 from planledger.ledger.domain import events as ev
+from planledger.ledger.domain.evidence import Evidence
 from planledger.ledger.domain.ids import local_operator
 from planledger.ledger.domain.paths import PathSpec
 from planledger.ledger.domain.reservations import specs
@@ -131,8 +132,10 @@ def _author(event: ev.LedgerEvent) -> str:
 def _structure(event: ev.LedgerEvent) -> Start | None:
     who, actor = event.session_id, _author(event)
     if isinstance(event, ev.PlanCreated):
+        strict = {"require_checks_pass": True} if event.require_checks_pass else {}
         return "create_plan", who, {"slug": event.slug, "title": event.title, "constraints":
-                                    dict(event.constraints), "steps": [], "actor": actor}, []
+                                    dict(event.constraints), "steps": [], "actor": actor,
+                                    **strict}, []
     if isinstance(event, ev.StepAdded):
         return "add_step", who, {"plan": event.originator_id.removeprefix("plan:"),
                                  "title": event.title, "body": event.body,
@@ -163,7 +166,9 @@ def _claiming(event: ev.LedgerEvent) -> Start | None:
 def _closing(event: ev.LedgerEvent) -> Start | None:
     who, step = event.session_id, event.originator_id
     if isinstance(event, ev.StepCompleted):
-        return "complete", who, {"step_id": step, "session_id": who, "fence": event.fence}, []
+        shown = {"evidence": event.evidence} if event.evidence is not None else {}
+        return "complete", who, {"step_id": step, "session_id": who, "fence": event.fence,
+                                 **shown}, []
     if isinstance(event, ev.StepDropped):
         return "drop", who, {"step_id": step, "actor": _author(event), "fence": event.fence}, []
     if isinstance(event, ev.StaleFenceRejected):
@@ -240,7 +245,14 @@ def _create_plan(a: Args) -> c.CreatePlan:
                             priority=s.get("priority"))
                   for s in a["steps"])
     return c.CreatePlan(a["slug"], a["title"], _actor(a), tuple(a["constraints"].items()),
-                        steps)
+                        steps, a.get("require_checks_pass") is True)
+
+
+def _evidence(a: Args) -> Evidence | None:
+    """A completion's recorded evidence (a file is untrusted: the ledger checks it again
+    as it re-executes)."""
+    recorded = a.get("evidence")
+    return None if recorded is None else Evidence.of_record(recorded)
 
 
 Build = Callable[[Args], c.Command[Any]]
@@ -264,7 +276,7 @@ BUILDERS: dict[str, tuple[tuple[str, ...], Build]] = {
     "claim": (("step_id", "session_id", "lease_seconds"), lambda a: c.Claim(
         a["step_id"], a["session_id"], a["lease_seconds"], _paths(a))),
     "complete": (("step_id", "session_id", "fence"), lambda a: c.Complete(
-        a["step_id"], a["session_id"], a["fence"], a.get("note"))),
+        a["step_id"], a["session_id"], a["fence"], a.get("note"), _evidence(a))),
     "release": (("step_id", "session_id", "fence"), lambda a: c.Release(
         a["step_id"], a["session_id"], a["fence"], a.get("note"), _holder_release(a))),
     "drop": (("step_id", "fence"), lambda a: c.Drop(a["step_id"], _actor(a), a["fence"],

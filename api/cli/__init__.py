@@ -40,6 +40,18 @@ EXIT_NOTHING_READY = 4
 _CLI = "planledger.api.cli"
 _CALLS = f"{_CLI}.calls:answer"  # the verbs answered from api.cli.calls' table
 _CLOSING = (FENCE, NOTE)
+# A completion's evidence (ledger.domain.evidence), kept in its event.
+_EVIDENCE = (
+    Option("--commit", "commit", "A commit that did the work, by its sha (7 to 64 hex "
+           "digits); repeat for more.", kind="list", metavar="SHA"),
+    Option("--branch", "branch", "The branch the commits are on.", metavar="BRANCH"),
+    Option("--pr", "pr", "The change request (pull or merge request): an http(s) URL.",
+           metavar="URL"),
+    Option("--check", "check", "A check run on the work and its result, with a short "
+           "summary if you like (`tests=pass:383 passed`, `lint=fail`); repeat for more. A "
+           "failed one refuses the completion where the plan requires every check to pass.",
+           kind="list", metavar="NAME=pass|fail[:SUMMARY]"),
+)
 MAX_WAIT_SECONDS = 300  # ledger.commands.MAX_WAIT_SECONDS (a test holds them equal)
 _REPO = Option("--repo", "repo", "The git repository (any directory in it).",
                metavar="DIR", default=".")
@@ -114,8 +126,12 @@ VERBS = (
     Verb(("heartbeat",), _CALLS,
          "Extend your lease on STEP; exits 3 if you no longer hold it.", (STEP,),
          (LEASE, *ACTING)),
-    Verb(("complete",), _CALLS, "Mark STEP done (you must hold it).", (STEP,),
-         (*_CLOSING, *ACTING)),
+    Verb(("complete",), _CALLS,
+         "Mark STEP done (you must hold it), with the evidence of the work if you give it."
+         "\n\nThe commits, branch, change request and checks are kept in the completion's "
+         "event and shown in the step's history and the timeline. Exits 1 (naming the "
+         "check) when a check failed and the plan requires every check to pass.", (STEP,),
+         (*_CLOSING, *_EVIDENCE, *ACTING)),
     Verb(("release",), _CALLS, "Give STEP back; it is claimable again at once.", (STEP,),
          (*_CLOSING, *ACTING)),
     Verb(("drop",), _CALLS, "Drop STEP (by its holder, or by anyone when nobody holds it).",

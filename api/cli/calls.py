@@ -95,7 +95,7 @@ def _fields(v: Values) -> SimpleNamespace:
     """The call's values as the request table reads a command's fields."""
     return SimpleNamespace(**{"actor": _actor(v) or "-", "cwd": None, "source": None,
                               "model": None, "findings": None, "paths": _claimed(v),
-                              "limit": None, **v})
+                              "limit": None, "evidence": evidence_record(v), **v})
 
 
 def _claimed(v: Values) -> list[dict[str, str]]:
@@ -129,6 +129,31 @@ def _closing(action: str) -> "Callable[[Client, Values], Any]":
     return lambda c, v: getattr(c, action)(v["step_id"], v["fence"], v["note"])
 
 
+def evidence_record(v: Values) -> dict[str, Any] | None:
+    """A completion's evidence (`--commit`, `--branch`, `--pr`, `--check`) as the record
+    the API takes (ledger.domain.evidence checks it); None when none is given. A check
+    reads NAME=RESULT[:SUMMARY]: the name runs to the first `=`, the result to the `:`."""
+    commits, checks = v.get("commit") or [], v.get("check") or []
+    if not (commits or checks or v.get("branch") or v.get("pr")):
+        return None
+    listed = []
+    for given in checks:
+        name, _, said = given.partition("=")
+        result, _, summary = said.partition(":")
+        listed.append({"name": name.strip(), "result": result.strip(), "command": None,
+                       "summary": summary.strip() or None})
+    return {"commits": list(commits), "branch": v.get("branch"), "pr": v.get("pr"),
+            "checks": listed}
+
+
+def _complete(c: "Client", v: Values) -> Any:
+    from planledger.ledger.domain.evidence import Evidence
+
+    record = evidence_record(v)
+    evidence = Evidence.of_record(record) if record is not None else None
+    return c.complete(v["step_id"], v["fence"], v["note"], evidence)
+
+
 CALLS: dict[tuple[str, ...], Call] = {
     ("plan", "list"): Call(_read("plans"), lambda c, v: c.plans(), "plans",
                            plain=_plans_here),
@@ -157,7 +182,7 @@ CALLS: dict[tuple[str, ...], Call] = {
         exit_code=lambda v, answer: 0 if answer["claimed"] is not None else EXIT_NOTHING_READY),
     ("heartbeat",): Call(_write("heartbeat"),
                          lambda c, v: c.heartbeat(v["step_id"], v["lease_seconds"]), "claim"),
-    ("complete",): Call(_write("complete"), _closing("complete"), "change"),
+    ("complete",): Call(_write("complete"), _complete, "change"),
     ("release",): Call(_write("release"), _closing("release"), "change"),
     ("drop",): Call(_write("drop"), _closing("drop"), "change"),
     ("note",): Call(_write("note"), lambda c, v: c.add_note(v["step_id"], v["text"]),

@@ -6,6 +6,7 @@ YAML:
     title: Refresh-token rotation
     constraints:
       rate-limit-not-in-memory: use shared storage for the refresh rate limit
+    require_checks_pass: true   # optional: refuse a completion reporting a failed check
     steps:
       - key: s1
         title: Add the token_families table
@@ -13,9 +14,9 @@ YAML:
         title: Issue a rotating token pair
         depends_on: [s1]
 
-Markdown (a `# title`, a `slug:` line, `## Constraints` and `## Steps` lists; a step's
-`[key]` is optional and defaults to its number; `(after: k1, k2)` names dependencies;
-indented lines under a step are its body):
+Markdown (a `# title`, a `slug:` line, an optional `require_checks_pass: true` line,
+`## Constraints` and `## Steps` lists; a step's `[key]` is optional and defaults to its
+number; `(after: k1, k2)` names dependencies; indented lines under a step are its body):
 
     # Refresh-token rotation
     slug: auth-refresh
@@ -92,6 +93,8 @@ def parse_markdown(text: str) -> dict[str, Any]:
             section = line[3:].strip().lower()
         elif m := re.match(r"^slug:\s*(\S+)", line.strip()):
             plan["slug"] = m.group(1)
+        elif m := re.match(r"^require_checks_pass:\s*(\S+)", line.strip()):
+            plan["require_checks_pass"] = m.group(1)  # true or false, as PlanIn reads it
         elif section.startswith("constraint") and (c := _CONSTRAINT.match(line)):
             plan["constraints"][c["name"]] = c["rule"]
         elif section.startswith("step"):

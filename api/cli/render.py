@@ -92,9 +92,41 @@ def step(shown: Fields) -> None:
             output.line(text)
     rows = []
     for e in shown["history"]:
-        detail = ", ".join(f"{k}={v}" for k, v in e["data"].items() if k not in ("body",))
+        detail = ", ".join(f"{k}={v}" for k, v in e["data"].items()
+                           if k not in ("body", "evidence"))
+        if e["data"].get("evidence"):
+            detail += ", with evidence (below)"
         rows.append((_when(e["at"]), e["type"], e["session_id"] or "", detail))
     output.table(("at", "event", "session", "detail"), rows, "history", cut=(3,))
+    for e in shown["history"]:
+        if e["data"].get("evidence"):
+            _evidence(e)
+
+
+def _evidence(event: Fields) -> None:
+    """A completion's evidence, whole: every sha, the change request, each check."""
+    from planledger.ledger.domain.errors import InvalidInput
+    from planledger.ledger.domain.evidence import Evidence, check_evidence
+
+    try:
+        said = check_evidence(Evidence.of_record(event["data"]["evidence"]))
+    except InvalidInput:
+        said = None
+    output.line(f"evidence of the completion at {_when(event['at'])}:")
+    if said is None:
+        output.line("  (none that reads as evidence)")
+        return
+    if said.commits:
+        on = f" on {said.branch}" if said.branch else ""
+        output.line(f"  commits{on}: {', '.join(said.commits)}")
+    elif said.branch:
+        output.line(f"  branch: {said.branch}")
+    if said.pr:
+        output.line(f"  change request: {said.pr}")
+    for check in said.checks:
+        summary = f": {check.summary.splitlines()[0]}" if check.summary else ""
+        command = f" ({check.command.splitlines()[0]})" if check.command else ""
+        output.line(f"  check {check.name}{command}: {check.result}{summary}")
 
 
 def claim(granted: Fields) -> None:

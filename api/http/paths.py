@@ -34,7 +34,8 @@ def _step_of(new: Any) -> dict[str, Any]:
 def _plan(command: Any) -> dict[str, Any]:
     return {"slug": command.slug, "title": command.title,
             "constraints": dict(command.constraints),
-            "steps": [_step_of(s) for s in command.steps]}
+            "steps": [_step_of(s) for s in command.steps],
+            **({"require_checks_pass": True} if command.require_checks_pass else {})}
 
 
 def _paths(paths: Sequence[Any] | None) -> list[dict[str, str]] | None:
@@ -49,6 +50,15 @@ def _closing(action: str) -> Callable[[Any], Request]:
     """A closing call on a step: its fence (if any) in the body."""
     return lambda f: Request("POST", f"/api/steps/{_part(f.step_id)}/{action}",
                              {"fence": f.fence, "note": f.note})
+
+
+def _complete(f: Any) -> Request:
+    """A completion: a closing call, with its evidence (a ledger Evidence, or already a
+    record: the command line's) when it has some."""
+    request = _closing("complete")(f)
+    evidence = f.evidence if f.evidence is None or isinstance(f.evidence, dict) \
+        else f.evidence.as_record()
+    return request._replace(body={**(request.body or {}), "evidence": evidence})
 
 
 # By the ledger command's name (ledger.commands: `Command.name`).
@@ -73,7 +83,7 @@ REQUESTS: Mapping[str, Callable[[Any], Request]] = {
                                    {"lease_seconds": f.lease_seconds}),
     "claim_next": lambda f: Request("POST", f"/api/plans/{_part(f.plan)}/claim-next", {
         "lease_seconds": f.lease_seconds, "wait_seconds": f.wait_seconds or None}),
-    "complete": _closing("complete"),
+    "complete": _complete,
     "release": _closing("release"),
     "drop": _closing("drop"),
     "reopen": lambda f: Request("POST", f"/api/steps/{_part(f.step_id)}/reopen"),

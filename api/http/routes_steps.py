@@ -19,6 +19,7 @@ from planledger.api.schemas import (
     ClaimIn,
     ClaimOut,
     ClaimStepIn,
+    CompleteIn,
     DependenciesIn,
     FenceIn,
     ForceReleaseOut,
@@ -28,6 +29,7 @@ from planledger.api.schemas import (
     StepDetailOut,
     StepRefOut,
     StepRevisionIn,
+    evidence_of,
     path_specs,
 )
 from planledger.ledger import commands as c
@@ -99,14 +101,23 @@ async def heartbeat(service: ServiceDep, step_id: StepPath, actor: ActorDep,
 
 
 @router.post("/{step_id}/complete", response_model=StepChangeOut,
-             responses=errors(401, 404, e409=_HOLDER_409))
+             responses=errors(401, 404, e409=_HOLDER_409 + " check_failed: the evidence "
+                              "reports a failed check (named in `check`) and the plan "
+                              "requires every check to pass.",
+                              e422="Evidence out of bounds (the field is named: "
+                                   "`evidence.commits[0]`, `evidence.pr`, …)."))
 async def complete(service: ServiceDep, step_id: StepPath, actor: ActorDep,
-                   key: IdempotencyKeyDep = None, body: FenceIn | None = None) -> StepChangeOut:
-    """Mark the step done (holder only); releases the claim."""
+                   key: IdempotencyKeyDep = None, body: CompleteIn | None = None,
+                   ) -> StepChangeOut:
+    """Mark the step done (holder only); releases the claim. `evidence` (optional) says
+    what shows the work: the commits and their branch, the change request, the checks
+    run. It is kept in the completion's event and shown in the step's history and the
+    timeline."""
     return await run_command(service,
         lambda: service.answer(
             c.Complete(step_id, actor, body.fence if body else None,
-                    body.note if body else None), StepChangeOut, key))
+                       body.note if body else None,
+                       evidence_of(body.evidence if body else None)), StepChangeOut, key))
 
 
 @router.post("/{step_id}/release", response_model=StepChangeOut,

@@ -2,10 +2,11 @@
 tasks_complete, tasks_release, tasks_drop."""
 
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
 
 from anyio import to_thread
 from mcp.server.mcpserver import Context
+from pydantic import Field
 
 from planledger.api import reads
 from planledger.api.mcp.argument_types import (
@@ -25,11 +26,18 @@ from planledger.api.mcp.tools_paths import ClaimPaths
 from planledger.api.schemas import (
     ClaimNextOut,
     ClaimOut,
+    EvidenceIn,
     NoteAddedOut,
     StepChangeOut,
+    evidence_of,
     path_specs,
 )
 from planledger.ledger import commands as c
+
+EvidenceArg = Annotated[EvidenceIn | None, Field(
+    description="What shows the work done, kept in the completion's event: `commits` (shas "
+    "of 7 to 64 hex digits), `branch`, `pr` (an http(s) URL) and `checks` (each {name, "
+    "result: pass|fail, command, summary}).")]
 
 
 class ClaimTools(Tools):
@@ -77,14 +85,18 @@ class ClaimTools(Tools):
         return ClaimedNextOut(**dict(found), progress=progress)
 
     def tasks_complete(self, ctx: Context[Any, Any], step_id: StepId, fence: Fence = None,
-                       note: NoteArg = None,
+                       note: NoteArg = None, evidence: EvidenceArg = None,
                        session_id: SessionArg = None, token: TokenArg = None) -> StepClosedOut:
         """Mark a step you hold done once its work is finished; this releases it and
-        unblocks the steps that wait on it. Answers the plan's progress line. Refused with
-        `not the holder` if your claim lapsed or you never held it (claim it again first),
-        or `stale fence` if someone else claimed it since your grant."""
+        unblocks the steps that wait on it. Answers the plan's progress line. Give
+        `evidence` of the work: the commits (shas) and their branch, the change request
+        (`pr`, a URL) and the checks you ran, each pass or fail; it stays in the step's
+        history for whoever audits it. Refused with `not the holder` if your claim lapsed
+        or you never held it (claim it again first), `stale fence` if someone else claimed
+        it since your grant, or `check "<name>" failed` where the plan requires every check
+        to pass (fix it, or report it and leave the step to others)."""
         actor = self.actor(ctx, session_id, token)
-        return self._closed(c.Complete(step_id, actor, fence, note))
+        return self._closed(c.Complete(step_id, actor, fence, note, evidence_of(evidence)))
 
     def tasks_release(self, ctx: Context[Any, Any], step_id: StepId, fence: Fence = None,
                       note: NoteArg = None,

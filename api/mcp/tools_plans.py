@@ -9,7 +9,14 @@ from pydantic import Field
 from planledger.api import reads
 from planledger.api.mcp.argument_types import After, PageLimit, Plan, SessionArg, TokenArg
 from planledger.api.mcp.toolbase import Tools
-from planledger.api.schemas import PlanCreatedOut, PlanIn, PlanOut, PlanStepIn, PlanSummaryOut
+from planledger.api.schemas import (
+    REQUIRE_CHECKS_HELP,
+    PlanCreatedOut,
+    PlanIn,
+    PlanOut,
+    PlanStepIn,
+    PlanSummaryOut,
+)
 
 Steps = Annotated[list[PlanStepIn | str] | None, Field(
     description="The steps in order: a title, or {key, title, body, depends_on} where "
@@ -17,6 +24,8 @@ Steps = Annotated[list[PlanStepIn | str] | None, Field(
 Constraints = Annotated[dict[str, str] | None, Field(
     description="Named rules every step must honour, e.g. {'rate-limit-not-in-memory': "
     "'use shared storage for the refresh rate limit'}. Agents see them at session_start.")]
+
+RequireChecks = Annotated[bool, Field(description=REQUIRE_CHECKS_HELP)]
 
 
 class PlanTools(Tools):
@@ -26,6 +35,7 @@ class PlanTools(Tools):
     def plans_create(self, ctx: Context[Any, Any], plan: Plan,
                      title: Annotated[str, Field(description="What the plan achieves.")],
                      steps: Steps = None, constraints: Constraints = None,
+                     require_checks_pass: RequireChecks = False,
                      session_id: SessionArg = None, token: TokenArg = None) -> PlanCreatedOut:
         """Create a plan with its steps and constraints in one go. Steps depend on earlier
         ones by key, so the plan's order of work is explicit: a step is ready only once
@@ -33,7 +43,8 @@ class PlanTools(Tools):
         or a dependency is unknown or would close a cycle (named)."""
         actor = self.author(ctx, session_id, token)
         listed = [PlanStepIn(key=None, title=s) if isinstance(s, str) else s for s in steps or []]
-        made = PlanIn(slug=plan, title=title, constraints=constraints or {}, steps=listed)
+        made = PlanIn(slug=plan, title=title, constraints=constraints or {}, steps=listed,
+                      require_checks_pass=require_checks_pass)
         return self.service.answer(made.command(actor), PlanCreatedOut)
 
     def plans_list(self) -> list[PlanSummaryOut]:

@@ -7,6 +7,7 @@ from typing import Literal
 from planledger.ledger.domain import errors
 from planledger.ledger.domain import events as ev
 from planledger.ledger.domain.claims import Decision, live_holder
+from planledger.ledger.domain.evidence import Evidence
 from planledger.ledger.domain.ids import Actor, SessionId, acting_session
 from planledger.ledger.domain.plans import MAX_BODY, check_text
 from planledger.ledger.domain.state import (
@@ -46,13 +47,21 @@ def _check_holder(
 
 def decide_complete(
     step: StepState, definition: StepDef, session: SessionState, fence: int | None,
-    holder: SessionId | None, now: datetime,
+    holder: SessionId | None, now: datetime, evidence: Evidence | None = None,
+    require_checks_pass: bool = False,
 ) -> Decision:
+    """Done, by the live holder, with the `evidence` it reports (checked already:
+    ledger.domain.evidence.check_evidence). A plan that requires every check to pass
+    refuses a completion that reports a failed one, naming it."""
     refused = _check_holder(step, definition, "complete", session, fence, holder, now)
     if refused:
         return refused
+    failed = evidence.first_failed() if evidence is not None else None
+    if require_checks_pass and failed is not None:
+        return Decision([], errors.CheckFailed(step.id, step.plan, failed.name))
     done = ev.StepCompleted(step.id, step.version + 1, timestamp=now, session_id=session.id,
-                            actor=session.id, fence=step.fence)
+                            actor=session.id, fence=step.fence,
+                            evidence=evidence.as_record() if evidence is not None else None)
     return Decision([done])
 
 

@@ -224,3 +224,14 @@ class NotPermitted(LedgerError):
         self.needs = needs
         self.role = role
         super().__init__(f"{action} needs the {needs} role; this caller is a {role}")
+
+
+class CheckFailed(LedgerError):
+    """The completion reports a failed check, and the step's plan requires every check to
+    pass."""
+
+    def __init__(self, step_id: str, plan: str, check: str) -> None:
+        self.step_id = step_id
+        self.check = check
+        super().__init__(f'check "{check}" failed: plan {plan} requires every check to pass '
+                         f"before step {step_id} is done")

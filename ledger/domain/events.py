@@ -66,12 +66,16 @@ def author_of(event: LedgerEvent) -> str | None:
 
 
 @dataclass(frozen=True)
-class PlanCreated(LedgerEvent):
+class PlanCreated(LateFields, LedgerEvent):
     """A plan made, with its slug, title and constraints."""
 
     slug: str
     title: str
     constraints: dict[str, str]
+    # True: a completion whose evidence reports a failed check is refused (None: not
+    # required, and every plan made before the setting existed).
+    require_checks_pass: bool | None = None
+    LATE_FIELDS = ("require_checks_pass",)
 
 
 @dataclass(frozen=True)
@@ -144,10 +148,13 @@ class StepReleased(LedgerEvent):
 
 
 @dataclass(frozen=True)
-class StepCompleted(LedgerEvent):
-    """The step done by the holder of `fence`."""
+class StepCompleted(LateFields, LedgerEvent):
+    """The step done by the holder of `fence`, with the evidence it reported (None: none;
+    the record of ledger.domain.evidence.Evidence: commits, branch, pr, checks)."""
 
     fence: int
+    evidence: dict[str, object] | None = None
+    LATE_FIELDS = ("evidence",)
 
 
 @dataclass(frozen=True)

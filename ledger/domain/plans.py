@@ -95,14 +95,18 @@ def check_slug_like_name(name: str) -> None:
 
 def decide_create_plan(
     slug: str, title: str, constraints: Mapping[str, str], actor: Actor,
-    now: datetime,
+    now: datetime, require_checks_pass: bool = False,
 ) -> ev.PlanCreated:
+    """A new plan. `require_checks_pass`: its completions must report no failed check."""
     checked = check_slug(slug)
+    if not isinstance(require_checks_pass, bool):
+        raise errors.InvalidInput("require_checks_pass", "is true or false")
     return ev.PlanCreated(
         plan_stream(checked), 1, timestamp=now, session_id=acting_session(actor), actor=actor,
         slug=checked,
         title=check_line("title", title, MAX_TITLE, required=True),
         constraints=check_constraints(constraints),
+        require_checks_pass=require_checks_pass or None,  # unset: stored as before
     )
 
 

@@ -44,6 +44,8 @@ class PlanState:
     constraints: dict[str, str]
     created_at: datetime
     steps: dict[StepId, StepDef] = field(default_factory=dict)
+    # A planner's setting: a completion whose evidence reports a failed check is refused.
+    require_checks_pass: bool = False
 
 
 @dataclass(frozen=True)
@@ -118,6 +120,7 @@ def evolve_plan(state: PlanState | None, event: ev.LedgerEvent) -> PlanState:
             title=event.title,
             constraints=dict(event.constraints),
             created_at=event.timestamp,
+            require_checks_pass=bool(event.require_checks_pass),
         )
     assert state is not None, f"{type(event).__name__} before PlanCreated"
     steps = state.steps

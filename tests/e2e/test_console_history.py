@@ -59,3 +59,35 @@ def test_the_step_history_names_who_planned_claimed_and_force_released_it(
     assert watch.errors == [] and watch.outside() == []
     planner.close()
     agent.close()
+
+
+def test_the_step_history_shows_a_completions_evidence_with_its_change_request_linked(
+    replica: Replica, browser: Browser,
+) -> None:
+    planner, agent = Agent(replica, "planner P"), Agent(replica, "agent E")
+    created = planner.http.post("/api/plans", json={
+        "slug": "evidenced", "title": "Evidenced", "steps": [{"title": "Ship the limiter"}]})
+    assert created.status_code == 201, created.text
+    step = created.json()["steps"][0]["step_id"]
+    fence = agent.claim(step).json()["fence"]
+    pr = "https://github.com/example/app/pull/31"
+    done = agent.http.post(f"/api/steps/{step}/complete", json={"fence": fence, "evidence": {
+        "commits": ["9fceb02d0ae598e95dc970b74767f19372d61af8"], "branch": "limiter", "pr": pr,
+        "checks": [{"name": "tests", "result": "pass", "summary": "383 passed"},
+                   {"name": "lint", "result": "fail", "command": "ruff check ."}]}})
+    assert done.status_code == 200, done.text
+
+    watch = PageWatch(replica.url)
+    page = watch.attach(browser.new_page(viewport={"width": 1280, "height": 900}))
+    page.goto(replica.url + "/#plan=evidenced")
+    expect(page.locator("#live")).to_have_text("live")
+    page.locator(f'[data-key="step-{step}"]').click()
+    completed = page.locator("#detail .history > li").filter(has_text="completed")
+    evidence = completed.locator(".evidence")
+    expect(evidence).to_contain_text("1 commit on limiter: 9fceb02")
+    expect(evidence.locator("a")).to_have_attribute("href", pr)
+    expect(evidence.locator(".check.pass")).to_contain_text("tests pass — 383 passed")
+    expect(evidence.locator(".check.fail")).to_contain_text("lint fail")
+    assert watch.errors == [] and watch.outside() == []
+    planner.close()
+    agent.close()

@@ -12,7 +12,7 @@ from planledger.replays.format import write_file
 from planledger.replays.reading import read, read_file
 from planledger.replays.recording import export
 from planledger.replays.rerun import rerun
-from tests.support.busy_log import write_busy_log
+from tests.support.busy_log import EVIDENCE, write_busy_log
 from tests.support.cli_runner import CliRunner
 from tests.support.fakes import FakeClock
 
@@ -105,3 +105,41 @@ def test_planledger_replay_run_exits_nonzero_naming_the_tampered_event(tmp_path:
     assert "determinism failure at event" in bad.output
     assert f"position {event['position']}, stream {event['stream']}" in bad.output
     assert "expected: ClaimBounced" in bad.output and "01JZZZZZZZZZZZZZZZZZZZZZZZ" in bad.output
+
+
+def test_a_completions_evidence_is_recorded_in_its_command_and_reexecutes_identically(
+    runtime: Runtime, clock: FakeClock, tmp_path: Path,
+) -> None:
+    write_busy_log(runtime.ledger, clock)  # a completion with evidence, a strict plan
+    path = tmp_path / "busy.jsonl"
+    write_file(export(runtime.store), path)
+    recording = read_file(path)
+
+    completing = [c for c in recording.commands if c.name == "complete" and "evidence" in c.args]
+    assert [c.args["evidence"] for c in completing] == [EVIDENCE.as_record()]
+    assert completing[0].args["note"] == "limited per IP and per family"
+    strict = next(c for c in recording.commands if c.name == "create_plan"
+                  and c.args["slug"] == "second")
+    assert strict.args["require_checks_pass"] is True
+    ran = CliRunner().invoke(app, ["replay", "run", str(path)])
+    assert ran.exit_code == 0 and "identical" in ran.output, ran.output
+
+
+def test_a_tampered_evidence_is_reported_at_its_completion(
+    runtime: Runtime, clock: FakeClock, tmp_path: Path,
+) -> None:
+    write_busy_log(runtime.ledger, clock)
+    path = tmp_path / "busy.jsonl"
+    write_file(export(runtime.store), path)
+    lines = path.read_text().splitlines()
+    number = next(i for i, line in enumerate(lines)
+                  if ':StepCompleted"' in line and '"evidence"' in line)
+    event = json.loads(lines[number])
+    event["state"]["evidence"]["checks"][1]["result"] = "pass"  # the failed check hidden
+    lines[number] = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+
+    mismatch = rerun(read(lines)).mismatch
+
+    assert mismatch is not None and mismatch.expected is not None
+    assert mismatch.expected.position == event["position"]
+    assert "differs in: evidence" in mismatch.describe()

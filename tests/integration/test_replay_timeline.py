@@ -174,3 +174,23 @@ def _session_named(name: str) -> str:
                 event["state"]["name"] == name:
             return str(event["stream"])
     raise AssertionError(name)
+
+
+def test_a_completions_evidence_shows_in_the_terminal_json_and_html_timelines(
+    runtime: Runtime, clock: FakeClock, tmp_path: Path,
+) -> None:
+    write_busy_log(runtime.ledger, clock)
+    said = ("1 commit (9fceb02) on limiter; https://github.com/example/app/pull/5; "
+            "checks: tests pass, load fail")
+    timeline = TimelineModel(runtime.store).timeline()
+    completed = [e for e in timeline.entries if e.kind == "completed" and e.evidence]
+    assert [e.text for e in completed] == [f"completed step 5: {said}"]
+    as_json = [e for e in timeline.to_dict()["entries"] if e["evidence"]]
+    assert as_json[0]["evidence"]["checks"][1] == {"name": "load", "result": "fail",
+                                                   "command": None,
+                                                   "summary": "p99 over budget"}
+    assert said in html(timeline)
+    path = tmp_path / "busy.jsonl"
+    write_file(export(runtime.store), path)
+    shown = CliRunner().invoke(app, ["replay", "timeline", str(path)], env={"COLUMNS": "300"})
+    assert shown.exit_code == 0 and "1 commit (9fceb02) on limiter" in shown.output

@@ -6,10 +6,16 @@ from planledger.ledger import commands as cmd
 from planledger.ledger.application import Ledger, NewStep
 from planledger.ledger.domain import errors
 from planledger.ledger.domain.access import digest_of
+from planledger.ledger.domain.evidence import Check, Evidence
 from planledger.ledger.domain.ids import StepId
 from planledger.replays.fixture import PLAN, seed_auth_refresh
 from tests.support import OPERATOR
 from tests.support.fakes import FakeClock
+
+EVIDENCE = Evidence(commits=("9fceb02d0ae598e95dc970b74767f19372d61af8",), branch="limiter",
+                    pr="https://github.com/example/app/pull/5",
+                    checks=(Check("tests", "pass", "pytest -q", "12 passed"),
+                            Check("load", "fail", None, "p99 over budget")))
 
 
 @dataclass(frozen=True)
@@ -32,8 +38,9 @@ def write_busy_log(ledger: Ledger, clock: FakeClock) -> BusyLog:
     _refused(errors.Blocked, lambda: ledger.claim(extra, a))
     ledger.revise_step(extra, title="Document <refresh> & reuse", actor=a)
     ledger.declare_dependencies(extra, [steps[4]], actor=a)
-    _, (lone,) = ledger.create_plan("second", "A second plan", steps=[NewStep("lone step")],
-                                    actor=c)
+    (lone,) = ledger.execute(cmd.CreatePlan("second", "A second plan", c,
+                                            steps=(NewStep("lone step"),),
+                                            require_checks_pass=True)).step_ids
     clock.advance(61)  # B's lease lapses: A takes the step over under a new fence
     ledger.claim(steps[4], a)
     _refused(errors.StaleFence, lambda: ledger.complete(steps[4], b, fence=first.fence))
@@ -49,7 +56,8 @@ def write_busy_log(ledger: Ledger, clock: FakeClock) -> BusyLog:
     ledger.claim_next(PLAN, b)
     ledger.end_session(b)  # releases what B holds, each as its own event
     ledger.claim(steps[4], c)
-    ledger.complete(steps[4], c)
+    ledger.execute(cmd.Complete(steps[4], c, note="limited per IP and per family",
+                                evidence=EVIDENCE))
     _hand_over(ledger, lone, a)
     _keyed(ledger, steps[4])
     return BusyLog(steps, extra, (a, b, c))

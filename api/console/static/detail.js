@@ -23,13 +23,38 @@ function patterns(paths) {
   return paths.map((p) => p.pattern + (p.mode === "shared" ? " (shared)" : "")).join(", ");
 }
 
+// A completion's evidence: its commits (shortened, the whole sha on hover), the branch,
+// the change request as a link (the ledger keeps only http(s) URLs; checked again here,
+// so a log from elsewhere cannot make a `javascript:` link), and each check.
+function evidence(e) {
+  const lines = [];
+  if (e.commits?.length) {
+    lines.push(h("li", {}, `${e.commits.length} commit${e.commits.length === 1 ? "" : "s"}`,
+      e.branch ? ` on ${e.branch}` : "", ": ",
+      e.commits.map((sha, i) => [i ? ", " : "", h("code", { title: sha }, sha.slice(0, 7))])));
+  } else if (e.branch) {
+    lines.push(h("li", {}, `branch ${e.branch}`));
+  }
+  if (e.pr) {
+    const safe = /^https?:\/\//i.test(e.pr);
+    lines.push(h("li", {}, "change request: ", safe
+      ? h("a", { href: e.pr, rel: "noopener noreferrer", target: "_blank" }, e.pr) : e.pr));
+  }
+  for (const c of e.checks || []) {
+    lines.push(h("li", { class: `check ${c.result === "pass" ? "pass" : "fail"}` },
+      h("strong", {}, c.name), ` ${c.result}`, c.command ? h("code", {}, ` ${c.command}`) : null,
+      c.summary ? ` — ${c.summary}` : ""));
+  }
+  return h("ul", { class: "evidence" }, lines);
+}
+
 function summary(event, label) {
   const d = event.data;
   switch (event.type) {
     case "StepClaimed": case "LeaseRenewed":
       return `fence ${d.fence} · lease ${d.lease_seconds} s, until ${clock(d.expires_at)}`;
     case "StepReleased": return `fence ${d.fence} · ${d.reason.replace("_", " ")}${d.reason === "forced" ? ` (held by ${label(d.holder)})` : ""}`;
-    case "StepCompleted": return `fence ${d.fence}`;
+    case "StepCompleted": return d.evidence ? [`fence ${d.fence}`, evidence(d.evidence)] : `fence ${d.fence}`;
     case "ClaimBounced": return `task already claimed: held by ${label(d.holder)} (fence ${d.holder_fence})`;
     case "ClaimRefused": return d.detail;
     case "StaleFenceRejected": return `${d.action} with fence ${d.fence}; the step is at fence ${d.current_fence}`;
