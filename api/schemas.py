@@ -191,6 +191,12 @@ class CheckIn(RequestSchema):
     summary: str | None = Field(default=None, description="What it said, in short.",
                                 examples=["383 passed"])
 
+    @field_validator("result", mode="before")
+    @classmethod
+    def _result_is_text(cls, value: Any) -> Any:
+        # Checked before the choice is: a lone surrogate is said as such, naming the field.
+        return check_text(value)
+
 
 class EvidenceIn(RequestSchema):
     """What shows the work done: the commits, the change request, the checks. Kept in the

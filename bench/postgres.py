@@ -124,8 +124,10 @@ def bare_inserts(url: str, count: int, writers: int, library: bool) -> Run:
                                                events_table_name=EVENTS_TABLE)
     try:
         now, run_id = datetime.now(UTC), uuid.uuid4().hex[:8]
+        # Each writer one stream, version after version: the append checks each event's
+        # predecessor (infra.pg_append), as it does a step's grant after its opening.
         batches = [[store.mapper.to_stored_event(StepClaimed(
-            f"bare-{run_id}-{w}-{i}", 2, timestamp=now, session_id="01KXP8FEJQ6R5Z5NMVZ7082X5A",
+            f"bare-{run_id}-{w}", i + 1, timestamp=now, session_id="01KXP8FEJQ6R5Z5NMVZ7082X5A",
             fence=1, lease_seconds=900, expires_at=now)) for i in range(count // writers)]
             for w in range(writers)]
 

@@ -83,7 +83,8 @@ class Model:
         if holder is not None:
             if holder != who:
                 return "held"
-            step.expires = now + timedelta(seconds=lease)
+            # a renewal extends the lease, never moves its end earlier
+            step.expires = max(step.expires, now + timedelta(seconds=lease))
             return "renewed"
         if self.blocked(s):
             return "blocked"
