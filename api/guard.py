@@ -57,9 +57,13 @@ def hook_text(store: Sequence[str], fail_closed: bool, chained: Path | None = No
     if fail_closed:
         command.append("--fail-closed")
     line = " ".join(shlex.quote(part) for part in command)
+    # Run only while executable, as git runs a hook: one git ignored (its executable bit
+    # off) must not start refusing every commit once chained.
+    kept = "" if chained is None else shlex.quote(str(chained))
     first = "" if chained is None else (
-        f"# the hook that was here before, kept and run first:\n"
-        f'{shlex.quote(str(chained))} "$@" || exit $?\n')
+        f"# the hook that was here before, kept and run first (as git would: if "
+        f"executable):\n"
+        f'if [ -x {kept} ]; then {kept} "$@" || exit $?; fi\n')
     return (f"#!/bin/sh\n{HOOK_MARK}: refuses a commit whose changes fall under another\n"
             "# session's live exclusive path reservation (`planledger guard install` wrote "
             "this;\n# PLANLEDGER_SESSION or PLANLEDGER_TOKEN names the committing session).\n"

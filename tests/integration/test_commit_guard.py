@@ -215,6 +215,23 @@ def test_a_hook_that_is_not_the_guards_is_chained_run_first_and_its_refusal_stan
     assert guarded.returncode != 0 and f'is held by "{scene.b}"' in guarded.stderr
 
 
+def test_a_chained_hook_that_is_not_executable_is_skipped_as_git_skips_it(
+    scene: Scene,
+) -> None:
+    """git ignores a hook without its executable bit (a hook switched off, or a sample
+    renamed): chained, it must stay ignored, not refuse every commit with `Permission
+    denied`."""
+    hook = scene.repo / ".git/hooks/pre-commit"
+    hook.write_text("#!/bin/sh\nexit 1\n")
+    hook.chmod(0o644)
+    _install(scene)
+
+    _write(scene.repo, "docs/guide.md", "how\n")
+    done = _git(scene.repo, "commit", "-m", "docs", session=scene.a, check=False)
+    assert done.returncode == 0, done.stderr
+    assert (scene.repo / ".git/hooks/pre-commit.pre-planledger").exists()
+
+
 def test_force_replaces_a_hook_that_is_not_the_guards(scene: Scene) -> None:
     hook = scene.repo / ".git/hooks/pre-commit"
     hook.write_text("#!/bin/sh\nexit 1\n")
