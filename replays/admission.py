@@ -314,7 +314,10 @@ def _step_claimed(folded: _Folded, event: ev.StepClaimed) -> None:
 
 def _lease_renewed(folded: _Folded, event: ev.LeaseRenewed) -> None:
     step = _held_live(folded, event, event.fence, event.session_id)
-    _check_lease_end(event.timestamp, event.lease_seconds, event.expires_at)
+    # A heartbeat never shortens a lease (ledger.domain.claims.decide_claim): it ends
+    # `lease_seconds` from now, or when the lease it renews ended if that is later.
+    _check_lease_end(event.timestamp, event.lease_seconds, event.expires_at,
+                     kept=step.expires_at)
     folded.steps[step.id] = evolve_step(step, event)
 
 
@@ -361,9 +364,13 @@ def _held_live(folded: _Folded, event: ev.LedgerEvent, fence: int,
     return step
 
 
-def _check_lease_end(at: datetime, lease_seconds: int, expires_at: datetime) -> None:
+def _check_lease_end(at: datetime, lease_seconds: int, expires_at: datetime,
+                     kept: datetime | None = None) -> None:
     check_lease(lease_seconds)
-    if expires_at != at + timedelta(seconds=lease_seconds):
+    ends = at + timedelta(seconds=lease_seconds)
+    if kept is not None and kept > ends:
+        ends = kept
+    if expires_at != ends:
         raise Refused(f"its lease of {lease_seconds} s from {at.isoformat()} cannot end at "
                       f"{expires_at.isoformat()}")
 

@@ -279,3 +279,49 @@ def test_a_start_refused_for_a_short_secret_creates_no_store_files(
         open_runtime(str(tmp_path / "ledger.sqlite"), checkpoints=True)
 
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+# --- a red-team pass over evidence, the guard's chaining and the heartbeat ------------------
+
+
+def test_a_store_whose_heartbeat_kept_a_longer_lease_imports(tmp_path: Path,
+                                                             clock: FakeClock) -> None:
+    """A heartbeat never shortens a lease (ledger.domain.claims): its event keeps the
+    expiry granted before, later than its own `lease_seconds` from now. The ledger's own
+    export of that must import, not be refused as a forged expiry."""
+    runtime = open_runtime("memory", clock=clock, ids=SequentialIds())
+    seed_auth_refresh(runtime.ledger, race=True)
+    holder = runtime.ledger.start_session("holder")
+    grant = runtime.ledger.claim_next("auth-refresh", holder.id, lease_seconds=600)
+    assert grant is not None
+    clock.advance(5)
+    renewed = runtime.ledger.heartbeat(grant.step_id, holder.id, 60)
+    assert renewed.expires_at == grant.expires_at
+    path = tmp_path / "heartbeat.jsonl"
+    write_file(export(runtime.store), path)
+    runtime.close()
+
+    code, out, _ = _import([json.loads(t) for t in path.read_text().splitlines()], tmp_path)
+
+    assert code == 0, out
+
+
+def test_a_renewal_whose_expiry_is_past_both_leases_is_still_refused(
+    tmp_path: Path, clock: FakeClock,
+) -> None:
+    runtime = open_runtime("memory", clock=clock, ids=SequentialIds())
+    seed_auth_refresh(runtime.ledger, race=True)
+    holder = runtime.ledger.start_session("holder")
+    grant = runtime.ledger.claim_next("auth-refresh", holder.id, lease_seconds=600)
+    assert grant is not None
+    clock.advance(5)
+    runtime.ledger.heartbeat(grant.step_id, holder.id, 60)
+    path = tmp_path / "heartbeat.jsonl"
+    write_file(export(runtime.store), path)
+    runtime.close()
+    forged = [json.loads(t) for t in path.read_text().splitlines()]
+    _events(forged, ":LeaseRenewed")[-1]["state"]["expires_at"]["_data_"] = FAR_FUTURE
+
+    code, out, _ = _import(_resealed(forged), tmp_path)
+
+    assert code != 0 and "LeaseRenewed" in out, out
