@@ -39,6 +39,9 @@ SHA = re.compile(r"[0-9a-f]{7,64}")  # abbreviated (7) to SHA-256 (64), lower ca
 # What `git check-ref-format` refuses anywhere in a name: control characters, space, DEL,
 # ~ ^ : ? * [ \, a run of dots, a run of slashes, and "@{".
 _NOT_IN_REF = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|//|@\{")
+# The bidirectional controls, which show a text's characters in another order than they
+# are stored: a command or summary shows on the line of its check's result.
+_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 @dataclass(frozen=True)
@@ -177,6 +180,9 @@ def check_branch(branch: object) -> str:
     if len(branch) > MAX_BRANCH:
         raise errors.InvalidInput(field, f"is {len(branch)} characters; the limit is "
                                          f"{MAX_BRANCH}")
+    # Shown on one line of a timeline: no C1 control, line separator or bidirectional
+    # control either, which git takes (any byte past ASCII) and a title may not hold.
+    check_line(field, branch, MAX_BRANCH, required=True)
     if (_NOT_IN_REF.search(branch) or branch.startswith(("-", "/")) or branch == "@"
             or branch.endswith(("/", ".", ".lock"))
             or any(part.startswith(".") or part.endswith(".lock")
@@ -195,6 +201,7 @@ def check_pr(pr: object) -> str:
     if re.search(r"[\x00-\x20\x7f-\x9f]", pr):
         raise errors.InvalidInput(field, "holds spaces or control characters; give the URL "
                                          "as a browser shows it, encoded")
+    check_line(field, pr, MAX_PR, required=True)
     try:
         parts = urlsplit(pr)
         host = parts.hostname
@@ -223,4 +230,8 @@ def _checked(field: str, check: object) -> Check:
             raise errors.InvalidInput(f"{field}.{part}", "must be text")
         if value is not None:
             check_text(f"{field}.{part}", value, limit, required=False)
+            if (found := _BIDI.search(value)) is not None:
+                raise errors.InvalidInput(f"{field}.{part}", f"holds U+{ord(found.group()):04X}"
+                                          ", a bidirectional control: it would show the "
+                                          "check's line in another order than it is stored")
     return Check(check.name, result, check.command or None, check.summary or None)

@@ -88,6 +88,17 @@ def test_a_completion_without_evidence_reads_as_before(client: TestClient) -> No
     ({"checks": [{"name": "t", "result": "pass", "summary": "x" * 5_000}]},
      "evidence.checks[0].summary"),
     ({"checks": [{"name": "t", "result": "pass", "exit_code": 0}]}, "exit_code"),
+    # What shows on a line of a timeline or of `planledger step`: no bidirectional control
+    # to show it in another order than it is stored, no C1 control, no line separator.
+    ({"branch": "feature/\u202eevil"}, "evidence.branch"),
+    ({"branch": "main\u009b2J"}, "evidence.branch"),
+    ({"branch": "main\u2028done"}, "evidence.branch"),
+    ({"pr": "https://github.com/example/app/pull/31\u202e"}, "evidence.pr"),
+    ({"pr": "https://github.com/\u2028x"}, "evidence.pr"),
+    ({"checks": [{"name": "t", "result": "fail", "command": "x \u202essap"}]},
+     "evidence.checks[0].command"),
+    ({"checks": [{"name": "t", "result": "fail", "summary": "\u2067ssap"}]},
+     "evidence.checks[0].summary"),
 ])
 def test_hostile_evidence_is_refused_naming_the_field_and_nothing_is_written(
     client: TestClient, evidence: dict[str, Any], field: str,
