@@ -192,7 +192,8 @@ def check_branch(branch: object) -> str:
 
 
 def check_pr(pr: object) -> str:
-    """A change request's address: an http or https URL with a host."""
+    """A change request's address: an http or https URL with a host, and no user or
+    password before it."""
     field = "evidence.pr"
     if not isinstance(pr, str) or not pr:
         raise errors.InvalidInput(field, "must be an http(s) URL")
@@ -210,6 +211,11 @@ def check_pr(pr: object) -> str:
         parts = None
     if parts is None or parts.scheme not in ("http", "https") or not host:
         raise errors.InvalidInput(field, f"{pr[:80]!r} is not an http(s) URL")
+    if "@" in parts.netloc:
+        # A user or password (a token) would stay in the append-only log for good, and
+        # be shown to every reader of the timeline: refused, not shown back.
+        raise errors.InvalidInput(field, "names a user or password before its host; give "
+                                         "the change request's address without them")
     return pr
 
 

@@ -99,6 +99,10 @@ def test_a_completion_without_evidence_reads_as_before(client: TestClient) -> No
      "evidence.checks[0].command"),
     ({"checks": [{"name": "t", "result": "fail", "summary": "\u2067ssap"}]},
      "evidence.checks[0].summary"),
+    # A change request's address with a user and password in it would keep them in an
+    # append-only log forever.
+    ({"pr": "https://user:hunter2@github.com/example/app/pull/31"}, "evidence.pr"),
+    ({"pr": "https://oauth2@gitlab.example.com/app/-/merge_requests/3"}, "evidence.pr"),
 ])
 def test_hostile_evidence_is_refused_naming_the_field_and_nothing_is_written(
     client: TestClient, evidence: dict[str, Any], field: str,
