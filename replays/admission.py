@@ -30,6 +30,7 @@ from planledger.ledger.domain import access, errors
 from planledger.ledger.domain import events as ev
 from planledger.ledger.domain.access import KeyState
 from planledger.ledger.domain.claims import assess, check_lease, live_holder
+from planledger.ledger.domain.evidence import Evidence, check_evidence
 from planledger.ledger.domain.ids import (
     ADMIN,
     KEY_ACTOR_PREFIX,
@@ -334,6 +335,16 @@ def _step_released(folded: _Folded, event: ev.StepReleased) -> None:
 
 def _step_completed(folded: _Folded, event: ev.StepCompleted) -> None:
     step = _held_live(folded, event, event.fence, event.session_id)
+    if event.evidence is not None:
+        # Checked as a completion's evidence is (ledger.domain.evidence), and kept as the
+        # ledger keeps it: the console, the timelines and `planledger step` read it so.
+        kept = check_evidence(Evidence.of_record(event.evidence))
+        if kept is None or kept.as_record() != event.evidence:
+            raise Refused("its evidence is not as the ledger keeps it (every field, shas "
+                          "in lower case and each once, nothing empty)")
+        failed = kept.first_failed()
+        if failed is not None and folded.plans[plan_stream(step.plan)].require_checks_pass:
+            raise errors.CheckFailed(step.id, step.plan, failed.name)
     folded.steps[step.id] = evolve_step(step, event)
 
 

@@ -325,3 +325,66 @@ def test_a_renewal_whose_expiry_is_past_both_leases_is_still_refused(
     code, out, _ = _import(_resealed(forged), tmp_path)
 
     assert code != 0 and "LeaseRenewed" in out, out
+
+
+def _completed_with_evidence(tmp_path: Path, clock: FakeClock, strict: bool = False) -> Lines:
+    """A recording in which "holder" completes a step with evidence of one commit, in a
+    plan that requires every check to pass when `strict`."""
+    from planledger.ledger import commands as c
+    from planledger.ledger.domain.evidence import Evidence
+
+    runtime = open_runtime("memory", clock=clock, ids=SequentialIds())
+    holder = runtime.ledger.start_session("holder")
+    made = runtime.ledger.execute(c.CreatePlan("strict", "Strict", holder.id, (),
+                                               (NewStep("ship it"),), strict))
+    ids = list(made.step_ids)
+    runtime.ledger.claim(ids[0], holder.id)
+    runtime.ledger.execute(c.Complete(ids[0], holder.id, None, None,
+                                      Evidence(("abcdef1",))))
+    path = tmp_path / "evidence.jsonl"
+    write_file(export(runtime.store), path)
+    runtime.close()
+    return [json.loads(text) for text in path.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("evidence", [
+    {"commits": "abcdef1", "branch": None, "pr": None, "checks": 5},
+    {"commits": [], "branch": None, "pr": "javascript:alert(1)", "checks": []},
+    {"commits": [], "branch": "feature/\u202eevil", "pr": None, "checks": []},
+    {"commits": ["ABCDEF1"], "branch": None, "pr": None, "checks": []},
+    {"commits": [], "branch": None, "pr": None,
+     "checks": [{"name": "t", "result": "pass", "command": None, "summary": "x" * 50_000}]},
+    {"commits": [], "branch": None, "pr": None, "checks": [], "signed_off": True},
+])
+def test_a_completion_whose_evidence_the_ledger_would_refuse_is_refused(
+    evidence: dict[str, Any], tmp_path: Path, clock: FakeClock,
+) -> None:
+    """An imported completion's evidence is checked as a completion's is: the console,
+    the timelines and `planledger step` read it as the ledger keeps it."""
+    lines = _completed_with_evidence(tmp_path, clock)
+    _events(lines, ":StepCompleted")[-1]["state"]["evidence"] = evidence
+
+    code, out, _ = _import(_resealed(lines), tmp_path)
+
+    assert code != 0 and "StepCompleted" in out, out
+
+
+def test_a_completion_with_a_failed_check_in_a_strict_plan_is_refused(
+    tmp_path: Path, clock: FakeClock,
+) -> None:
+    lines = _completed_with_evidence(tmp_path, clock, strict=True)
+    _events(lines, ":StepCompleted")[-1]["state"]["evidence"] = {
+        "commits": [], "branch": None, "pr": None,
+        "checks": [{"name": "tests", "result": "fail", "command": None, "summary": None}]}
+
+    code, out, _ = _import(_resealed(lines), tmp_path)
+
+    assert code != 0 and 'check "tests" failed' in out, out
+
+
+def test_a_completion_with_evidence_as_the_ledger_keeps_it_imports(
+    tmp_path: Path, clock: FakeClock,
+) -> None:
+    code, out, _ = _import(_completed_with_evidence(tmp_path, clock, strict=True), tmp_path)
+
+    assert code == 0, out
