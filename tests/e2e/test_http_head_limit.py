@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+from starlette.types import Receive, Scope, Send
 
 from planledger.api.http.head_limit import MAX_HEAD_BYTES, REFUSAL
 from planledger.bench.servers import Replica, author_at, start_replica
@@ -54,3 +55,66 @@ def test_heads_under_the_limit_and_large_bodies_are_served(server: Replica) -> N
                       json={"slug": "big-body", "title": "big", "steps": steps})
     assert made.status_code == 201, made.text
     assert len(made.json()["steps"]) == 300
+
+
+def _silent_closed(connection: socket.socket, within: float) -> bool:
+    """Whether the server closes `connection` within `within` seconds."""
+    connection.settimeout(within)
+    try:
+        connection.recv(65536)  # the close (b""), or what the server said before it
+        return True
+    except TimeoutError:
+        return False
+    except ConnectionResetError:
+        return True
+
+
+def test_connections_that_never_finish_a_head_are_closed_and_free_their_place(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A socket that is opened and sends nothing (or a byte now and then) must not hold a
+    place of `max_connections` (uvicorn's limit_concurrency) for ever: a few of them would
+    lock every client out with 503, without a request or a token."""
+    import threading
+    import time
+
+    import uvicorn
+
+    from planledger.api.http import head_limit
+
+    monkeypatch.setattr(head_limit, "HEAD_SECONDS", 1.0)
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        assert scope["type"] == "http"
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-length", b"2")]})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off",
+                                           limit_concurrency=2,
+                                           http=head_limit.HeadLimitedProtocol))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.01)
+    try:
+        silent = socket.create_connection(("127.0.0.1", port))
+        dripping = socket.create_connection(("127.0.0.1", port))
+        dripping.sendall(b"GET / HTTP/1.1\r\n")
+        held = httpx.get(f"http://127.0.0.1:{port}/", timeout=5)
+        assert held.status_code == 503  # both places taken
+        for _ in range(6):
+            time.sleep(0.3)
+            try:
+                dripping.sendall(b"x")
+            except (BrokenPipeError, ConnectionResetError):
+                break
+        assert _silent_closed(silent, 5) and _silent_closed(dripping, 5)
+        assert httpx.get(f"http://127.0.0.1:{port}/", timeout=5).status_code == 200
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()
