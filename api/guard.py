@@ -86,7 +86,7 @@ def install(repo: Path, store: Sequence[str], fail_closed: bool = False,
         hooks = (repo / hooks).resolve()
     written = [hooks / name for name in HOOKS]
     for hook in written:
-        if _foreign(hook) and chained_path(hook).exists() and not force:
+        if _foreign(hook) and _there(chained_path(hook)) and not force:
             raise GuardError(f"{hook} is not planledger's, and {chained_path(hook)} holds "
                              "the hook chained before it: merge the two by hand, or pass "
                              "--force to replace it")
@@ -94,13 +94,24 @@ def install(repo: Path, store: Sequence[str], fail_closed: bool = False,
     for hook in written:
         if _foreign(hook) and not force:
             hook.replace(chained_path(hook))  # kept, executable as it was
-        chained = chained_path(hook) if chained_path(hook).exists() and not force else None
+        chained = chained_path(hook) if _there(chained_path(hook)) and not force else None
+        if hook.is_symlink():
+            hook.unlink()  # the guard's own file: never written into the file a link names
         hook.write_text(hook_text(store, fail_closed, chained))
         hook.chmod(hook.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     return written
 
 
+def _there(path: Path) -> bool:
+    """A file, or a symlink even when it names nothing."""
+    return path.exists() or path.is_symlink()
+
+
 def _foreign(hook: Path) -> bool:
+    """A hook that is not the guard's: a symlink naming nothing (git skips it, and so does
+    the guard's once chained) is one."""
+    if hook.is_symlink() and not hook.exists():
+        return True
     return hook.exists() and HOOK_MARK not in hook.read_text(errors="replace")
 
 

@@ -232,6 +232,30 @@ def test_a_chained_hook_that_is_not_executable_is_skipped_as_git_skips_it(
     assert (scene.repo / ".git/hooks/pre-commit.pre-planledger").exists()
 
 
+def test_a_hook_that_is_a_symlink_is_never_written_through(scene: Scene) -> None:
+    """A hook may be a symlink (hook managers link tracked files): installing moves the
+    link aside and never writes the guard's hook into the file it names, nor fails with a
+    traceback when it names nothing."""
+    hooks = scene.repo / ".git/hooks"
+    shared = scene.repo.parent / "shared-hooks"
+    shared.mkdir()
+    (hooks / "pre-commit").symlink_to(shared / "pre-commit")  # dangling: nothing there yet
+    (shared / "own").write_text("#!/bin/sh\nexit 0\n")
+    (shared / "own").chmod(0o755)
+    (hooks / "pre-merge-commit").symlink_to(shared / "own")
+    _install(scene)
+
+    assert not (shared / "pre-commit").exists()
+    assert (shared / "own").read_text() == "#!/bin/sh\nexit 0\n"
+    for name in ("pre-commit", "pre-merge-commit"):
+        assert not (hooks / name).is_symlink()
+        assert "planledger commit guard" in (hooks / name).read_text()
+        assert (hooks / f"{name}.pre-planledger").is_symlink()
+    _write(scene.repo, "docs/guide.md", "how\n")
+    done = _git(scene.repo, "commit", "-m", "docs", session=scene.a, check=False)
+    assert done.returncode == 0, done.stderr
+
+
 def test_force_replaces_a_hook_that_is_not_the_guards(scene: Scene) -> None:
     hook = scene.repo / ".git/hooks/pre-commit"
     hook.write_text("#!/bin/sh\nexit 1\n")
