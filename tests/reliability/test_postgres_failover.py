@@ -42,8 +42,9 @@ from planledger.ledger.domain import events as ev
 from tests.support.pg_standby import standby_pair
 
 Log = list[tuple[int, ev.LedgerEvent]]
-# What a holder is told when the grant it holds is not the ledger's (ledger/domain/errors).
-HOLDER_REFUSALS = {"not_holder", "stale_fence", "held_elsewhere"}
+# What a holder is told when the grant it holds is not the ledger's (ledger/domain/errors):
+# `closed` when, its grant lost, another agent claimed and finished the step meanwhile.
+HOLDER_REFUSALS = {"not_holder", "stale_fence", "held_elsewhere", "closed"}
 
 
 def _failover(synchronous: bool) -> tuple[Record, Log, list[dict[str, int]], object]:
