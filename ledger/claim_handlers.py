@@ -35,7 +35,7 @@ from planledger.ledger.domain.state import (
 )
 from planledger.ledger.execution import Execution, Outcome
 from planledger.ledger.reserving import collides, reserve, with_kept, with_reserved
-from planledger.ledger.review_handlers import claim_next_review
+from planledger.ledger.review_handlers import claim_next_review, claim_review
 
 
 def _lease(run: Execution, lease_seconds: int | None) -> int:
@@ -60,6 +60,11 @@ def _grant(decision: Decision, verdict: Verdict, session: SessionId, plan: PlanS
 
 
 def claim(run: Execution, command: c.Claim) -> c.Grant:
+    if command.review:
+        if command.paths:
+            raise errors.InvalidInput("paths", "a claim to review reserves no paths")
+        return claim_review(run, StepId(command.step_id), command.actor,
+                            _lease(run, command.lease_seconds))
     # A claim's own paths are refused before anything is decided.
     paths = check_paths(command.paths) if command.paths else ()
     return _claim(run, command.step_id, command.actor, command.lease_seconds, renew_only=False,

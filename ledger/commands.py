@@ -221,6 +221,8 @@ class Claim(Command[Grant]):
     actor: str
     lease_seconds: int | None = None
     paths: tuple[PathSpec, ...] = ()  # reserved beside the step's own (ledger.domain.paths)
+    # True: take a step in review to review it (ledger.domain.review), not to work on it.
+    review: bool = False
 
 
 @dataclass(frozen=True)
