@@ -11,11 +11,13 @@ const WORDS = {
   StepCompleted: "completed", StepDropped: "dropped", StepReopened: "reopened",
   ClaimBounced: "claim bounced", ClaimRefused: "claim refused", StaleFenceRejected: "stale fence refused",
   PathsDeclared: "paths declared", PathsReserved: "paths reserved", PathsBounced: "claim bounced off paths",
+  StepNoted: "note",
 };
 const KINDS = {
   StepClaimed: "claimed", LeaseRenewed: "renewed", StepReleased: "released", StepCompleted: "completed",
   StepDropped: "dropped", StepReopened: "reopened", ClaimBounced: "bounced", ClaimRefused: "refused",
   StaleFenceRejected: "stale_fence", PathsReserved: "claimed", PathsBounced: "bounced",
+  StepNoted: "noted",
 };
 
 // A step's paths as one line: `internal/auth/**, docs/** (shared)`.
@@ -58,6 +60,7 @@ function summary(event, label) {
     case "ClaimBounced": return `task already claimed: held by ${label(d.holder)} (fence ${d.holder_fence})`;
     case "ClaimRefused": return d.detail;
     case "StaleFenceRejected": return `${d.action} with fence ${d.fence}; the step is at fence ${d.current_fence}`;
+    case "StepNoted": return h("span", { class: "note-text" }, d.after ? `(with the ${d.after}) ` : "", d.text);
     case "StepAdded": return d.title;
     case "PathsDeclared": return patterns(d.paths) || "none";
     case "PathsReserved": return `${patterns(d.paths)} · fence ${d.fence}`;
