@@ -107,6 +107,8 @@ class Client:
     def __init__(self, url: str | None = None, *, db: str | None = None,
                  token: str | None = None, session: str | None = None,
                  key: str | None = None, timeout: float = 30.0) -> None:
+        """Open the store or the connection (see the class): `LocalClient` and
+        `RemoteClient` do, each taking these arguments."""
         # The sessions this client started, to end when its block ends (see __exit__).
         self.started: list[SessionStartOut] = []
 
