@@ -35,6 +35,9 @@ def _state(step: Fields) -> tuple[str, str]:
                          f"{', '.join(c['patterns'])}" for c in collisions)
         return "paths held", held  # a claim now would bounce
     status = "claimable" if step["claimable"] else step["status"]
+    if step["status"] == "in_review":
+        reviewing = f"; reviewer {step['reviewer']}" if step.get("reviewer") else ""
+        return status, f"author {step.get('author') or '?'}{reviewing}"
     if step["holder"]:
         return status, named(step["holder"], step.get("holder_name"))
     if step["lapsed_holder"]:
@@ -83,6 +86,8 @@ def ready(shown: Fields) -> None:
         steps_table("held", shown["held"])
     if shown["blocked"]:
         steps_table("blocked", shown["blocked"])
+    if shown.get("in_review"):
+        steps_table("in review (claim-next --review takes one)", shown["in_review"])
 
 
 def step(shown: Fields) -> None:
@@ -150,7 +155,8 @@ def _evidence(event: Fields) -> None:
 
 
 def claim(granted: Fields) -> None:
-    verb = "renewed" if granted["renewed"] else "claimed"
+    verb = ("renewed" if granted["renewed"] else
+            "took to review" if granted.get("status") == "in_review" else "claimed")
     output.line(f'{verb} {granted["step_id"]} "{granted["title"]}" — fence '
                 f"{granted['fence']}, lease until {_when(granted['expires_at'])}")
     if granted["took_over_from"]:
