@@ -85,7 +85,8 @@ REQUESTS: Mapping[str, Callable[[Any], Request]] = {
     "ready": lambda f: Request("POST", f"/api/plans/{_part(f.plan)}/ready", None,
                                {"limit": f.limit} if f.limit else None),
     "claim": lambda f: Request("POST", f"/api/steps/{_part(f.step_id)}/claim", {
-        "lease_seconds": f.lease_seconds, "paths": _paths(f.paths) or None}),
+        "lease_seconds": f.lease_seconds, "paths": _paths(f.paths) or None,
+        "review": f.review or None}),
     "heartbeat": lambda f: Request("POST", f"/api/steps/{_part(f.step_id)}/heartbeat",
                                    {"lease_seconds": f.lease_seconds}),
     "claim_next": lambda f: Request("POST", f"/api/plans/{_part(f.plan)}/claim-next", {
