@@ -241,11 +241,14 @@ class Client:
         return self.execute(c.Heartbeat(step_id, self._session(), lease), ClaimOut)
 
     def complete(self, step_id: str, fence: int | None = None, note: str | None = None,
-                 evidence: Evidence | None = None) -> StepChangeOut:
+                 evidence: Evidence | None = None, claim_next: bool = False,
+                 lease: int | None = None) -> StepChangeOut:
         """Complete the step; `evidence`: the commits, change request and checks that
-        show the work (ledger.domain.evidence); `note`: for whoever reads it next."""
-        return self.execute(c.Complete(step_id, self._session(), fence, note, evidence),
-                            StepChangeOut)
+        show the work (ledger.domain.evidence); `note`: for whoever reads it next. The
+        answer lists the steps it unblocked; with `claim_next`, the plan's next step is
+        claimed for this client's session too (`next`; `lease`: its lease)."""
+        return self.execute(c.Complete(step_id, self._session(), fence, note, evidence,
+                                       claim_next, lease), StepChangeOut)
 
     def release(self, step_id: str, fence: int | None = None,
                 note: str | None = None) -> StepChangeOut:

@@ -142,6 +142,19 @@ def nothing_ready(runtime: Runtime, slug: str) -> tuple[NothingReady, str]:
     return reason, f"nothing ready in plan {slug}: {counts}"
 
 
+def unblocked(runtime: Runtime, step_id: str) -> list[str]:
+    """The steps waiting on `step_id` that wait on nothing unfinished now, in plan order."""
+    with runtime.reads.reading() as (view, _):
+        found = []
+        for dependent in view.dependents.get(StepId(step_id), ()):
+            definition, state = view.definition(dependent), view.steps.get(dependent)
+            if (definition is None or state is None or state.status in SATISFYING
+                    or any(view.status_of(d) not in SATISFYING for d in definition.depends_on)):
+                continue
+            found.append((definition.position, dependent))
+    return [s for _, s in sorted(found)]
+
+
 def nothing_to_review(runtime: Runtime, slug: str) -> str:
     """Why claim-next found no step for the caller to review, as a sentence."""
     p = plan_progress(runtime, slug)

@@ -45,6 +45,15 @@ def note_out(note: Note) -> NoteOut:
     return NoteOut(by=note.by, at=note.at, text=note.text, after=note.after)
 
 
+def step_change_out(runtime: Runtime, changed: c.StepChanged) -> StepChangeOut:
+    """A step's new status; done, with the steps it unblocked; after a completion that
+    claimed the next step too, what that claim found."""
+    unblocked = reads.unblocked(runtime, changed.step_id) if changed.status == "done" else []
+    found = next_claim_out(runtime, changed.next) if changed.next is not None else None
+    return StepChangeOut(step_id=changed.step_id, status=changed.status, plan=changed.plan,
+                         unblocked=unblocked, next=found)
+
+
 def next_claim_out(runtime: Runtime, found: c.NextClaim) -> ClaimNextOut:
     if found.grant is None and found.review:
         return ClaimNextOut(claimed=None, reason="none_to_review",
@@ -100,8 +109,7 @@ RENDERERS: Mapping[type, Callable[[Runtime, Any], BaseModel]] = {
     c.ReadyListed: lambda rt, r: reads.ready(rt, r.plan, r.step_ids, r.limit, r.session),
     c.Grant: lambda _, r: claim_out(r),
     c.NextClaim: next_claim_out,
-    c.StepChanged: lambda _, r: StepChangeOut(step_id=r.step_id, status=r.status,
-                                                  plan=r.plan),
+    c.StepChanged: step_change_out,
     c.ForceReleased: lambda _, r: ForceReleaseOut(step_id=r.step_id, released=r.released),
     c.NoteAdded: lambda _, r: NoteAddedOut(step_id=r.step_id, plan=r.plan,
                                            note=note_out(r.note)),

@@ -248,6 +248,10 @@ def evidence_of(given: EvidenceIn | None) -> evidence.Evidence | None:
 class CompleteIn(FenceIn):
     evidence: EvidenceIn | None = Field(default=None, description="What shows the work "
                                         "done: commits, branch, change request, checks.")
+    claim_next: bool = Field(default=False, description="Then claim the plan's next step "
+                             "for you, as claim-next does (answered in `next`).")
+    lease_seconds: int | None = Field(None, description="With claim_next: the next claim's "
+                                      "lease; the server default when omitted.")
 
 
 class NoteIn(RequestSchema):
@@ -598,6 +602,12 @@ class ClaimNextOut(Schema):
 class StepChangeOut(StepAnswer):
     status: Status
     plan: str = Field(description="The step's plan.")
+    unblocked: list[str] = Field(default_factory=list, exclude_if=lambda ids: not ids,
+                                 description="Done: the steps that waited on it and wait on "
+                                 "nothing now (present when any do).")
+    next: "ClaimNextOut | None" = Field(None, exclude_if=lambda found: found is None,
+                                        description="With claim_next: the plan's next step, "
+                                        "claimed for you, or why none was (present then).")
 
 
 class ForceReleaseOut(Schema):

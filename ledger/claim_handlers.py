@@ -7,6 +7,7 @@ its command's result."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -152,6 +153,27 @@ def _still_free(run: Execution, step_id: StepId) -> bool:
 
 
 def complete(run: Execution, command: c.Complete) -> c.StepChanged:
+    """Done (or in review), then, with `claim_next`, the plan's next step claimed as
+    claim-next claims it: the completion lands first on its own, and the answer that is
+    kept for the caller's idempotency key is the whole of it, attached to the claim."""
+    if not command.claim_next:
+        return _complete(run, command)
+    lease = _lease(run, command.lease_seconds)  # refused before the completion lands
+    changed = _complete(run.attaching(None), command)
+    attach = run.attach
+
+    def as_changed(outcome: Outcome[Any]) -> list[Any]:
+        found = outcome.result
+        if attach is None or outcome.decision.refusal is not None:
+            return []
+        return list(attach(Outcome(outcome.decision, replace(changed, next=found))))
+
+    found = claim_next(run.attaching(as_changed),
+                       c.ClaimNext(changed.plan, command.actor, lease))
+    return replace(changed, next=found)
+
+
+def _complete(run: Execution, command: c.Complete) -> c.StepChanged:
     # The evidence is refused before anything is decided, as a claim's own paths are.
     evidence = check_evidence(command.evidence)
 

@@ -70,6 +70,8 @@ class StepChanged:
     step_id: StepId
     plan: PlanSlug
     status: Status
+    # A completion asked to claim the next step too (Complete.claim_next): what it found.
+    next: "NextClaim | None" = None
 
 
 @dataclass(frozen=True)
@@ -265,6 +267,9 @@ class Complete(Command[StepChanged]):
     fence: int | None = None
     note: str | None = None  # a handoff note left with it
     evidence: Evidence | None = None  # what shows the work done (ledger.domain.evidence)
+    # True: then claim the plan's next step, as ClaimNext does, in the same call.
+    claim_next: bool = False
+    lease_seconds: int | None = None  # the next claim's lease (claim_next only)
 
 
 @dataclass(frozen=True)

@@ -132,8 +132,14 @@ VERBS = (
          "Mark STEP done (you must hold it), with the evidence of the work if you give it."
          "\n\nThe commits, branch, change request and checks are kept in the completion's "
          "event and shown in the step's history and the timeline. Exits 1 (naming the "
-         "check) when a check failed and the plan requires every check to pass.", (STEP,),
-         (*_CLOSING, *_EVIDENCE, *ACTING)),
+         "check) when a check failed and the plan requires every check to pass. With "
+         "--claim-next it then claims the plan's next step for you, as claim-next does.",
+         (STEP,),
+         (*_CLOSING, *_EVIDENCE,
+          Option("--claim-next", "claim_next", "Then claim the plan's next ready step, in the "
+                 "same call.", kind="flag"),
+          LEASE._replace(help="With --claim-next: the next claim's lease in seconds."),
+          *ACTING)),
     Verb(("review",), _CALLS,
          "Review STEP, a step in review: --approve makes it done (its dependents unblock), "
          "--reject opens it again with your --note for its next claimer.\n\nFour eyes: "

@@ -164,7 +164,8 @@ def _complete(c: "Client", v: Values) -> Any:
 
     record = evidence_record(v)
     evidence = Evidence.of_record(record) if record is not None else None
-    return c.complete(v["step_id"], v["fence"], v["note"], evidence)
+    return c.complete(v["step_id"], v["fence"], v["note"], evidence,
+                      claim_next=v["claim_next"], lease=v["lease_seconds"])
 
 
 CALLS: dict[tuple[str, ...], Call] = {

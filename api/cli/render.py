@@ -183,6 +183,10 @@ def claim_next(answer: Fields) -> None:
 
 def change(changed: Fields) -> None:
     output.line(f"{changed['step_id']}: {changed['status']}")
+    if changed.get("unblocked"):
+        output.line(f"  unblocked: {', '.join(changed['unblocked'])}")
+    if changed.get("next"):
+        claim_next(changed["next"])
 
 
 def session_started(started: Fields) -> None:

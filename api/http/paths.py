@@ -65,7 +65,9 @@ def _complete(f: Any) -> Request:
     request = _closing("complete")(f)
     evidence = f.evidence if f.evidence is None or isinstance(f.evidence, dict) \
         else f.evidence.as_record()
-    return request._replace(body={**(request.body or {}), "evidence": evidence})
+    follow = ({"claim_next": True, "lease_seconds": f.lease_seconds}
+              if getattr(f, "claim_next", False) else {})
+    return request._replace(body={**(request.body or {}), "evidence": evidence, **follow})
 
 
 # By the ledger command's name (ledger.commands: `Command.name`).

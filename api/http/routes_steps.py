@@ -114,12 +114,15 @@ async def complete(service: ServiceDep, step_id: StepPath, actor: ActorDep,
     """Mark the step done (holder only); releases the claim. `evidence` (optional) says
     what shows the work: the commits and their branch, the change request, the checks
     run. It is kept in the completion's event and shown in the step's history and the
-    timeline."""
+    timeline. The answer names the steps it unblocked; with `claim_next`, the plan's next
+    step is claimed for the caller too, as claim-next claims it (`next`)."""
     return await run_command(service,
         lambda: service.answer(
             c.Complete(step_id, actor, body.fence if body else None,
                        body.note if body else None,
-                       evidence_of(body.evidence if body else None)), StepChangeOut, key))
+                       evidence_of(body.evidence if body else None),
+                       bool(body and body.claim_next), body.lease_seconds if body else None),
+            StepChangeOut, key))
 
 
 @router.post("/{step_id}/release", response_model=StepChangeOut,

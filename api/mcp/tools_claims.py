@@ -43,6 +43,9 @@ EvidenceArg = Annotated[EvidenceIn | None, Field(
 ReviewFlag = Annotated[bool, Field(
     description="True: take a step in review to review, not to work on it (not your own "
     "work, nor your key's); then call tasks_review with your verdict.")]
+ClaimNextFlag = Annotated[bool, Field(
+    description="True: once done, claim the plan's next step for you too (answered in "
+    "`next`), exactly as tasks_claim_next would.")]
 Verdict = Annotated[Literal["approve", "reject"], Field(
     description="approve: the step is done and its dependents unblock; reject: it opens "
     "again, and your note is handed to its next claimer.")]
@@ -101,6 +104,7 @@ class ClaimTools(Tools):
 
     def tasks_complete(self, ctx: Context[Any, Any], step_id: StepId, fence: Fence = None,
                        note: NoteArg = None, evidence: EvidenceArg = None,
+                       claim_next: ClaimNextFlag = False, lease_seconds: Lease = None,
                        session_id: SessionArg = None, token: TokenArg = None) -> StepClosedOut:
         """Mark a step you hold done once its work is finished; this releases it and
         unblocks the steps that wait on it. Answers the plan's progress line. Give
@@ -111,9 +115,12 @@ class ClaimTools(Tools):
         it since your grant, or `check "<name>" failed` where the plan requires every check
         to pass (fix it, or report it and leave the step to others). Where the plan or
         the step requires a review, the step goes to in_review instead of done: another
-        key's session approves it (then it is done) or rejects it (open again)."""
+        key's session approves it (then it is done) or rejects it (open again). The answer
+        lists the steps it `unblocked`; with `claim_next: true` it also claims the plan's
+        next step for you (`next`, as tasks_claim_next answers), saving a round trip."""
         actor = self.actor(ctx, session_id, token)
-        return self._closed(c.Complete(step_id, actor, fence, note, evidence_of(evidence)))
+        return self._closed(c.Complete(step_id, actor, fence, note, evidence_of(evidence),
+                                       claim_next, lease_seconds))
 
     def tasks_release(self, ctx: Context[Any, Any], step_id: StepId, fence: Fence = None,
                       note: NoteArg = None,

@@ -454,3 +454,32 @@ def test_claim_next_attaches_once_to_the_grant_not_to_a_refusal_it_passes_over()
     [(outcome, _)] = noting.seen
     assert outcome.result == then.answer == c.NextClaim(PLAN, _grant(C, S1, 1))
     assert then.kinds == ["ClaimRefused", "StepClaimed", "Note"]
+
+
+def test_complete_with_claim_next_completes_then_claims_the_next_ready_step() -> None:
+    scene = given(started(S1), plan(), *step(A), *step(B, after=[A]), claimed(A, by=S1))
+
+    then = scene.when(c.Complete(A, S1, claim_next=True))
+
+    assert then.answer.status == "done"
+    assert then.answer.next is not None and then.answer.next.grant is not None
+    assert then.answer.next.grant.step_id == B
+    assert then.kinds[:2] == ["StepCompleted", "StepClaimed"]
+
+
+def test_complete_with_claim_next_answers_nothing_ready_once_done() -> None:
+    scene = given(started(S1), plan(), *step(A), claimed(A, by=S1))
+
+    then = scene.when(c.Complete(A, S1, claim_next=True))
+
+    assert then.answer.status == "done"
+    assert then.answer.next is not None and then.answer.next.grant is None
+
+
+def test_a_refused_completion_claims_nothing() -> None:
+    scene = given(started(S1), started(S2), plan(), *step(A), *step(B), claimed(A, by=S1))
+
+    then = scene.when(c.Complete(A, S2, claim_next=True))
+
+    then.refused(errors.NotHolder)
+    assert "StepClaimed" not in then.kinds
