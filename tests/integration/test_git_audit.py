@@ -7,6 +7,9 @@ clean history.
 """
 
 import json
+import subprocess
+from datetime import timedelta
+from pathlib import Path
 
 from planledger.ledger import commands as c
 from planledger.ledger.domain.evidence import Evidence
@@ -126,3 +129,108 @@ def test_no_verify_passes_the_guard_by_but_not_the_trailers(scene: Scene) -> Non
     code, report = _audit(scene)
     assert code == 1 and _found(report) == [("into_reservation", bypassed, "auth#2",
                                               scene.a)]
+
+
+def test_a_commit_date_the_ledger_contradicts_is_judged_at_the_ledgers_time(
+    scene: Scene,
+) -> None:
+    """Dated (by hand) long after the lease would have lapsed, but named by the completion
+    that came first: it was made before that completion, so it is judged then, within the
+    claim, and the date is reported."""
+    s1, _, _ = scene.steps
+    scene.runtime.ledger.claim(s1, scene.a, lease_seconds=60)
+    scene.at(10)
+    forged = scene.commit("src/auth/a.py", "work", scene.a,
+                          scene.start + timedelta(days=2))
+    scene.at(20)
+    _complete(scene, s1, scene.a, forged)
+
+    code, report = _audit(scene)
+
+    assert code == 1 and _found(report) == [("clock_disagrees", forged, "auth#1", scene.a)]
+    (finding,) = report["findings"]  # type: ignore[misc]
+    assert finding["judged_at"] == (scene.start + timedelta(seconds=20)).isoformat()
+    assert "judged at the completion" in finding["text"]
+    code, report = _audit(scene, "--clock-bound", str(3 * 86400))
+    assert (code, report["findings"]) == (0, [])
+
+
+def test_the_json_report_has_one_shape(scene: Scene) -> None:
+    s1, _, _ = scene.steps
+    scene.runtime.ledger.claim(s1, scene.a, lease_seconds=LONG)
+    scene.commit("src/auth/a.py", "work", scene.a, scene.at(5))
+    scene.at(6)
+    _complete(scene, s1, scene.a, "abcdef1")  # no such commit
+    code, report = _audit(scene)
+    assert code == 1
+    assert set(report) == {"repo", "dates", "commits_read", "findings", "more",
+                           "bound_seconds", "counts"}
+    assert report["counts"] == {"outside_claim": 0, "into_reservation": 0,
+                                "evidence_missing": 1, "unknown_claim": 0,
+                                "clock_disagrees": 0}
+    assert "committer's word" in str(report["dates"])
+    (finding,) = report["findings"]  # type: ignore[misc]
+    assert set(finding) == {"kind", "commit", "text", "step", "step_id", "session",
+                            "committed_at", "judged_at", "files"}
+    assert (finding["commit"], finding["step_id"]) == ("abcdef1", s1)
+
+
+def test_since_reads_only_the_commits_after_a_revision(scene: Scene) -> None:
+    first = scene.head()
+    scene.commit("a.txt", "a", None, scene.at(5))
+    scene.commit("b.txt", "b", None, scene.at(6))
+    code, report = _audit(scene, "--since", first)
+    assert (code, report["commits_read"]) == (0, 2)
+
+
+def test_a_repository_or_revision_that_cannot_be_read_is_a_message_and_exit_2(
+    scene: Scene, tmp_path: Path,
+) -> None:
+    for args in (["--repo", str(tmp_path / "nowhere")], ["--repo", str(tmp_path)],
+                 ["--repo", str(scene.repo), "--since=--all"],
+                 ["--repo", str(scene.repo), "--since", "no-such-branch"]):
+        ran = runner.invoke(run, ["audit", "git", "--db", str(scene.db), *args])
+        assert ran.exception is None and ran.exit_code == 2, (args, ran.output)
+        assert ran.stderr.startswith("planledger audit git: "), ran.stderr
+    ran = runner.invoke(run, ["audit", "git", "--repo", str(scene.repo), "--db",
+                              str(tmp_path / "missing.sqlite")])
+    assert ran.exit_code == 1 and "no store at" in ran.stderr
+    assert not (tmp_path / "missing.sqlite").exists()
+
+
+def test_a_hostile_history_never_crashes_the_audit(scene: Scene) -> None:
+    """Odd trailers, a message of megabytes, bytes that are no UTF-8, a file name with a
+    line break, a date no clock holds: read, and the trailers that do not read reported."""
+    s1, _, _ = scene.steps
+    odd = [f"Planledger-Step: auth#1 {s1}\nPlanledger-Fence: 99999999999999999999999\n"
+           f"Planledger-Session: {scene.a}",
+           "Planledger-Step: \u202e auth#1\nPlanledger-Fence: one\nPlanledger-Session: ?",
+           "\n".join(f"Planledger-Fence: {n}" for n in range(500)),
+           "x" * 3_000_000 + f"\n\nPlanledger-Step: auth#9 {s1}\nPlanledger-Fence: 1\n"
+           f"Planledger-Session: {scene.a}"]
+    for number, trailers in enumerate(odd):
+        (scene.repo / f"f{number}").write_text("x\n")
+        scene.git("add", f"f{number}")
+        (scene.repo.parent / "message").write_text(f"odd {number}\n\n{trailers}\n")
+        scene.git("-c", "core.hooksPath=/dev/null", "commit", "-q", "-F",
+                  str(scene.repo.parent / "message"), when=scene.at(number + 1))
+    (scene.repo / "line\nbreak").write_text("x\n")
+    scene.git("add", "--", "line\nbreak")
+    (scene.repo.parent / "message").write_bytes(
+        b"bytes \xff\xfe\n\nPlanledger-Session: \xff\nPlanledger-Step: \xc3\n")
+    scene.git("-c", "core.hooksPath=/dev/null", "commit", "-q", "-F",
+              str(scene.repo.parent / "message"), when=scene.at(10))
+    tree = scene.git("rev-parse", "HEAD^{tree}").stdout.strip()
+    raw = (f"tree {tree}\nparent {scene.head()}\n"
+           "author Dev <dev@example.com> 99999999999999999999 +0000\n"
+           "committer Dev <dev@example.com> 99999999999999999999 +0000\n\nno date\n")
+    odd_date = subprocess.run(["git", "-C", str(scene.repo), "hash-object", "-t", "commit",
+                               "-w", "--literally", "--stdin"], input=raw,
+                              capture_output=True, text=True, check=True).stdout.strip()
+    scene.git("update-ref", "refs/heads/main", odd_date)
+
+    code, report = _audit(scene)
+
+    assert code == 1 and report["commits_read"] == 7
+    kinds = [f[0] for f in _found(report)]
+    assert kinds == ["unknown_claim"] * 5, report["findings"]
