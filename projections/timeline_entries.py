@@ -23,6 +23,7 @@ EntryKind = Literal[
     "session_started", "ready_listed", "claimed", "renewed", "bounced", "refused",
     "stale_fence", "released", "completed", "dropped", "reopened", "session_ended", "noted",
     "paths_declared", "reserved", "paths_bounced",
+    "commit",  # a git commit of the session (replays.timeline_commits), not an event
 ]
 
 

@@ -47,7 +47,11 @@ VERBS = (
                  "differ from the ledger's before the offset is reported and applied.",
                  kind="float", default=1.0),
           Option("--show-secrets", "show_secrets", "Copy tokens found in transcripts as "
-                 "they are (masked by default).", kind="flag"))),
+                 "they are (masked by default).", kind="flag"),
+          Option("--repo", "repo", "A git repository: each session's commits (matched by "
+                 "their Planledger-Session trailer) in its lane, at their committer dates "
+                 "(the committer's word; `planledger audit git` checks them).",
+                 metavar="DIR"))),
     Verb(("replay", "run"), f"{_CLI}:run_command",
          "Re-execute the recorded commands (virtual clock, recorded ids) and check the "
          "events come out byte for byte the same; exits 1 naming the first event that "

@@ -24,7 +24,7 @@ from planledger.ledger.domain.paths import PathSpec
 from tests.support import OPERATOR
 from tests.support.fakes import FakeClock
 
-LONG = 3600  # seconds: a lease that holds through a test
+LONG = 86_400  # seconds: a lease that holds through a test
 
 
 
@@ -94,9 +94,7 @@ class StartedClock(FakeClock):
         self.start = start
 
 
-@pytest.fixture
-def scene(tmp_path: Path) -> Iterator[Scene]:
-    start = datetime.now(UTC).replace(microsecond=0) + timedelta(days=30)
+def _made(tmp_path: Path, start: datetime) -> Scene:
     clock = StartedClock(start)
     repo, db = tmp_path / "repo", tmp_path / "ledger.sqlite"
     repo.mkdir()
@@ -111,5 +109,22 @@ def scene(tmp_path: Path) -> Iterator[Scene]:
     made.git("init", "-q", "-b", "main")
     made.commit("README.md", "start", None, made.at(0))  # before any hook
     made.install()
+    return made
+
+
+@pytest.fixture
+def scene(tmp_path: Path) -> Iterator[Scene]:
+    """The scene on a clock a month ahead: the hooks see the ledger's time."""
+    made = _made(tmp_path, datetime.now(UTC).replace(microsecond=0) + timedelta(days=30))
     yield made
-    runtime.close()
+    made.runtime.close()
+
+
+@pytest.fixture
+def past_scene(tmp_path: Path) -> Iterator[Scene]:
+    """The scene on a clock ten minutes behind this machine's, for what refuses a log
+    from the future (a recording's import): its hooks see this machine's time, within
+    every LONG lease granted in the scene's first ten minutes."""
+    made = _made(tmp_path, datetime.now(UTC).replace(microsecond=0) - timedelta(minutes=10))
+    yield made
+    made.runtime.close()
