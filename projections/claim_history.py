@@ -21,7 +21,7 @@ from planledger.ledger.domain import events as ev
 from planledger.ledger.domain.ids import PLAN_STREAM_PREFIX
 from planledger.ledger.domain.paths import PathSpec
 
-EndReason = str  # "released", "completed", "dropped", "forced", "caller_departed", ...
+EndReason = str  # "released", "completed", "dropped", "session ended", …
 
 
 @dataclass(frozen=True)
@@ -102,20 +102,16 @@ class ClaimHistory:
 
     claims: dict[tuple[str, int], Claim] = field(default_factory=dict)
     sessions_ended: dict[str, datetime] = field(default_factory=dict)
-    sessions: set[str] = field(default_factory=set)
     completions: list[Completion] = field(default_factory=list)
     steps: dict[str, tuple[str, int]] = field(default_factory=dict)  # id: (plan, number)
-    last_time: datetime | None = None
 
     def claim(self, step_id: str, fence: int) -> Claim | None:
         return self.claims.get((step_id, fence))
 
-    def live_claims_at(self, moment: datetime) -> list[Claim]:
-        return [c for c in self.claims.values()
-                if c.not_live_at(moment, self.sessions_ended.get(c.session_id)) is None]
-
 
 _ENDS = ev.StepReleased | ev.StepCompleted | ev.StepDropped
+_RELEASED = {"released": "released", "session_ended": "session ended",
+             "forced": "force-released", "caller_departed": "released (its caller left)"}
 
 
 def claim_history(events: Iterable[tuple[int, object]]) -> ClaimHistory:
@@ -126,13 +122,10 @@ def claim_history(events: Iterable[tuple[int, object]]) -> ClaimHistory:
     for position, event in events:
         if not isinstance(event, ev.LedgerEvent):
             continue
-        history.last_time = event.timestamp
         if isinstance(event, ev.StepAdded):
             plan = event.originator_id.removeprefix(PLAN_STREAM_PREFIX)
             counts[plan] = counts.get(plan, 0) + 1
             history.steps.setdefault(event.step_id, (plan, counts[plan]))
-        elif isinstance(event, ev.SessionStarted):
-            history.sessions.add(event.originator_id)
         elif isinstance(event, ev.SessionEnded):
             history.sessions_ended.setdefault(event.originator_id, event.timestamp)
         elif isinstance(event, ev.StepClaimed):
@@ -170,7 +163,7 @@ def _ended(history: ClaimHistory, current: dict[str, Claim], position: int,
     claim = current.get(step)
     if claim is not None and claim.ended_at is None and claim.fence == event.fence:
         claim.ended_at = event.timestamp
-        claim.ended_how = (event.reason if isinstance(event, ev.StepReleased)
+        claim.ended_how = (_RELEASED.get(event.reason, event.reason) if isinstance(event, ev.StepReleased)
                            else "completed" if isinstance(event, ev.StepCompleted)
                            else "dropped")
     if isinstance(event, ev.StepCompleted):
