@@ -163,9 +163,10 @@ def _ended(history: ClaimHistory, current: dict[str, Claim], position: int,
     claim = current.get(step)
     if claim is not None and claim.ended_at is None and claim.fence == event.fence:
         claim.ended_at = event.timestamp
-        claim.ended_how = (_RELEASED.get(event.reason, event.reason) if isinstance(event, ev.StepReleased)
-                           else "completed" if isinstance(event, ev.StepCompleted)
-                           else "dropped")
+        if isinstance(event, ev.StepReleased):
+            claim.ended_how = _RELEASED.get(event.reason, event.reason)
+        else:
+            claim.ended_how = "completed" if isinstance(event, ev.StepCompleted) else "dropped"
     if isinstance(event, ev.StepCompleted):
         plan, number = history.steps.get(step, (None, None))
         commits = _commits(event.evidence)
