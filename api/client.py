@@ -140,11 +140,18 @@ class Client:
         """Claim the step; `paths`: more to reserve with it, beside the step's own."""
         return self.execute(c.Claim(step_id, self._session(), lease, tuple(paths)), ClaimOut)
 
-    def claim_next(self, slug: str, lease: int | None = None, wait: int = 0) -> ClaimNextOut:
+    def claim_next(self, slug: str, lease: int | None = None, wait: int = 0,
+                   review: bool = False) -> ClaimNextOut:
         """Claim the plan's next step (by priority, then the longest chain of steps waiting
         on it, then the oldest); with `wait` (seconds), wait for one when none is
-        claimable yet."""
-        return self.execute(c.ClaimNext(slug, self._session(), lease, wait), ClaimNextOut)
+        claimable yet. With `review`, take a step in review to review instead."""
+        return self.execute(c.ClaimNext(slug, self._session(), lease, wait, review),
+                            ClaimNextOut)
+
+    def review(self, step_id: str, verdict: str, note: str | None = None) -> StepChangeOut:
+        """A reviewer's verdict on a step in review: "approve" (done) or "reject" (open
+        again, `note` handed to its next claimer)."""
+        return self.execute(c.Review(step_id, self._session(), verdict, note), StepChangeOut)
 
     def heartbeat(self, step_id: str, lease: int | None = None) -> ClaimOut:
         return self.execute(c.Heartbeat(step_id, self._session(), lease), ClaimOut)

@@ -43,3 +43,9 @@ class CandidateView(ABC):
         """The same steps in the order claim-next tries them: by priority, then the step
         heading the longest chain of open steps still waiting on it first (critical path
         first: 1 + the longest such chain among its dependents), then oldest first."""
+
+    def review_order(self, plan: PlanSlug) -> Sequence[StepId]:
+        """Steps of the plan waiting for a review that no reviewer holds, by priority, then
+        oldest first (what claim-next hands a reviewer). A view of claims alone (a
+        benchmark's) has none to offer."""
+        return ()

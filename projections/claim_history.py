@@ -6,7 +6,9 @@ A claim is one grant of a step to a session under a fence. It lives from its gra
 the first of: its lease lapsing (each heartbeat moves the expiry on), its step released,
 completed or dropped, a newer fence granted on its step (this one is stale from then on),
 or its session ending. A claim's paths (PathsReserved, in the claim's append) live exactly
-as long as the claim. Completions keep the evidence they reported.
+as long as the claim. A reviewer's claim of a step in review (ReviewClaimed) is a claim
+too, ended by its verdict. Completions (and submissions for review) keep the evidence
+they reported.
 
 `claim_history` folds the whole log once (an auditor's question, not a hot path); the
 answers are plain values, so the rule that judges commits (projections.git_audit) needs no
@@ -80,7 +82,8 @@ class Claim:
 
 @dataclass(frozen=True)
 class Completion:
-    """A step done by `session_id` under `fence` at `at`, naming these commits."""
+    """A step done (or submitted for review) by `session_id` under `fence` at `at`,
+    naming these commits."""
 
     step_id: str
     plan: str | None
@@ -109,7 +112,10 @@ class ClaimHistory:
         return self.claims.get((step_id, fence))
 
 
-_ENDS = ev.StepReleased | ev.StepCompleted | ev.StepDropped
+_ENDS = (ev.StepReleased | ev.StepCompleted | ev.StepSubmitted | ev.StepReviewed
+         | ev.StepDropped)
+_HOW = {ev.StepCompleted: "completed", ev.StepSubmitted: "submitted for review",
+        ev.StepReviewed: "reviewed", ev.StepDropped: "dropped"}
 _RELEASED = {"released": "released", "session_ended": "session ended",
              "forced": "force-released", "caller_departed": "released (its caller left)"}
 
@@ -128,7 +134,7 @@ def claim_history(events: Iterable[tuple[int, object]]) -> ClaimHistory:
             history.steps.setdefault(event.step_id, (plan, counts[plan]))
         elif isinstance(event, ev.SessionEnded):
             history.sessions_ended.setdefault(event.originator_id, event.timestamp)
-        elif isinstance(event, ev.StepClaimed):
+        elif isinstance(event, ev.StepClaimed | ev.ReviewClaimed):
             _granted(history, current, position, event)
         elif isinstance(event, ev.LeaseRenewed):
             claim = current.get(event.originator_id)
@@ -146,7 +152,7 @@ def claim_history(events: Iterable[tuple[int, object]]) -> ClaimHistory:
 
 
 def _granted(history: ClaimHistory, current: dict[str, Claim], position: int,
-             event: ev.StepClaimed) -> None:
+             event: ev.StepClaimed | ev.ReviewClaimed) -> None:
     step = event.originator_id
     before = current.get(step)
     if before is not None and before.ended_at is None:
@@ -158,16 +164,15 @@ def _granted(history: ClaimHistory, current: dict[str, Claim], position: int,
 
 
 def _ended(history: ClaimHistory, current: dict[str, Claim], position: int,
-           event: ev.StepReleased | ev.StepCompleted | ev.StepDropped) -> None:
+           event: ev.StepReleased | ev.StepCompleted | ev.StepSubmitted | ev.StepReviewed
+           | ev.StepDropped) -> None:
     step = event.originator_id
     claim = current.get(step)
     if claim is not None and claim.ended_at is None and claim.fence == event.fence:
         claim.ended_at = event.timestamp
-        if isinstance(event, ev.StepReleased):
-            claim.ended_how = _RELEASED.get(event.reason, event.reason)
-        else:
-            claim.ended_how = "completed" if isinstance(event, ev.StepCompleted) else "dropped"
-    if isinstance(event, ev.StepCompleted):
+        claim.ended_how = (_RELEASED.get(event.reason, event.reason)
+                           if isinstance(event, ev.StepReleased) else _HOW[type(event)])
+    if isinstance(event, ev.StepCompleted | ev.StepSubmitted):
         plan, number = history.steps.get(step, (None, None))
         commits = _commits(event.evidence)
         history.completions.append(Completion(step, plan, number, event.session_id,

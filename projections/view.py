@@ -60,10 +60,9 @@ FINISHED_KEPT = 16
 
 _PLAN_EVENTS = (ev.PlanCreated, ev.StepAdded, ev.StepRevised, ev.DependenciesDeclared,
                 ev.PathsDeclared)
-_STEP_EVENTS = (ev.StepOpened, ev.StepClaimed, ev.LeaseRenewed, ev.StepReleased,
-                ev.StepCompleted, ev.StepDropped, ev.StepReopened)
+_STEP_EVENTS = ev.STEP_STREAM_EVENTS
 _SESSION_EVENTS = (ev.SessionStarted, ev.SessionEnded, ev.ClaimBounced, ev.ClaimRefused,
-                   ev.StaleFenceRejected, ev.ReadyListed, ev.PathsBounced)
+                   ev.StaleFenceRejected, ev.ReadyListed, ev.PathsBounced, ev.ReviewRefused)
 
 
 @dataclass(frozen=True)

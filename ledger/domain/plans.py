@@ -95,18 +95,22 @@ def check_slug_like_name(name: str) -> None:
 
 def decide_create_plan(
     slug: str, title: str, constraints: Mapping[str, str], actor: Actor,
-    now: datetime, require_checks_pass: bool = False,
+    now: datetime, require_checks_pass: bool = False, review_required: bool = False,
 ) -> ev.PlanCreated:
-    """A new plan. `require_checks_pass`: its completions must report no failed check."""
+    """A new plan. `require_checks_pass`: its completions must report no failed check.
+    `review_required`: each completion waits for a review (ledger.domain.review)."""
     checked = check_slug(slug)
     if not isinstance(require_checks_pass, bool):
         raise errors.InvalidInput("require_checks_pass", "is true or false")
+    if not isinstance(review_required, bool):
+        raise errors.InvalidInput("review_required", "is true or false")
     return ev.PlanCreated(
         plan_stream(checked), 1, timestamp=now, session_id=acting_session(actor), actor=actor,
         slug=checked,
         title=check_line("title", title, MAX_TITLE, required=True),
         constraints=check_constraints(constraints),
         require_checks_pass=require_checks_pass or None,  # unset: stored as before
+        review_required=review_required or None,
     )
 
 
@@ -120,8 +124,12 @@ def check_priority(priority: int | None) -> int | None:
 def decide_add_step(
     plan: PlanState, version: int, step_id: StepId, title: str, body: str,
     depends_on: Sequence[str], actor: Actor, now: datetime, priority: int | None = None,
+    review_required: bool = False,
 ) -> tuple[ev.StepAdded, ev.StepOpened]:
-    """Add a step to the plan (at plan version `version`) and open its own stream."""
+    """Add a step to the plan (at plan version `version`) and open its own stream.
+    `review_required`: its completion waits for a review (ledger.domain.review)."""
+    if not isinstance(review_required, bool):
+        raise errors.InvalidInput("review_required", "is true or false")
     if len(plan.steps) >= MAX_STEPS_PER_PLAN:
         raise errors.InvalidInput("steps", f"plan {plan.slug} has the limit of "
                                            f"{MAX_STEPS_PER_PLAN} steps")
@@ -132,6 +140,7 @@ def decide_add_step(
         title=check_line("title", title, MAX_TITLE, required=True),
         body=check_text("body", body, MAX_BODY, required=False),
         depends_on=list(deps), priority=check_priority(priority),
+        review_required=review_required or None,  # unset: stored as before
     )
     opened = ev.StepOpened(step_id, 1, timestamp=now, session_id=acting_session(actor),
                            actor=actor, plan=plan.slug)
