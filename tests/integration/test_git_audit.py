@@ -16,6 +16,7 @@ from planledger.ledger.domain.evidence import Evidence
 from planledger.main import run
 from tests.support.cli_runner import CliRunner
 from tests.support.git_scene import LONG, Scene, scene
+from tests.support.live_server import live_server
 
 __all__ = ["scene"]  # the fixture
 runner = CliRunner()
@@ -108,6 +109,12 @@ def test_the_audit_names_each_commit_that_escaped_its_claim_and_nothing_else(
     assert "docs/guide.md" in texts["into_reservation"] and scene.b in texts[
         "into_reservation"]
     assert "never granted" in texts["unknown_claim"]
+
+    with live_server(scene.runtime) as server:  # the same ledger, read over HTTP
+        ran = runner.invoke(run, ["audit", "git", "--repo", str(scene.repo), "--url",
+                                  server.url, "--json"])
+    assert ran.exit_code == 1, ran.output
+    assert json.loads(ran.stdout)["findings"] == report["findings"]
 
 
 def test_no_verify_passes_the_guard_by_but_not_the_trailers(scene: Scene) -> None:
