@@ -20,7 +20,8 @@ from planledger.projections.timeline_entries import Entry, Timeline
 
 def with_commits(timeline: Timeline, commits: Sequence[Commit]) -> Timeline:
     """The timeline with a `commit` entry in its session's lane for each commit of one of
-    its sessions, placed after the last entry at or before the commit's date."""
+    its sessions, placed after the last entry at or before the commit's date. A commit is
+    not in the log: its entry carries the position of the entry before it."""
     lanes = {lane.session_id for lane in timeline.lanes if lane.session_id is not None}
     titles = {e.step_id: (e.step_number, e.step_title) for e in timeline.entries
               if e.step_id is not None}
