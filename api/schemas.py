@@ -170,6 +170,8 @@ class ClaimIn(RequestSchema):
 
 
 class ClaimStepIn(ClaimIn):
+    review: bool = Field(False, description="Take this step, which is in review, to review "
+                         "it (not your own work, nor your key's), rather than to work on it.")
     paths: PathsIn = Field(default_factory=list, description="More paths to reserve with "
                            "this claim, beside the step's own (a holder's re-claim adds them "
                            "to what it holds). " + PATHS_HELP)

@@ -137,8 +137,9 @@ VERBS = (
     Verb(("review",), _CALLS,
          "Review STEP, a step in review: --approve makes it done (its dependents unblock), "
          "--reject opens it again with your --note for its next claimer.\n\nFour eyes: "
-         "refused (exit 3) for the session that finished the work and for any session "
-         "started with its author's key. Take one first with `claim-next PLAN --review`.",
+         "refused (exit 1, naming the rule) for the session that finished the work and for "
+         "any session started with its author's key. Take one first with `claim-next PLAN "
+         "--review`, so no other reviewer reviews it at the same time.",
          (STEP,),
          (Option("--approve", "approve", "Approve the work: the step is done.", kind="flag"),
           Option("--reject", "reject", "Reject the work: the step is open again.",

@@ -191,7 +191,7 @@ CALLS: dict[tuple[str, ...], Call] = {
     ("claim-next",): Call(
         _write("claim_next"),
         lambda c, v: c.claim_next(v["plan"], v["lease_seconds"], v["wait_seconds"],
-                                  v["review"]),
+                                  review=v["review"]),
         "claim_next",
         exit_code=lambda v, answer: 0 if answer["claimed"] is not None else EXIT_NOTHING_READY),
     ("heartbeat",): Call(_write("heartbeat"),

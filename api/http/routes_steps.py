@@ -88,7 +88,8 @@ async def claim(service: ServiceDep, step_id: StepPath, actor: ActorDep,
     return await run_command(service,
         lambda: service.answer(
             c.Claim(step_id, actor, body.lease_seconds if body else None,
-                    path_specs(body.paths if body else None)), ClaimOut, key))
+                    path_specs(body.paths if body else None), bool(body and body.review)),
+            ClaimOut, key))
 
 
 @router.post("/{step_id}/heartbeat", response_model=ClaimOut,

@@ -41,9 +41,8 @@ EvidenceArg = Annotated[EvidenceIn | None, Field(
 
 
 ReviewFlag = Annotated[bool, Field(
-    description="True: take a step in review to review instead of a step to work on (one "
-    "that is not your own work, nor your key's); answers none_to_review when there is none. "
-    "Then call tasks_review with your verdict.")]
+    description="True: take a step in review to review, not to work on it (not your own "
+    "work, nor your key's); then call tasks_review with your verdict.")]
 Verdict = Annotated[Literal["approve", "reject"], Field(
     description="approve: the step is done and its dependents unblock; reject: it opens "
     "again, and your note is handed to its next claimer.")]
@@ -58,7 +57,7 @@ class ClaimTools(Tools):
                 self.tasks_release, self.tasks_drop, self.tasks_note, self.tasks_review]
 
     def tasks_claim(self, ctx: Context[Any, Any], step_id: StepId, lease_seconds: Lease = None,
-                    paths: ClaimPaths = None,
+                    paths: ClaimPaths = None, review: ReviewFlag = False,
                     session_id: SessionArg = None, token: TokenArg = None) -> ClaimedOut:
         """Claim a step before working on it: it moves to in_progress, held by your
         session, with a lease (`expires_at`) and a `fence`. Of any claims made at the same
@@ -71,10 +70,11 @@ class ClaimTools(Tools):
         dropped already. The claim reserves the step's paths and your `paths` (answered as
         `paths`) until it ends; `paths reserved: "<pattern>" held by "<session>" (…, step
         …)` means another agent's claim holds files yours would touch: pick another step
-        (tasks_ready lists those that would collide last, with `collides_with`)."""
+        (tasks_ready lists those that would collide last, with `collides_with`). With
+        `review: true`, take a step in review to review it (see tasks_review)."""
         actor = self.actor(ctx, session_id, token)
         claimed = self.service.answer(c.Claim(step_id, actor, lease_seconds,
-                                              path_specs(paths)), ClaimOut)
+                                              path_specs(paths), review), ClaimOut)
         return ClaimedOut(**dict(claimed), progress=self._progress(claimed.plan))
 
     async def tasks_claim_next(self, ctx: Context[Any, Any], plan: Plan,

@@ -268,4 +268,4 @@ class OwnWork(LedgerError):
         who = (f'a session started with key "{same_key}", the key of its author "{author}"'
                if same_key else f'its author "{author}"')
         super().__init__(f"cannot review step {step_id}: the rule is four eyes, and you are "
-                         f"{who}: another key's session must review it")
+                         f"{who}: a session not of the author's key must review it")

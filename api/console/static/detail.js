@@ -12,13 +12,14 @@ const WORDS = {
   ClaimBounced: "claim bounced", ClaimRefused: "claim refused", StaleFenceRejected: "stale fence refused",
   PathsDeclared: "paths declared", PathsReserved: "paths reserved", PathsBounced: "claim bounced off paths",
   StepSubmitted: "completed, for review", ReviewClaimed: "taken to review", StepReviewed: "reviewed",
-  ReviewRefused: "review refused",
+  ReviewRefused: "review refused", StepNoted: "note",
 };
 const KINDS = {
   StepClaimed: "claimed", LeaseRenewed: "renewed", StepReleased: "released", StepCompleted: "completed",
   StepDropped: "dropped", StepReopened: "reopened", ClaimBounced: "bounced", ClaimRefused: "refused",
   StaleFenceRejected: "stale_fence", PathsReserved: "claimed", PathsBounced: "bounced",
   StepSubmitted: "completed", ReviewClaimed: "claimed", StepReviewed: "completed", ReviewRefused: "refused",
+  StepNoted: "noted",
 };
 
 // A step's paths as one line: `internal/auth/**, docs/** (shared)`.
@@ -65,6 +66,7 @@ function summary(event, label) {
     case "ClaimBounced": return `task already claimed: held by ${label(d.holder)} (fence ${d.holder_fence})`;
     case "ClaimRefused": return d.detail;
     case "StaleFenceRejected": return `${d.action} with fence ${d.fence}; the step is at fence ${d.current_fence}`;
+    case "StepNoted": return h("span", { class: "note-text" }, d.after ? `(with the ${d.after}) ` : "", d.text);
     case "StepAdded": return d.title;
     case "PathsDeclared": return patterns(d.paths) || "none";
     case "PathsReserved": return `${patterns(d.paths)} · fence ${d.fence}`;
