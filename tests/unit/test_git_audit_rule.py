@@ -5,7 +5,9 @@ holding, and each way trailers can fail to name a claim."""
 from datetime import datetime, timedelta
 
 from planledger.api.runtime import Runtime
+from planledger.ledger import commands as c
 from planledger.ledger.application import NewStep
+from planledger.ledger.domain.evidence import Evidence
 from planledger.ledger.domain.paths import PathSpec
 from planledger.projections.claim_history import ClaimHistory, claim_history
 from planledger.projections.git_audit import Commit, Finding, audit, paired
@@ -85,3 +87,20 @@ def test_each_fence_pairs_with_the_step_before_it() -> None:
                 ("Planledger-Step", "p#2 Y"), ("Planledger-Step", "p#3 Z"),
                 ("Planledger-Fence", "4"), ("Planledger-Fence", "5")]
     assert paired(trailers) == ([("p#1 X", "2"), ("p#3 Z", "4")], 2)
+
+
+def test_a_submission_for_review_ends_the_claim_and_its_evidence_is_checked(
+    rt: Runtime, clock: FakeClock,
+) -> None:
+    _, (step,) = rt.ledger.create_plan("p", "P", steps=[
+        NewStep("One", review_required=True)], actor=OPERATOR)
+    a = rt.ledger.start_session("A").id
+    rt.ledger.claim(step, a, lease_seconds=600)
+    clock.advance(5)
+    rt.ledger.execute(c.Complete(step, a, evidence=Evidence(commits=("abcdef1",))))
+    history = _history(rt)
+    report = audit([Commit("f" * 40, _at(clock, 5), _trailers(step, 1, a))], history,
+                   lambda shas: set())
+    assert [(f.kind, f.commit) for f in report.findings] == [
+        ("outside_claim", "f" * 40), ("evidence_missing", "abcdef1")]
+    assert "submitted for review" in report.findings[0].text
