@@ -10,6 +10,10 @@ sessions cover them. Any: the commit is refused, naming each file, pattern, hold
 step. The ledger unreachable (no store file, no server, any failure to ask): the commit
 goes ahead with a warning, unless the hook was installed to fail closed. A commit that
 touches only unreserved paths is never refused.
+
+`install` also writes the hooks that add Planledger-* trailers to a commit made under a
+live claim (api.commit_trailers), which `planledger audit git` reads back; they never
+refuse a commit.
 """
 
 import shlex
@@ -26,6 +30,10 @@ from planledger.ledger.domain.plans import shown_on_one_line
 
 HOOK_MARK = "# planledger commit guard"
 HOOKS = ("pre-commit", "pre-merge-commit")
+# The hooks that add the Planledger-* trailers (api.commit_trailers): before the message is
+# edited, for a message given with -m, -F, an amend or a merge; after, for one written in
+# the editor. `--no-verify` skips commit-msg, never prepare-commit-msg.
+TRAILER_HOOKS = ("prepare-commit-msg", "commit-msg")
 CHAINED_SUFFIX = ".pre-planledger"  # a hook that was there before the guard, run first
 CHECK_BATCH = 10_000  # files per question to the ledger (POST /api/reservations/check's cap)
 
@@ -70,6 +78,24 @@ def hook_text(store: Sequence[str], fail_closed: bool, chained: Path | None = No
             f'{first}exec {line} --repo "$(git rev-parse --show-toplevel)"\n')
 
 
+def trailer_hook_text(store: Sequence[str], chained: Path | None = None) -> str:
+    """The hook that adds the trailers: `planledger guard trailers` against `store`, after
+    the repository's own hook `chained` (its refusal stands, as it would without us). Ours
+    never refuses: whatever happens, the commit goes on."""
+    command = [sys.executable, "-m", "planledger", "guard", "trailers", *store]
+    line = " ".join(shlex.quote(part) for part in command)
+    kept = "" if chained is None else shlex.quote(str(chained))
+    first = "" if chained is None else (
+        "# the hook that was here before, kept and run first (as git would: if "
+        "executable):\n"
+        f'if [ -x {kept} ]; then {kept} "$@" || exit $?; fi\n')
+    return (f"#!/bin/sh\n{HOOK_MARK}: adds Planledger-Step, -Fence and -Session trailers "
+            "to a commit\n# made by a session holding a live claim (`planledger guard "
+            "install` wrote this;\n# PLANLEDGER_SESSION or PLANLEDGER_TOKEN names the "
+            "session). It never refuses a commit.\n"
+            f'{first}{line} --repo . -- "$@" || true\nexit 0\n')
+
+
 def chained_path(hook: Path) -> Path:
     """Where `install` moves a hook that is not the guard's, to run it from the guard's."""
     return hook.with_name(f"{hook.name}{CHAINED_SUFFIX}")
@@ -78,13 +104,14 @@ def chained_path(hook: Path) -> Path:
 def install(repo: Path, store: Sequence[str], fail_closed: bool = False,
             force: bool = False) -> list[Path]:
     """Write the hooks into the repository at `repo`: pre-commit, and pre-merge-commit (a
-    merge that needs no hand is committed by `git merge`, which runs only that one); their
-    paths. A hook that is not the guard's is moved beside it (`<hook>.pre-planledger`) and
-    run first by the guard's, unless `force` replaces it."""
+    merge that needs no hand is committed by `git merge`, which runs only that one), and
+    the trailers' prepare-commit-msg and commit-msg; their paths. A hook that is not the
+    guard's is moved beside it (`<hook>.pre-planledger`) and run first by the guard's,
+    unless `force` replaces it."""
     hooks = Path(_git(repo, "rev-parse", "--git-path", "hooks").strip())
     if not hooks.is_absolute():
         hooks = (repo / hooks).resolve()
-    written = [hooks / name for name in HOOKS]
+    written = [hooks / name for name in (*HOOKS, *TRAILER_HOOKS)]
     for hook in written:
         if _foreign(hook) and _there(chained_path(hook)) and not force:
             raise GuardError(f"{hook} is not planledger's, and {chained_path(hook)} holds "
@@ -97,7 +124,9 @@ def install(repo: Path, store: Sequence[str], fail_closed: bool = False,
         chained = chained_path(hook) if _there(chained_path(hook)) and not force else None
         if hook.is_symlink():
             hook.unlink()  # the guard's own file: never written into the file a link names
-        hook.write_text(hook_text(store, fail_closed, chained))
+        text = (trailer_hook_text(store, chained) if hook.name in TRAILER_HOOKS
+                else hook_text(store, fail_closed, chained))
+        hook.write_text(text)
         hook.chmod(hook.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     return written
 

@@ -24,6 +24,7 @@ EntryKind = Literal[
     "stale_fence", "released", "completed", "dropped", "reopened", "session_ended", "noted",
     "paths_declared", "reserved", "paths_bounced", "submitted", "review_claimed", "reviewed",
     "review_refused",
+    "commit",  # a git commit of the session (replays.timeline_commits), not an event
 ]
 
 

@@ -15,6 +15,7 @@ from planledger.api import timeline_render as render
 from planledger.api.cli import output
 from planledger.api.cli.grammar import Values
 from planledger.api.runtime import open_runtime
+from planledger.infra.git_history import GitError, repository
 from planledger.ledger.domain.errors import LedgerError
 from planledger.projections.timeline import Timeline, TimelineModel
 from planledger.replays import demo as demo_run
@@ -26,6 +27,7 @@ from planledger.replays.format import Recording, RecordingError, Selection, writ
 from planledger.replays.reading import read_file
 from planledger.replays.recording import decode, export, import_into
 from planledger.replays.rerun import rerun
+from planledger.replays.timeline_commits import commits_of, with_commits
 from planledger.replays.transcript_timeline import merged
 from planledger.replays.transcripts import TranscriptError
 
@@ -40,7 +42,7 @@ def _refusing() -> Iterator[None]:
     """A refused recording or ledger call becomes its message on stderr and exit 1."""
     try:
         yield
-    except (RecordingError, LedgerError, TranscriptError, ValueError) as error:
+    except (RecordingError, LedgerError, TranscriptError, GitError, ValueError) as error:
         output.line(str(error), stderr=True)
         raise SystemExit(EXIT_ERROR) from None
 
@@ -101,6 +103,10 @@ def timeline_command(v: Values) -> None:
     file = Path(v["recording"]) if v["recording"] is not None else None
     as_json, as_html = v["json"], v["html"]
     if v["transcripts"]:
+        if v["repo"] is not None:
+            output.line("--repo shows commits on a recording's timeline; it is not read "
+                        "with --transcript", stderr=True)
+            raise SystemExit(EXIT_ERROR)
         with _refusing():
             figure = merged([Path(t) for t in v["transcripts"]], file, v["db"], v["url"],
                             v["clock_threshold"], v["show_secrets"])
@@ -117,6 +123,8 @@ def timeline_command(v: Values) -> None:
         raise SystemExit(EXIT_ERROR)
     with _refusing():
         timeline = _timeline(read_file(file), v["plan"], tuple(v["sessions"] or ()))
+        if v["repo"] is not None:
+            timeline = with_commits(timeline, commits_of(repository(Path(v["repo"]))))
     if as_json:
         output.echo(json.dumps(timeline.to_dict(), indent=2, ensure_ascii=False))
     elif as_html:

@@ -2,7 +2,7 @@
 verify`), as data (api.cli.grammar): the program (planledger.main) puts them in its one
 table beside the interfaces'."""
 
-from planledger.api.cli.grammar import DB, JSON, URL, Argument, Group, Option, Verb
+from planledger.api.cli.grammar import DB, JSON, TOKEN, URL, Argument, Group, Option, Verb
 
 _CLI = "planledger.replays.cli"
 _PLAN = Option("--plan", "plan", "Only this plan's entries.", metavar="PLAN")
@@ -15,7 +15,8 @@ _RECORDING = Argument("recording", "RECORDING", "A recording (JSON Lines, see "
 GROUPS = (
     Group("replay", "Recordings of the log: export, import, timeline, re-execute, "
                     "explore."),
-    Group("audit", "Tamper evidence: check the log's hash chain."),
+    Group("audit", "Tamper evidence: check the log's hash chain; hold a git history "
+                   "against the ledger."),
 )
 
 VERBS = (
@@ -46,7 +47,11 @@ VERBS = (
                  "differ from the ledger's before the offset is reported and applied.",
                  kind="float", default=1.0),
           Option("--show-secrets", "show_secrets", "Copy tokens found in transcripts as "
-                 "they are (masked by default).", kind="flag"))),
+                 "they are (masked by default).", kind="flag"),
+          Option("--repo", "repo", "A git repository: each session's commits (matched by "
+                 "their Planledger-Session trailer) in its lane, at their committer dates "
+                 "(the committer's word; `planledger audit git` checks them).",
+                 metavar="DIR"))),
     Verb(("replay", "run"), f"{_CLI}:run_command",
          "Re-execute the recorded commands (virtual clock, recorded ids) and check the "
          "events come out byte for byte the same; exits 1 naming the first event that "
@@ -85,4 +90,24 @@ VERBS = (
          (Argument("recording", "RECORDING", "A recording (JSON Lines) to check; without "
                    "it, the store (--db).", optional=True),),
          (DB, JSON)),
+    Verb(("audit", "git"), "planledger.api.cli.audit_git:audit_git",
+         "Hold a git repository's history against the ledger; exits 1 naming each "
+         "disagreement.\n\nReads every commit reachable from the branches, tags, "
+         "remote-tracking branches and HEAD, and reports, each with the commit, the step "
+         "and the session: a commit whose Planledger trailers name a claim that did not "
+         "hold when it was made (lease lapsed, stale fence, released, session ended); a "
+         "commit that changed files under another session's live exclusive reservation "
+         "(the guard bypassed with --no-verify, or not installed); a completion whose "
+         "evidence names a commit the history does not hold; trailers naming no claim "
+         "the ledger granted. Committer dates can be set by hand: where the ledger's "
+         "clock contradicts one by more than --clock-bound, the commit is judged at the "
+         "ledger's time and the disagreement reported.", (),
+         (Option("--repo", "repo", "The git repository (any directory in it).",
+                 metavar="DIR", default="."),
+          Option("--since", "since", "Only the commits after this revision (what it "
+                 "reaches is left out).", metavar="REV"),
+          Option("--clock-bound", "clock_bound", "Seconds a commit's date may disagree "
+                 "with the ledger's clock before it is a finding.", kind="float",
+                 default=120.0),
+          DB, URL, TOKEN, JSON)),
 )

@@ -178,7 +178,9 @@ VERBS = (
          "merge) the hook runs `planledger guard check` against this store (--db, its "
          "path resolved now) or server (--url). The committing session comes from "
          "PLANLEDGER_SESSION or PLANLEDGER_TOKEN in the committer's environment; its own "
-         "reservations never refuse its commits.", (),
+         "reservations never refuse its commits. The prepare-commit-msg and commit-msg "
+         "hooks add Planledger-* trailers naming the session's live claims (`planledger "
+         "guard trailers`), which `planledger audit git` reads.", (),
          (_REPO, DB, URL, _FAIL_CLOSED,
           Option("--force", "force", "Replace a hook that is not planledger's (without "
                  "it, that hook is kept as <hook>.pre-planledger and run first).",
@@ -190,6 +192,16 @@ VERBS = (
          "what it changes against its first parent. When the ledger cannot be asked, the "
          "commit is allowed with a warning (refused with --fail-closed).", (),
          (_REPO, DB, URL, SESSION, TOKEN, _FAIL_CLOSED)),
+    Verb(("guard", "trailers"), f"{_CLI}.guard:trailers",
+         "Add Planledger-Step, -Fence and -Session trailers to a commit message: what the "
+         "trailer hooks run.\n\nFor each live claim of the committing session "
+         "(PLANLEDGER_SESSION or PLANLEDGER_TOKEN), one Planledger-Step (`<plan>#<number> "
+         "<step id>`) and Planledger-Fence pair, then Planledger-Session once; a pair the "
+         "message carries already is not added again. Never refuses a commit: a failure is "
+         "one line on stderr.",
+         (Argument("hook_args", "HOOK_ARG", "What git hands the hook: the message file, "
+                   "then (prepare-commit-msg) its source and commit.", many=True),),
+         (_REPO, DB, URL, SESSION, TOKEN)),
     Verb(("log",), _CALLS, "The event log, in the order events were appended.", (),
          (Option("--after", "after", "Events after this log position.", kind="int",
                  metavar="POSITION", default=0),

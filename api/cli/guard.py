@@ -102,3 +102,40 @@ def _unsure(why: str, fail_closed: bool) -> None:
     output.line(f"planledger guard: cannot check this commit ({why}); allowed without a "
                 "check", stderr=True)
 
+
+
+def trailers(v: Values) -> None:
+    """What the trailer hooks run. It never refuses the commit: any failure is one line
+    on stderr, and the commit goes on without the trailers."""
+    try:
+        _add_trailers(v)
+    except (Exception, SystemExit) as error:
+        why = str(error).strip().splitlines()
+        shown = why[0][:200] if why else type(error).__name__
+        output.line(f"planledger guard: no Planledger trailers added ({shown}); the commit "
+                    "goes on", stderr=True)
+
+
+def _add_trailers(v: Values) -> list[tuple[str, str]]:
+    from planledger.api.client import connect
+    from planledger.api.commit_trailers import add_trailers, has_text, held_claims
+    from planledger.api.guard import session_of
+    from planledger.ledger.storage import MEMORY, is_postgres, resolve_db
+
+    words, token = v["hook_args"] or [], v["token"]
+    session = session_of(v["session"], token)
+    if not words or session is None:
+        return []  # a commit by no session: nothing to say
+    message = Path(words[0]).resolve()
+    if not has_text(message):
+        return []  # commit-msg adds them once the editor has written the message
+    db, url = v["db"], v["url"]
+    if not url:
+        chosen = resolve_db(db)
+        if chosen != MEMORY and not is_postgres(chosen) and not Path(chosen).exists():
+            raise FileNotFoundError(f"no store at {chosen}")
+    with connect(url, db=db, token=token, session=session) as client:
+        claims = held_claims(client, session)
+    if not claims:
+        return []
+    return add_trailers(Path(v["repo"]), message, claims, session)
