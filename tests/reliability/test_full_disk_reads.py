@@ -30,9 +30,10 @@ def test_refused_writes_are_cheap_and_reads_are_not_starved_by_writers_retrying(
         reads, refused = with_writers(server.url, headers, 4, 2.0)
         server.log.flush()
         output = Path(server.log.name).read_text(errors="replace")
-    # Generous bounds for a loaded machine: before, a refused write took 2.3 s and reads
-    # queued behind them for seconds.
-    assert statistics.median(refused) < 0.1, refused
+    # Bounds relative to the idle read measured in the same run, so a busy machine moves
+    # both: before, a refused write took 2.3 s (some 200 idle reads) and reads queued
+    # behind them for seconds.
+    assert statistics.median(refused) < max(25 * idle, 0.1), (idle, refused)
     assert statistics.median(reads) < max(10 * idle, 0.1), (idle, reads)
     # The store's refusal is logged in a line, not a traceback (rendering one took 0.25 s);
     # the retries refused at the door, before any work (all but one a second), log nothing.
