@@ -50,6 +50,7 @@ class Grant:
     notes: tuple[Note, ...] = ()  # a new grant: the newest notes left since the last claim
     notes_left_out: int = 0  # older notes left since then, not carried (the log has them)
     paths: tuple[PathSpec, ...] = ()  # what the claim holds reserved (ledger.domain.paths)
+    ref: str | None = None  # the step's reference, `plan#N` (ledger.domain.references)
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,7 @@ class StepChanged:
     step_id: StepId
     plan: PlanSlug
     status: Status
+    ref: str | None = None  # the step's reference, `plan#N`
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,7 @@ class NoteAdded:
     step_id: StepId
     plan: PlanSlug
     note: Note
+    ref: str | None = None  # the step's reference, `plan#N`
 
 
 @dataclass(frozen=True)
@@ -174,6 +177,7 @@ class AddStep(Command[StepDefined]):
     depends_on: tuple[str, ...] = ()
     paths: tuple[PathSpec, ...] = ()  # what it will touch, reserved while it is claimed
     priority: int | None = None  # 0 (highest) .. 4; None: the default (2)
+    key: str | None = None  # its name within the plan (`plan/key`), unique there
 
 
 @dataclass(frozen=True)

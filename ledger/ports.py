@@ -43,3 +43,8 @@ class CandidateView(ABC):
         """The same steps in the order claim-next tries them: by priority, then the step
         heading the longest chain of open steps still waiting on it first (critical path
         first: 1 + the longest such chain among its dependents), then oldest first."""
+
+    @abstractmethod
+    def plans_with_key(self, key: str) -> Sequence[PlanSlug]:
+        """The plans with a step of this key (`plan/key`), by slug: where a bare key may
+        name a step (ledger.references checks it on fresh state)."""

@@ -87,7 +87,9 @@ class StepAdded(LateFields, LedgerEvent):
     body: str
     depends_on: list[str]
     priority: int | None = None  # 0 (highest) .. 4; None: the default
-    LATE_FIELDS = ("priority",)
+    # The step's name within its plan (`plan/key`, ledger.domain.references); None: none.
+    key: str | None = None
+    LATE_FIELDS = ("priority", "key")
 
 
 @dataclass(frozen=True)

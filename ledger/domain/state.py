@@ -31,6 +31,7 @@ class StepDef:
     added_at: datetime
     paths: tuple[PathSpec, ...] = ()  # what it will touch, reserved while it is claimed
     priority: int = DEFAULT_PRIORITY  # 0 highest .. 4; ready lists order by it, then age
+    key: str | None = None  # its name within the plan, unique there (`plan/key`)
 
 
 @dataclass(frozen=True)
@@ -134,6 +135,7 @@ def evolve_plan(state: PlanState | None, event: ev.LedgerEvent) -> PlanState:
             depends_on=tuple(StepId(d) for d in event.depends_on),
             added_at=event.timestamp,
             priority=DEFAULT_PRIORITY if event.priority is None else event.priority,
+            key=event.key,
         )
     elif isinstance(event, ev.StepRevised):
         old = steps[StepId(event.step_id)]
