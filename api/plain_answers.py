@@ -145,7 +145,8 @@ def _colliding(view: LedgerView, definition: StepDef, moment: datetime,
 def _collision(found: Meeting) -> Fields:
     held = found.held
     return {"holder": held.session_id, "holder_name": held.session_name,
-            "step_id": held.step_id, "title": held.title, "patterns": list(found.patterns)}
+            "step_id": held.step_id, "ref": held.ref, "title": held.title,
+            "patterns": list(found.patterns)}
 
 
 def free_first(view: LedgerView, moment: datetime, steps: list[StepDef],

@@ -410,6 +410,7 @@ class CollisionOut(Schema):
     holder: str = Field(examples=[SID])
     holder_name: str | None = None
     step_id: str = Field(description="The holder's step.")
+    ref: str | None = Field(default=None, description="The holder's step's reference.")
     title: str
     patterns: list[str] = Field(description="The holder's patterns that are met.",
                                 examples=[["internal/auth/**"]])
@@ -419,6 +420,7 @@ class ReservationOut(Schema):
     """A live reservation: a claim's paths, held with its lease and fence."""
 
     step_id: str
+    ref: str | None = Field(default=None, description="The step's reference (`<plan>#<n>`).")
     plan: str
     title: str
     holder: str

@@ -208,17 +208,19 @@ class PathsHeld(LedgerError):
     overlapping patterns); the first names `holder`, `holder_name` and `holder_step`."""
 
     def __init__(self, step_id: str,
-                 conflicts: Sequence[tuple[str, str | None, str, str, Sequence[str]]]) -> None:
+                 conflicts: Sequence[tuple[str, str | None, str, str, Sequence[str]]],
+                 refs: Mapping[str, str] | None = None) -> None:
         self.step_id = step_id
         self.conflicts = [(h, n, s, t, list(p)) for h, n, s, t, p in conflicts]
         self.holder, self.holder_name, self.holder_step = conflicts[0][:3]
         self.patterns = list(conflicts[0][4])
+        shown = dict(refs or {})  # the holders' steps by reference (`plan#N`), in the message
 
         def one(holder: str, name: str | None, step: str, title: str,
                 patterns: Sequence[str]) -> str:
             quoted = ", ".join(f'"{p}"' for p in patterns)
             named = f"{name}, " if name else ""
-            return f'{quoted} held by "{holder}" ({named}step {step} "{title}")'
+            return f'{quoted} held by "{holder}" ({named}step {shown.get(step, step)} "{title}")'
 
         super().__init__("paths reserved: " + "; ".join(one(*c) for c in self.conflicts))
 

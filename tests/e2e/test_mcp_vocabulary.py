@@ -185,7 +185,7 @@ def test_a_bounce_names_the_holder_by_id_and_name_and_carries_when_to_retry(
         bounced = await b.call("tasks_claim", step_id=first)
         assert bounced.is_error
         assert text(bounced).startswith(
-            f'task already claimed: held by "{a.session_id}" (agent A) (step {first} "first")')
+            f'task already claimed: held by "{a.session_id}" (agent A) (step vocab#1 "first")')
         facts = bounced.structured_content
         assert facts == {"reason": "already_claimed", "message": text(bounced),
                          "step_id": first, "holder": a.session_id, "holder_name": "agent A",
