@@ -82,7 +82,7 @@ def _extend(command: CommandRecord, event: ev.LedgerEvent) -> CommandRecord:
         return replace(command, args={**command.args, "findings": event.findings})
     if isinstance(event, ev.StepAdded):
         step = {"title": event.title, "body": event.body, "depends_on": list(event.depends_on),
-                **_priority(event)}
+                **_priority(event), **_key(event)}
         return replace(command, args={**command.args, "steps": [*command.args["steps"], step]},
                        ids=(*command.ids, event.step_id))
     return command
@@ -140,7 +140,7 @@ def _structure(event: ev.LedgerEvent) -> Start | None:
         return "add_step", who, {"plan": event.originator_id.removeprefix("plan:"),
                                  "title": event.title, "body": event.body,
                                  "depends_on": list(event.depends_on), "actor": actor,
-                                 **_priority(event)}, [event.step_id]
+                                 **_priority(event), **_key(event)}, [event.step_id]
     if isinstance(event, ev.StepRevised):
         return "revise_step", who, {"step_id": event.step_id, "title": event.title,
                                     "body": event.body, "actor": actor, **_priority(event)}, []
@@ -240,9 +240,14 @@ def _priority(event: ev.StepAdded | ev.StepRevised) -> Args:
     return {} if event.priority is None else {"priority": event.priority}
 
 
+def _key(event: ev.StepAdded) -> Args:
+    """A step's key within its plan, when it has one (recordings before keys: none)."""
+    return {} if event.key is None else {"key": event.key}
+
+
 def _create_plan(a: Args) -> c.CreatePlan:
-    steps = tuple(c.NewStep(s["title"], s["body"], tuple(s["depends_on"]), paths=_paths(s),
-                            priority=s.get("priority"))
+    steps = tuple(c.NewStep(s["title"], s["body"], tuple(s["depends_on"]), s.get("key"),
+                            paths=_paths(s), priority=s.get("priority"))
                   for s in a["steps"])
     return c.CreatePlan(a["slug"], a["title"], _actor(a), tuple(a["constraints"].items()),
                         steps, a.get("require_checks_pass") is True)
@@ -266,7 +271,7 @@ BUILDERS: dict[str, tuple[tuple[str, ...], Build]] = {
     "create_plan": (("slug", "title", "constraints", "steps"), _create_plan),
     "add_step": (("plan", "title", "body", "depends_on"), lambda a: c.AddStep(
         a["plan"], a["title"], _actor(a), a["body"], tuple(a["depends_on"]), _paths(a),
-        a.get("priority"))),
+        a.get("priority"), a.get("key"))),
     "revise_step": (("step_id", "title", "body"), lambda a: c.ReviseStep(
         a["step_id"], _actor(a), a["title"], a["body"],
         _paths(a) if a.get("paths") is not None else None, a.get("priority"))),
