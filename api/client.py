@@ -1,11 +1,15 @@
-"""One interface over two ways in: the embedded store (the service, in this process) or a
-running server (its HTTP API). Commands call a `Client` and never care which."""
+"""`planledger.Client`: one interface over two ways in, the embedded store (the service, in
+this process: `LocalClient`) or a running server (its HTTP API: `RemoteClient`). The
+operations are written once, in `Client`, as the command values they send; each transport
+carries commands and reads its own way. Scripts and the command line call a `Client` and
+never care which."""
 
 import getpass
 import os
+import warnings
 from collections.abc import Sequence
 from types import SimpleNamespace, TracebackType
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 
 from pydantic import BaseModel, TypeAdapter
 
@@ -60,19 +64,64 @@ class Unreachable(ConnectionError):
 
 
 class Client:
-    """The ledger's operations for a command or a script, defined once: each builds its
-    command value and `execute`s it, on the embedded store (`LocalClient`) or a server
-    (`RemoteClient`), which answer the same schema. `actor` is the session the client
-    acts for, once it has one."""
+    """The ledger's operations for a script, on the embedded store or on a server.
 
-    actor: str | None = None
+    `Client()` opens the embedded store (`db`: an SQLite path, `memory` or a
+    postgresql:// URL; default ./.planledger/ledger.sqlite) in this process;
+    `Client(url="http://127.0.0.1:8765")` talks to a running server over its HTTP API.
+    Either way the methods and their answers (the pydantic models of `api.schemas`) are
+    the same: what you get is a `LocalClient` or a `RemoteClient`, both a `Client`.
+
+    A client acts for one session: the one `token` proves (or, on the embedded store, the
+    one `session` names), else the first it starts with `start_session`. On a server that
+    requires access keys, `key` (default: the PLANLEDGER_KEY setting) is sent while the
+    client has no session token, and a session it starts takes the key's role. `timeout`:
+    how long to wait for a server's answer, in seconds.
+
+    Used as a context manager, the client ends the sessions it started when the block
+    ends (releasing what they still hold), then closes; a session it was only handed
+    (`token`, `session`) stays live. `close()` alone ends nothing:
+
+        with Client(url="http://127.0.0.1:8765") as ledger:
+            ledger.start_session("nightly script")
+            grant = ledger.claim_next(plan="auth-refresh", wait=60).claimed
+            if grant:
+                ledger.complete(grant.step_id, grant.fence)
+
+    A refusal raises: on the embedded store the ledger's own error
+    (`ledger.domain.errors`, e.g. `AlreadyClaimed` naming the holder); from a server a
+    `RemoteError` carrying the status and the problem body, or `Unreachable`.
+    """
+
+    actor: str | None = None  # the session the client acts for, once it has one
+
+    def __new__(cls, url: str | None = None, *, db: str | None = None,
+                token: str | None = None, session: str | None = None,
+                key: str | None = None, timeout: float = 30.0) -> Self:
+        # `Client(...)` chooses the transport: a server with `url`, else the store.
+        chosen: type[Client] = cls
+        if cls is Client:
+            chosen = RemoteClient if url else LocalClient
+        return cast(Self, object.__new__(chosen))
+
+    def __init__(self, url: str | None = None, *, db: str | None = None,
+                 token: str | None = None, session: str | None = None,
+                 key: str | None = None, timeout: float = 30.0) -> None:
+        """Open the store or the connection (see the class): `LocalClient` and
+        `RemoteClient` do, each taking these arguments."""
+        # The sessions this client started, to end when its block ends (see __exit__).
+        self.started: list[SessionStartOut] = []
 
     # --- how a transport carries commands and reads ------------------------------------
 
     def execute(self, command: c.Command[Any], out: type[M]) -> M:
+        """Run a command value (`ledger.commands`) and answer it as `out`: what every
+        operation below does. For commands no method covers."""
         raise NotImplementedError
 
     def start_session(self, name: str | None = None) -> SessionStartOut:
+        """Start a session named `name`; the client acts for it if it acts for none yet.
+        The answer's `token` acts for it from anywhere (keep it secret)."""
         raise NotImplementedError
 
     @property
@@ -81,21 +130,28 @@ class Client:
         return self._session()
 
     def session(self, session_id: str) -> SessionOut:
+        """A session: its name, whether it ended, and what it holds."""
         raise NotImplementedError
 
     def plans(self) -> list[PlanSummaryOut]:
+        """Every plan, with its progress line."""
         raise NotImplementedError
 
-    def plan(self, slug: str) -> PlanOut:
-        raise NotImplementedError
+    def plan(self, plan: str | None = None, *, slug: str | None = None) -> PlanOut:
+        """The plan `plan` (its slug): constraints, progress and steps."""
+        return self._plan(_plan_named(plan, slug, "plan"))
 
-    def ready(self, slug: str) -> ReadyOut:
-        raise NotImplementedError
+    def ready(self, plan: str | None = None, *, slug: str | None = None) -> ReadyOut:
+        """The plan's claimable steps (and those held and blocked), in the order claims
+        take them. With a session, the listing is recorded on its timeline."""
+        return self._ready(_plan_named(plan, slug, "ready"))
 
     def step(self, step_id: str) -> StepDetailOut:
+        """A step with its whole history (claims, releases, notes, ...), oldest first."""
         raise NotImplementedError
 
     def log(self, after: int = 0, limit: int = 100) -> LogPageOut:
+        """A page of the event log: `limit` events after position `after`."""
         raise NotImplementedError
 
     def issue_key(self, name: str, role: str) -> KeyIssuedOut:
@@ -103,12 +159,16 @@ class Client:
         raise NotImplementedError
 
     def keys(self) -> KeysOut:
+        """Every access key's name, role and state (never the key itself)."""
         raise NotImplementedError
 
     def revoke_key(self, name: str) -> KeyOut:
+        """Revoke the access key `name` (an admin's): requests carrying it are refused."""
         return self.execute(c.RevokeKey(name, self.author), KeyOut)
 
     def timeline(self, plan: str | None = None, sessions: Sequence[str] = ()) -> TimelineOut:
+        """The merged timeline: one clock, a lane per session; one plan's, or only some
+        sessions' lanes."""
         raise NotImplementedError
 
     def check_paths(self, patterns: Sequence[str] = (), files: Sequence[str] = (),
@@ -119,55 +179,90 @@ class Client:
         raise NotImplementedError
 
     def close(self) -> None:
+        """Let go of the store or the connection. Ends no session (the block does)."""
+        raise NotImplementedError
+
+    def _plan(self, plan: str) -> PlanOut:
+        raise NotImplementedError
+
+    def _ready(self, plan: str) -> ReadyOut:
+        raise NotImplementedError
+
+    def _end_started(self, started: SessionStartOut) -> None:
+        """End a session this client started (it may act for another one now)."""
         raise NotImplementedError
 
     # --- the operations ---------------------------------------------------------------
 
     def end_session(self) -> SessionEndOut:
-        return self.execute(c.EndSession(self._session()), SessionEndOut)
+        """End the client's session, releasing every step it holds."""
+        ended = self.execute(c.EndSession(self._session()), SessionEndOut)
+        self.started = [s for s in self.started if s.session_id != ended.session_id]
+        return ended
 
     def create_plan(self, plan: PlanIn) -> PlanCreatedOut:
+        """Create a plan with its constraints and steps (`api.schemas.PlanIn`)."""
         return self.execute(plan.command(self.author), PlanCreatedOut)
 
     def add_step(self, plan: str, step: StepIn) -> StepRefOut:
+        """Add a step to the plan (work found on the way)."""
         return self.execute(step.command(plan, self.author), StepRefOut)
 
     def revise_step(self, step_id: str, revision: StepRevisionIn) -> StepRefOut:
+        """Change a step's title, body, priority, dependencies or paths."""
         return self.execute(revision.command(step_id, self.author), StepRefOut)
 
     def claim(self, step_id: str, lease: int | None = None,
               paths: Sequence[PathSpec] = ()) -> ClaimOut:
-        """Claim the step; `paths`: more to reserve with it, beside the step's own."""
+        """Claim the step for `lease` seconds (default 900); `paths`: more to reserve with
+        it, beside the step's own. The answer holds the fence to complete with, and the
+        notes left since the step's last claim."""
         return self.execute(c.Claim(step_id, self._session(), lease, tuple(paths)), ClaimOut)
 
-    def claim_next(self, slug: str, lease: int | None = None, wait: int = 0) -> ClaimNextOut:
+    def claim_next(self, plan: str | None = None, lease: int | None = None, wait: int = 0,
+                   *, slug: str | None = None, review: bool = False) -> ClaimNextOut:
         """Claim the plan's next step (by priority, then the longest chain of steps waiting
         on it, then the oldest); with `wait` (seconds), wait for one when none is
-        claimable yet."""
-        return self.execute(c.ClaimNext(slug, self._session(), lease, wait), ClaimNextOut)
+        claimable yet. `claimed` is None when nothing was. With `review`, take a step in
+        review to review instead (not your own work). (`slug=` is the old name of
+        `plan=`.)"""
+        named = _plan_named(plan, slug, "claim_next")
+        return self.execute(c.ClaimNext(named, self._session(), lease, wait, review),
+                            ClaimNextOut)
+
+    def review(self, step_id: str, verdict: str, note: str | None = None) -> StepChangeOut:
+        """A reviewer's verdict on a step in review: "approve" (done) or "reject" (open
+        again, `note` handed to its next claimer). Not by the session that finished the
+        work, nor by another session of its key."""
+        return self.execute(c.Review(step_id, self._session(), verdict, note), StepChangeOut)
 
     def heartbeat(self, step_id: str, lease: int | None = None) -> ClaimOut:
+        """Extend the lease on a step the client holds; the fence stays."""
         return self.execute(c.Heartbeat(step_id, self._session(), lease), ClaimOut)
 
     def complete(self, step_id: str, fence: int | None = None, note: str | None = None,
                  evidence: Evidence | None = None) -> StepChangeOut:
         """Complete the step; `evidence`: the commits, change request and checks that
-        show the work (ledger.domain.evidence)."""
+        show the work (ledger.domain.evidence); `note`: for whoever reads it next."""
         return self.execute(c.Complete(step_id, self._session(), fence, note, evidence),
                             StepChangeOut)
 
     def release(self, step_id: str, fence: int | None = None,
                 note: str | None = None) -> StepChangeOut:
+        """Give the step back, open, with a handoff `note` for the next claimer."""
         return self.execute(c.Release(step_id, self._session(), fence, note), StepChangeOut)
 
     def drop(self, step_id: str, fence: int | None = None,
              note: str | None = None) -> StepChangeOut:
+        """Drop the step: it will not be done (steps waiting on it may go ahead)."""
         return self.execute(c.Drop(step_id, self.author, fence, note), StepChangeOut)
 
     def add_note(self, step_id: str, text: str) -> NoteAddedOut:
+        """Leave a note on the step for whoever picks it up next."""
         return self.execute(c.AddNote(step_id, self.author, text), NoteAddedOut)
 
     def reopen(self, step_id: str) -> StepChangeOut:
+        """Open a done or dropped step again."""
         return self.execute(c.Reopen(step_id, self.author), StepChangeOut)
 
     def _session(self) -> str:
@@ -176,34 +271,56 @@ class Client:
                                "--token), or set PLANLEDGER_SESSION")
         return self.actor
 
+    def _keep_started(self, started: SessionStartOut) -> SessionStartOut:
+        if not started.replayed:  # a replayed answer's session was started by its first
+            self.started.append(started)
+        return started
+
     def __enter__(self) -> Self:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  tb: TracebackType | None) -> None:
-        self.close()
+        """End the sessions the client started that are still live, then close. An error
+        ending one is raised, unless the block is already raising its own."""
+        try:
+            for started in reversed(self.started):
+                try:
+                    self._end_started(started)
+                except Exception as ending:
+                    if not _already_ended(ending) and error is None:
+                        raise
+            self.started = []
+        finally:
+            self.close()
+
+
+def _plan_named(plan: str | None, slug: str | None, method: str) -> str:
+    """The plan a call names: `plan`, or `slug` (its old name, deprecated in 0.4.0)."""
+    if slug is not None:
+        if plan is not None:
+            raise TypeError(f"Client.{method}() takes plan= or slug=, not both")
+        warnings.warn(f"Client.{method}(slug=...) is deprecated: pass plan=... (slug= goes "
+                      "in 0.5.0)", DeprecationWarning, stacklevel=3)
+        return slug
+    if plan is None:
+        raise TypeError(f"Client.{method}() needs the plan (its slug)")
+    return plan
+
+
+def _already_ended(error: Exception) -> bool:
+    """Whether ending a session failed because it had ended already (elsewhere)."""
+    from planledger.ledger.domain.errors import SessionClosed
+
+    if isinstance(error, SessionClosed):
+        return True
+    return isinstance(error, RemoteError) and error.body.get("reason") == "session_ended"
 
 
 def connect(url: str | None = None, *, db: str | None = None, token: str | None = None,
             session: str | None = None, key: str | None = None) -> Client:
-    """The ledger's operations for a command or a script: on the server at `url`, else on
-    the embedded store `db` (default ./.planledger/ledger.sqlite), acting for the session
-    `token` proves (or, on the embedded store, `session` names). A client with no session
-    acts for the one it starts (`start_session`). On a server that requires access keys,
-    `key` (default: PLANLEDGER_KEY) is sent where no session token is, and a session
-    started takes its role. `planledger.Client` is this."""
-    if url:
-        return RemoteClient(url, token, key=key or os.environ.get(KEY_SETTING) or None)
-    from planledger.api.identity import Identity
-    from planledger.api.runtime import open_runtime
-    from planledger.api.service import Service
-    from planledger.api.settings import load_settings
-
-    settings = load_settings(db=db)
-    runtime = open_runtime(settings.db, checkpoints=True)
-    identity = Identity(runtime.secret, settings.admin_token)
-    actor = identity.session_of(token) if token and not session else session
-    return LocalClient(Service(runtime, settings, identity), actor)
+    """`Client(url, db=…, token=…, session=…, key=…)`, as the command line opens it."""
+    return Client(url, db=db, token=token, session=session, key=key)
 
 
 def operator_name() -> str:
@@ -221,9 +338,26 @@ class LocalClient(Client):
     names them. The read operations are imported where used, so that a server's client
     (`--url`) starts without the store's modules."""
 
-    def __init__(self, service: "Service", actor: str | None) -> None:
-        self.service = service
-        self.actor = actor
+    service: "Service"
+
+    def __init__(self, url: str | None = None, *, db: str | None = None,
+                 token: str | None = None, session: str | None = None,
+                 key: str | None = None, timeout: float = 30.0) -> None:
+        super().__init__()
+        from planledger.api.identity import Identity
+        from planledger.api.runtime import open_runtime
+        from planledger.api.service import Service
+        from planledger.api.settings import load_settings
+
+        settings = load_settings(db=db)
+        runtime = open_runtime(settings.db, checkpoints=True)
+        try:
+            identity = Identity(runtime.secret, settings.admin_token)
+            self.actor = identity.session_of(token) if token and not session else session
+        except BaseException:
+            runtime.close()
+            raise
+        self.service = Service(runtime, settings, identity)
 
     def execute(self, command: c.Command[Any], out: type[M]) -> M:
         return self.service.answer(command, out)
@@ -236,7 +370,10 @@ class LocalClient(Client):
         # The operator holds the store's file, so its sessions are the admin's.
         started = self.service.start_session(c.StartSession(name, role="admin"))
         self.actor = self.actor or started.session_id
-        return started
+        return self._keep_started(started)
+
+    def _end_started(self, started: SessionStartOut) -> None:
+        self.execute(c.EndSession(started.session_id), SessionEndOut)
 
     def session(self, session_id: str) -> SessionOut:
         from planledger.api import reads
@@ -248,13 +385,13 @@ class LocalClient(Client):
 
         return reads.plans(self.service.runtime)
 
-    def plan(self, slug: str) -> PlanOut:
+    def _plan(self, plan: str) -> PlanOut:
         from planledger.api import reads
 
-        return reads.plan(self.service.runtime, slug)
+        return reads.plan(self.service.runtime, plan)
 
-    def ready(self, slug: str) -> ReadyOut:
-        return self.service.ready(slug, self.actor)
+    def _ready(self, plan: str) -> ReadyOut:
+        return self.service.ready(plan, self.actor)
 
     def step(self, step_id: str) -> StepDetailOut:
         from planledger.api import reads
@@ -292,11 +429,16 @@ class RemoteClient(Client):
     """A running server, over its HTTP API, with the session token (if any). A command
     travels as the request of the route that builds the same command (`api.http.paths`)."""
 
-    def __init__(self, url: str, token: str | None, timeout: float = 30.0,
-                 key: str | None = None) -> None:
+    def __init__(self, url: str | None = None, *, db: str | None = None,
+                 token: str | None = None, session: str | None = None,
+                 key: str | None = None, timeout: float = 30.0) -> None:
+        # `db` and `session` are the embedded store's: a server knows a session by its token.
+        super().__init__()
+        if not url:
+            raise ValueError("a server's client needs its url (e.g. http://127.0.0.1:8765)")
         self.http = Connection(url, timeout)
-        self.key = key  # sent while no session token is
-        self._send(token or key)
+        self.key = key or os.environ.get(KEY_SETTING) or None  # sent while no token is
+        self._send(token or self.key)
         self.timeout = timeout
         # A session token names its session (<id>.<signature>); the admin token and
         # access keys none.
@@ -346,7 +488,20 @@ class RemoteClient(Client):
         if self.actor is None and started.token:
             self._send(started.token)
             self.actor = started.session_id
-        return started
+        return self._keep_started(started)
+
+    def _end_started(self, started: SessionStartOut) -> None:
+        if started.session_id == self.actor:
+            self.execute(c.EndSession(started.session_id), SessionEndOut)
+            return
+        acting = self.http.headers.get("Authorization")  # ended with its own token
+        self._send(started.token)
+        try:
+            self.execute(c.EndSession(started.session_id), SessionEndOut)
+        finally:
+            self.http.headers.pop("Authorization", None)
+            if acting is not None:
+                self.http.headers["Authorization"] = acting
 
     def create_plan(self, plan: PlanIn) -> PlanCreatedOut:
         """Create the plan as this client's session or key; without either, as a session
@@ -368,14 +523,14 @@ class RemoteClient(Client):
     def plans(self) -> list[PlanSummaryOut]:
         return self._read(list[PlanSummaryOut], "plans")
 
-    def plan(self, slug: str) -> PlanOut:
-        return self._read(PlanOut, "plan", plan=slug)
+    def _plan(self, plan: str) -> PlanOut:
+        return self._read(PlanOut, "plan", plan=plan)
 
-    def ready(self, slug: str) -> ReadyOut:
+    def _ready(self, plan: str) -> ReadyOut:
         # With a session, the listing is recorded, as on the embedded store.
         if self.actor is not None:
-            return self.execute(c.ListReady(slug, self.actor), ReadyOut)
-        return self._read(ReadyOut, "ready", plan=slug)
+            return self.execute(c.ListReady(plan, self.actor), ReadyOut)
+        return self._read(ReadyOut, "ready", plan=plan)
 
     def step(self, step_id: str) -> StepDetailOut:
         return self._read(StepDetailOut, "step", step_id=step_id)

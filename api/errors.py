@@ -91,10 +91,13 @@ _LEDGER: dict[type[le.LedgerError], tuple[int, str]] = {
     le.UnknownKey: (404, "unknown_key"),
     le.NotPermitted: (403, "forbidden"),
     le.CheckFailed: (409, "check_failed"),
+    le.InReview: (409, "in_review"),
+    le.NotInReview: (409, "not_in_review"),
+    le.OwnWork: (403, "own_work"),
 }
 
 BOUNCE_REASONS = frozenset({"already_claimed", "blocked", "closed", "stale_fence", "not_holder",
-                            "paths_reserved"})
+                            "paths_reserved", "in_review"})
 
 
 def _fields(error: le.LedgerError) -> dict[str, Any]:

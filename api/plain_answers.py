@@ -85,7 +85,20 @@ def step_fields(definition: StepDef, state: StepState, verdict: Verdict | None,
         "blockers": [_blocker(definitions, state.plan, b, s)
                      for b, s in (verdict.blockers if verdict else ())],
         "paths": paths_fields(definition.paths), "reserved": [], "collides_with": [],
+        **_review_fields(definition, state, verdict),
     }
+
+
+def _review_fields(definition: StepDef, state: StepState, verdict: Verdict | None) -> Fields:
+    """StepOut's review fields, present only when set (as StepOut leaves them out)."""
+    found: Fields = {}
+    if definition.review_required:
+        found["review_required"] = True
+    if state.status == "in_review":
+        found["author"] = state.author
+        if verdict is not None and verdict.holder is not None:
+            found["reviewer"] = verdict.holder
+    return found
 
 
 def _blocker(definitions: dict[StepId, StepDef], plan: str, step_id: StepId,
@@ -192,7 +205,8 @@ def ready(runtime: Readable, slug: str, listed: Sequence[StepId] | None = None,
         state = plan_of(view, slug)
         judged = dict(queries.verdicts(view, state.slug, moment))
         order = in_order(view, state)
-        kinds: dict[str, list[StepDef]] = {"claimable": [], "held": [], "blocked": []}
+        kinds: dict[str, list[StepDef]] = {"claimable": [], "held": [], "blocked": [],
+                                           "in_review": []}
         for d in order:
             verdict = judged.get(d.id)
             if verdict is not None and verdict.kind in kinds:
@@ -214,5 +228,6 @@ def ready(runtime: Readable, slug: str, listed: Sequence[StepId] | None = None,
                   "blocked": out(cut["blocked"]),
                   "progress": queries.progress(view, state.slug, moment).line,
                   "ready_total": totals["claimable"], "held_total": totals["held"],
-                  "blocked_total": totals["blocked"]}
+                  "blocked_total": totals["blocked"], "in_review": out(cut["in_review"]),
+                  "in_review_total": totals["in_review"]}
     return answer

@@ -92,6 +92,7 @@ def plan(runtime: Runtime, slug: str, limit: int | None = None, after: int = -1)
     return PlanOut(slug=state.slug, title=state.title, created_at=state.created_at,
                    progress=progress, constraints=dict(state.constraints), steps=steps,
                    require_checks_pass=state.require_checks_pass,
+                   review_required=state.review_required,
                    more=more, next_after=steps[-1].position if steps else after)
 
 
@@ -139,6 +140,15 @@ def nothing_ready(runtime: Runtime, slug: str) -> tuple[NothingReady, str]:
     reason: NothingReady = ("all_held" if p.in_flight == live else
                             "all_blocked" if p.blocked == live else "none_ready")
     return reason, f"nothing ready in plan {slug}: {counts}"
+
+
+def nothing_to_review(runtime: Runtime, slug: str) -> str:
+    """Why claim-next found no step for the caller to review, as a sentence."""
+    p = plan_progress(runtime, slug)
+    if not p.in_review:
+        return f"nothing to review in plan {slug}: no step is in review"
+    return (f"nothing to review in plan {slug}: its {p.in_review} in review are held by "
+            "other reviewers, or are your own work (or your key's)")
 
 
 def step_detail(runtime: Runtime, step_id: str) -> StepDetailOut:

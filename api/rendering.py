@@ -38,7 +38,8 @@ def claim_out(grant: c.Grant) -> ClaimOut:
                     holder=grant.session_id, fence=grant.fence, expires_at=grant.expires_at,
                     renewed=grant.renewed, took_over_from=grant.took_over_from,
                     notes=[note_out(n) for n in grant.notes],
-                    notes_left_out=grant.notes_left_out)
+                    notes_left_out=grant.notes_left_out,
+                    status="in_review" if grant.review else "in_progress")
 
 
 def note_out(note: Note) -> NoteOut:
@@ -46,12 +47,16 @@ def note_out(note: Note) -> NoteOut:
 
 
 def next_claim_out(runtime: Runtime, found: c.NextClaim) -> ClaimNextOut:
+    if found.grant is None and found.review:
+        return ClaimNextOut(claimed=None, reason="none_to_review",
+                            message=reads.nothing_to_review(runtime, found.plan))
     if found.grant is None:
         reason, message = reads.nothing_ready(runtime, found.plan)
         return ClaimNextOut(claimed=None, reason=reason, message=message)
     claimed = claim_out(found.grant)
+    taken = "took step {} for review" if found.grant.review else "claimed step {}"
     return ClaimNextOut(claimed=claimed, reason=None,
-                        message=f'claimed step {claimed.ref or claimed.step_id} '
+                        message=f'{taken.format(claimed.ref or claimed.step_id)} '
                                 f'"{claimed.title}"')
 
 
@@ -77,7 +82,8 @@ def plan_created_out(made: c.PlanCreated) -> PlanCreatedOut:
             for i, k in zip(made.step_ids, made.keys, strict=True)]
     return PlanCreatedOut(slug=plan.slug, title=plan.title,
                           constraints=dict(plan.constraints), steps=refs,
-                          require_checks_pass=plan.require_checks_pass)
+                          require_checks_pass=plan.require_checks_pass,
+                          review_required=plan.review_required)
 
 
 def step_ref_out(defined: c.StepDefined) -> StepRefOut:
@@ -114,7 +120,7 @@ ANSWERS: Mapping[type[c.Command[Any]], type[BaseModel]] = {
     c.Heartbeat: ClaimOut, c.ClaimNext: ClaimNextOut, c.Complete: StepChangeOut,
     c.Release: StepChangeOut, c.Drop: StepChangeOut, c.Reopen: StepChangeOut,
     c.ForceRelease: ForceReleaseOut, c.AddNote: NoteAddedOut, c.IssueKey: KeyOut,
-    c.RevokeKey: KeyOut,
+    c.RevokeKey: KeyOut, c.Review: StepChangeOut,
 }
 assert set(ANSWERS) == set(c.COMMANDS), "every command has an answer schema"
 

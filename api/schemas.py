@@ -14,6 +14,7 @@ from planledger.ledger import commands as c
 from planledger.ledger.domain import evidence
 from planledger.ledger.domain.closing import HANDED_CHARACTERS, HANDED_NOTES
 from planledger.ledger.domain.paths import PathSpec
+from planledger.ledger.domain.state import Status
 from planledger.projections.results import Progress
 from planledger.projections.timeline_entries import Entry, Lane
 
@@ -83,6 +84,12 @@ PRIORITY_HELP = ("0 (highest) .. 4; ready lists and claim-next take higher prior
                  "(then ready lists the oldest, claim-next the longest chain). Default 2.")
 
 
+REVIEW_HELP = ('"required": each completion waits in review until a session of another key '
+               "approves it (four eyes); until then its dependents stay blocked. Omitted: "
+               "no review (a plan's setting covers all its steps).")
+Review = Literal["required"]
+
+
 REQUIRE_CHECKS_HELP = ("Refuse a completion whose evidence reports a failed check, naming "
                        "it (a planner's setting; default false: a failed check is kept as "
                        "reported).")
@@ -104,6 +111,7 @@ class PlanStepIn(RequestSchema):
                            examples=[["internal/auth/**"]])
     priority: int | None = Field(default=None, ge=0, le=4, description=PRIORITY_HELP,
                                  examples=[1])
+    review: Review | None = Field(default=None, description=REVIEW_HELP)
 
 
 class PlanIn(RequestSchema):
@@ -113,12 +121,15 @@ class PlanIn(RequestSchema):
         "rate-limit-not-in-memory": "use shared storage for the refresh rate limit"}])
     steps: list[PlanStepIn] = Field(default_factory=list)
     require_checks_pass: bool = Field(default=False, description=REQUIRE_CHECKS_HELP)
+    review: Review | None = Field(default=None, description=REVIEW_HELP)
 
     def command(self, actor: str) -> c.CreatePlan:
         return c.CreatePlan(self.slug, self.title, actor, tuple(self.constraints.items()),
                             tuple(c.NewStep(s.title, s.body, tuple(s.depends_on), s.key,
-                                            path_specs(s.paths), s.priority)
-                                  for s in self.steps), self.require_checks_pass)
+                                            path_specs(s.paths), s.priority,
+                                            s.review == "required")
+                                  for s in self.steps), self.require_checks_pass,
+                            self.review == "required")
 
 
 class StepIn(RequestSchema):
@@ -130,12 +141,14 @@ class StepIn(RequestSchema):
     paths: PathsIn = Field(default_factory=list, description=PATHS_HELP)
     priority: int | None = Field(default=None, ge=0, le=4, description=PRIORITY_HELP,
                                  examples=[1])
+    review: Review | None = Field(default=None, description=REVIEW_HELP)
     key: str | None = Field(default=None, description="The step's name within its plan "
                             "(`<plan>/<key>` names it); unique there.", examples=["alert"])
 
     def command(self, plan: str, actor: str) -> c.AddStep:
         return c.AddStep(plan, self.title, actor, self.body, tuple(self.depends_on),
-                         path_specs(self.paths), self.priority, self.key)
+                         path_specs(self.paths), self.priority, self.review == "required",
+                         self.key)
 
 
 class StepRevisionIn(RequestSchema):
@@ -172,6 +185,9 @@ class ClaimStepIn(ClaimIn):
 
 
 class ClaimNextIn(ClaimIn):
+    review: bool = Field(False, description="Take a step in review to review instead: one "
+                         "that is not your own work (nor your key's), by priority then age; "
+                         "two reviewers never get the same one.")
     wait_seconds: int = Field(0, ge=0, le=c.MAX_WAIT_SECONDS, description="When nothing is "
                               "claimable, wait up to this many seconds for a step to become "
                               "claimable (a dependency done, a release, a lease lapsing, a "
@@ -243,6 +259,17 @@ class CompleteIn(FenceIn):
 
 class NoteIn(RequestSchema):
     text: str = Field(description="The note, for whoever picks the step up next.")
+
+
+class ReviewIn(RequestSchema):
+    verdict: Literal["approve", "reject"] = Field(description="approve: the step is done and "
+                                                  "its dependents unblock; reject: it opens "
+                                                  "again for its next claimer.")
+    note: str | None = Field(default=None, description="What the reviewer found: handed to "
+                             "the step's next claimer, as a handoff note is.")
+
+    def command(self, step_id: str, actor: str) -> c.Review:
+        return c.Review(step_id, actor, self.verdict, self.note)
 
 
 # --- responses -----------------------------------------------------------------------
@@ -384,6 +411,7 @@ class PlanCreatedOut(Schema):
     constraints: dict[str, str]
     steps: list[StepRefOut]
     require_checks_pass: bool = Field(default=False, description=REQUIRE_CHECKS_HELP)
+    review_required: bool = Field(default=False, description=REVIEW_HELP)
 
 
 ProgressOut = Progress  # answered as the read model computes it: one type, not a mirror
@@ -459,7 +487,7 @@ class StepOut(StepAnswer):
     priority: int = Field(default=2, description="0 (highest) .. 4.")
     body: str
     depends_on: list[str]
-    status: Literal["open", "in_progress", "done", "dropped"]
+    status: Status
     claimable: bool = Field(description="A claim would be granted now.")
     holder: str | None = Field(None, description="The live holder, if any.")
     holder_name: str | None = Field(None, exclude_if=lambda name: name is None,
@@ -477,11 +505,21 @@ class StepOut(StepAnswer):
     collides_with: list[CollisionOut] = Field(default_factory=list, description="Other "
                                               "sessions' live reservations its paths meet: a "
                                               "claim now would bounce.")
+    review_required: bool = Field(default=False, exclude_if=lambda required: not required,
+                                  description="Its completion waits for a review (present "
+                                  "when true).")
+    author: str | None = Field(None, exclude_if=lambda author: author is None,
+                               description="In review: the session that finished the work "
+                               "(present while in review).")
+    reviewer: str | None = Field(None, exclude_if=lambda reviewer: reviewer is None,
+                                 description="In review: the session reviewing it now "
+                                 "(present while one holds it).")
 
 
 class PlanOut(PlanSummaryOut):
     constraints: dict[str, str]
     require_checks_pass: bool = Field(default=False, description=REQUIRE_CHECKS_HELP)
+    review_required: bool = Field(default=False, description=REVIEW_HELP)
     steps: list[StepOut]
     more: int = Field(default=0, description="Steps after this page (0: the last page).")
     next_after: int = Field(default=-1, description="Pass as `after` for the next page: "
@@ -520,6 +558,10 @@ class ReadyOut(Schema):
                              "show only the first few).")
     held_total: int = Field(default=0, description="Held steps in all.")
     blocked_total: int = Field(default=0, description="Blocked steps in all.")
+    in_review: list[StepOut] = Field(default_factory=list, description="Finished by their "
+                                     "holders, waiting for a review (not claimable: "
+                                     "claim_next with review hands one to a reviewer).")
+    in_review_total: int = Field(default=0, description="Steps in review in all.")
 
 
 class NoteOut(Schema):
@@ -539,8 +581,9 @@ class NoteAddedOut(StepAnswer):
 class ClaimOut(StepAnswer):
     plan: str
     title: str
-    status: Literal["in_progress"] = Field(default="in_progress",
-                                           description="A held step's status.")
+    status: Literal["in_progress", "in_review"] = Field(
+        default="in_progress", description="A held step's status: in_review when you hold it "
+        "to review it.")
     holder: str = Field(examples=[SID], description="The session that holds the step: yours.")
     fence: int = Field(examples=[1])
     expires_at: datetime
@@ -560,7 +603,8 @@ class ClaimOut(StepAnswer):
                                 "have them.")
 
 
-NothingReady = Literal["all_held", "all_blocked", "all_done", "empty", "none_ready"]
+NothingReady = Literal["all_held", "all_blocked", "all_done", "empty", "none_ready",
+                       "none_to_review"]
 
 
 class ClaimNextOut(Schema):
@@ -570,7 +614,7 @@ class ClaimNextOut(Schema):
 
 
 class StepChangeOut(StepAnswer):
-    status: Literal["open", "in_progress", "done", "dropped"]
+    status: Status
     plan: str = Field(description="The step's plan.")
 
 

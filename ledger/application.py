@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
-from planledger.ledger import claim_handlers, key_handlers, plan_handlers
+from planledger.ledger import claim_handlers, key_handlers, plan_handlers, review_handlers
 from planledger.ledger import commands as c
 from planledger.ledger.commands import Command, Grant, NewStep
 from planledger.ledger.domain.claims import DEFAULT_LEASE_SECONDS
@@ -47,6 +47,7 @@ HANDLERS: Mapping[type[Command[Any]], Callable[[Execution, Any], Any]] = {
     c.AddNote: claim_handlers.add_note,
     c.IssueKey: key_handlers.issue_key,
     c.RevokeKey: key_handlers.revoke_key,
+    c.Review: review_handlers.review,
 }
 assert set(HANDLERS) == set(c.COMMANDS), "every command has one handler"
 

@@ -24,6 +24,7 @@ from planledger.ledger.domain.evidence import check_evidence
 from planledger.ledger.domain.ids import Actor, PlanSlug, SessionId, StepId, acting_session
 from planledger.ledger.domain.paths import PathSpec, check_paths
 from planledger.ledger.domain.references import step_reference
+from planledger.ledger.domain.review import needs_review
 from planledger.ledger.domain.state import (
     SATISFYING,
     Note,
@@ -35,6 +36,7 @@ from planledger.ledger.domain.state import (
 )
 from planledger.ledger.execution import Execution, Outcome
 from planledger.ledger.reserving import collides, reserve, with_kept, with_reserved
+from planledger.ledger.review_handlers import claim_next_review, claim_review
 
 
 def _lease(run: Execution, lease_seconds: int | None) -> int:
@@ -60,6 +62,11 @@ def _grant(decision: Decision, verdict: Verdict, session: SessionId, plan: PlanS
 
 
 def claim(run: Execution, command: c.Claim) -> c.Grant:
+    if command.review:
+        if command.paths:
+            raise errors.InvalidInput("paths", "a claim to review reserves no paths")
+        return claim_review(run, StepId(command.step_id), command.actor,
+                            _lease(run, command.lease_seconds))
     # A claim's own paths are refused before anything is decided.
     paths = check_paths(command.paths) if command.paths else ()
     return _claim(run, command.step_id, command.actor, command.lease_seconds, renew_only=False,
@@ -119,6 +126,8 @@ def claim_next(run: Execution, command: c.ClaimNext) -> c.NextClaim:
         return list(attach(Outcome(outcome.decision, c.NextClaim(slug, outcome.result))))
 
     candidates = run.attaching(as_next)
+    if command.review:
+        return claim_next_review(run, command, slug, candidates)
     for step_id in run.view.claim_order(slug):
         if not _still_free(run, step_id):
             continue  # the view lagged behind another claim: a read, not an attempt
@@ -152,9 +161,13 @@ def complete(run: Execution, command: c.Complete) -> c.StepChanged:
     def decide(step: StepState, definition: StepDef, plan: PlanState, session: SessionState,
                fence: int | None, holder: SessionId | None, now: datetime) -> Decision:
         return closing.decide_complete(step, definition, session, fence, holder, now,
-                                       evidence, plan.require_checks_pass)
+                                       evidence, plan.require_checks_pass,
+                                       needs_review(plan, definition))
 
-    return _close(run, decide, command, "done", "complete")
+    def status(plan: PlanState, definition: StepDef) -> Status:
+        return "in_review" if needs_review(plan, definition) else "done"
+
+    return _close(run, decide, command, status, "complete")
 
 
 def release(run: Execution, command: c.Release) -> c.StepChanged:
@@ -163,7 +176,7 @@ def release(run: Execution, command: c.Release) -> c.StepChanged:
         return closing.decide_release(step, definition, session, fence, holder, now,
                                       command.reason)
 
-    return _close(run, decide, command, "open", "release")
+    return _close(run, decide, command, lambda _, __: "open", "release")
 
 
 # A closing decision on the step (as of its plan) for the acting session.
@@ -172,7 +185,7 @@ DecideClose = Callable[[StepState, StepDef, PlanState, SessionState, int | None,
 
 
 def _close(run: Execution, decide: DecideClose, command: c.Complete | c.Release,
-           status: Status, action: str) -> c.StepChanged:
+           status: Callable[[PlanState, StepDef], Status], action: str) -> c.StepChanged:
     def attempt(now: datetime, fresh: bool) -> Outcome[c.StepChanged]:
         session = run.live_session(command.actor)
         step, definition, plan = run.step(command.step_id, fresh=fresh)
@@ -180,7 +193,7 @@ def _close(run: Execution, decide: DecideClose, command: c.Complete | c.Release,
         decision = decide(step, definition, plan, session, command.fence, holder, now)
         decision = closing.with_note(decision, step, Actor(session.id), command.note, action,
                                      now)
-        return Outcome(decision, c.StepChanged(step.id, step.plan, status,
+        return Outcome(decision, c.StepChanged(step.id, step.plan, status(plan, definition),
                                                step_reference(plan.slug, definition.position)))
 
     return run.decide_on_cached_step(attempt, command.step_id)

@@ -50,6 +50,7 @@ class Grant:
     notes: tuple[Note, ...] = ()  # a new grant: the newest notes left since the last claim
     notes_left_out: int = 0  # older notes left since then, not carried (the log has them)
     paths: tuple[PathSpec, ...] = ()  # what the claim holds reserved (ledger.domain.paths)
+    review: bool = False  # a reviewer's hold on a step in review (ledger.domain.review)
     ref: str | None = None  # the step's reference, `plan#N` (ledger.domain.references)
 
 
@@ -59,11 +60,13 @@ class NextClaim:
 
     plan: PlanSlug
     grant: Grant | None
+    review: bool = False  # it looked for a step to review (ClaimNext.review)
 
 
 @dataclass(frozen=True)
 class StepChanged:
-    """A step's new status after complete, release, drop or reopen."""
+    """A step's new status after complete (`in_review` when it waits for a review),
+    release, drop, reopen or review."""
 
     step_id: StepId
     plan: PlanSlug
@@ -152,6 +155,7 @@ class NewStep:
     key: str | None = None
     paths: tuple[PathSpec, ...] = ()  # what it will touch, reserved while it is claimed
     priority: int | None = None  # 0 (highest) .. 4; None: the default (2)
+    review_required: bool = False  # its completion waits for a review
 
 
 @dataclass(frozen=True)
@@ -165,6 +169,7 @@ class CreatePlan(Command[PlanCreated]):
     constraints: tuple[tuple[str, str], ...] = ()
     steps: tuple[NewStep, ...] = ()
     require_checks_pass: bool = False  # completions must report no failed check
+    review_required: bool = False  # every completion waits for a review
 
 
 @dataclass(frozen=True)
@@ -177,6 +182,7 @@ class AddStep(Command[StepDefined]):
     depends_on: tuple[str, ...] = ()
     paths: tuple[PathSpec, ...] = ()  # what it will touch, reserved while it is claimed
     priority: int | None = None  # 0 (highest) .. 4; None: the default (2)
+    review_required: bool = False  # its completion waits for a review
     key: str | None = None  # its name within the plan (`plan/key`), unique there
 
 
@@ -219,6 +225,8 @@ class Claim(Command[Grant]):
     actor: str
     lease_seconds: int | None = None
     paths: tuple[PathSpec, ...] = ()  # reserved beside the step's own (ledger.domain.paths)
+    # True: take a step in review to review it (ledger.domain.review), not to work on it.
+    review: bool = False
 
 
 @dataclass(frozen=True)
@@ -248,6 +256,9 @@ class ClaimNext(Command[NextClaim]):
     actor: str
     lease_seconds: int | None = None
     wait_seconds: int = 0
+    # True: hand the caller a step in review to review instead (ledger.domain.review), one
+    # that is not its own work; two reviewers never get the same one.
+    review: bool = False
 
 
 @dataclass(frozen=True)
@@ -301,6 +312,19 @@ class Reopen(Command[StepChanged]):
 
 
 @dataclass(frozen=True)
+class Review(Command[StepChanged]):
+    """A reviewer's verdict on a step in review: "approve" (done) or "reject" (open
+    again, the note handed to its next claimer). Four eyes: not by the completion's
+    author, nor by another session started with the author's key."""
+
+    name: ClassVar[str] = "review"
+    step_id: str
+    actor: str
+    verdict: str
+    note: str | None = None
+
+
+@dataclass(frozen=True)
 class ForceRelease(Command[ForceReleased]):
     """An operator's release of any claim on the step."""
 
@@ -333,4 +357,4 @@ class RevokeKey(Command[KeyState]):
 COMMANDS: tuple[type[Command[Any]], ...] = (
     StartSession, EndSession, CreatePlan, AddStep, ReviseStep, DeclareDependencies,
     ListReady, Claim, Heartbeat, ClaimNext, Complete, Release, Drop, Reopen, ForceRelease,
-    AddNote, IssueKey, RevokeKey)
+    AddNote, IssueKey, RevokeKey, Review)

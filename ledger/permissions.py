@@ -33,6 +33,7 @@ NEEDS: Mapping[type[Command[Any]], Role] = {
     c.AddNote: "worker",
     c.IssueKey: "admin",
     c.RevokeKey: "admin",
+    c.Review: "worker",  # four eyes, not a rank: any other key's worker may review
 }
 assert set(NEEDS) == set(c.COMMANDS), "every command needs a role"
 

@@ -44,6 +44,12 @@ class CandidateView(ABC):
         heading the longest chain of open steps still waiting on it first (critical path
         first: 1 + the longest such chain among its dependents), then oldest first."""
 
+    def review_order(self, plan: PlanSlug) -> Sequence[StepId]:
+        """Steps of the plan waiting for a review that no reviewer holds, by priority, then
+        oldest first (what claim-next hands a reviewer). A view of claims alone (a
+        benchmark's) has none to offer."""
+        return ()
+
     @abstractmethod
     def plans_with_key(self, key: str) -> Sequence[PlanSlug]:
         """The plans with a step of this key (`plan/key`), by slug: where a bare key may

@@ -67,8 +67,7 @@ SNAPSHOT_INTERVAL = 100
 
 for _kind in STORED_KINDS:  # (ledger.stored_form)
     get_topic(_kind)  # registers the kind under its TOPIC
-_STEP_EVENTS = (ev.StepOpened, ev.StepClaimed, ev.LeaseRenewed, ev.StepReleased,
-                ev.StepCompleted, ev.StepDropped, ev.StepReopened)
+_STEP_EVENTS = ev.STEP_STREAM_EVENTS
 
 
 class Fact(Protocol):

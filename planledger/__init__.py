@@ -6,17 +6,20 @@ layer (`ledger/`, `projections/`, `api/`, `replays/`, `infra/`, `bench/`), and t
 maps each of them in as `planledger.<folder>` (a link in this folder): see ARCHITECTURE.md.
 """
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from planledger.version import __version__
 
-__all__ = ["__version__"]
+if TYPE_CHECKING:  # what type checkers see of the name loaded below
+    from planledger.api.client import Client
+
+__all__ = ["Client", "__version__"]
 
 
 def __getattr__(name: str) -> Any:
     """`planledger.Client`, loaded when first asked for: `import planledger` stays cheap."""
     if name == "Client":
-        from planledger.api.client import connect
+        from planledger.api.client import Client
 
-        return connect
+        return Client
     raise AttributeError(f"module 'planledger' has no attribute {name!r}")

@@ -3,9 +3,10 @@
 The buckets are what the claim rule (`ledger.domain.claims.assess`) said about each step
 when the step or one of its dependencies last changed: `ready` (open and claimable),
 `blocked` (open, waiting on dependencies), or the step's status when a verdict on it
-depends on the clock (`in_progress`: its lease may lapse at any moment) or can no longer
-change (`done`, `dropped`). Moving a step between buckets costs O(log n) comparisons and
-one list move, so an event touches only its step and the steps that depend on it.
+depends on the clock (`in_progress`: its lease may lapse at any moment), waits for a
+reviewer (`in_review`) or can no longer change (`done`, `dropped`). Moving a step
+between buckets costs O(log n) comparisons and one list move, so an event touches only
+its step and the steps that depend on it.
 
 Held steps are also kept in order of their leases' expiry, so a query finds the leases
 that lapsed by its `now` without judging every step in flight (a plan with 1,000 steps
@@ -19,8 +20,9 @@ from typing import Literal
 
 from planledger.ledger.domain.ids import PlanSlug, StepId
 
-Bucket = Literal["ready", "blocked", "in_progress", "done", "dropped"]
-BUCKETS: tuple[Bucket, ...] = ("ready", "blocked", "in_progress", "done", "dropped")
+Bucket = Literal["ready", "blocked", "in_progress", "in_review", "done", "dropped"]
+BUCKETS: tuple[Bucket, ...] = ("ready", "blocked", "in_progress", "in_review", "done",
+                               "dropped")
 OrderKey = tuple[int, datetime, StepId]  # priority (0 first), then age, then id
 
 
@@ -35,6 +37,7 @@ class PlanIndex:
     ready: list[StepId] = field(default_factory=list)
     blocked: set[StepId] = field(default_factory=set)
     in_progress: set[StepId] = field(default_factory=set)
+    in_review: set[StepId] = field(default_factory=set)
     bucket: dict[StepId, Bucket] = field(default_factory=dict)
     counts: dict[Bucket, int] = field(default_factory=lambda: dict.fromkeys(BUCKETS, 0))
     expiry: dict[StepId, datetime] = field(default_factory=dict)
@@ -70,6 +73,8 @@ class PlanIndex:
             self.blocked.add(step_id)
         elif bucket == "in_progress":
             self.in_progress.add(step_id)
+        elif bucket == "in_review":
+            self.in_review.add(step_id)
 
     def _leave(self, step_id: StepId, bucket: Bucket) -> None:
         if bucket == "ready":
@@ -79,6 +84,8 @@ class PlanIndex:
             self.blocked.discard(step_id)
         elif bucket == "in_progress":
             self.in_progress.discard(step_id)
+        elif bucket == "in_review":
+            self.in_review.discard(step_id)
 
     def reprioritize(self, step_id: StepId, priority: int) -> None:
         """Move the step to its new place in claim order (and in the ready list)."""

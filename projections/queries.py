@@ -11,10 +11,17 @@ import heapq
 from datetime import datetime
 
 from planledger.ledger.domain import errors
-from planledger.ledger.domain.claims import Verdict, live_holder
+from planledger.ledger.domain.claims import Verdict, live_holder, reviewer
 from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId
 from planledger.projections.index import PlanIndex
-from planledger.projections.results import BlockedStep, Blocker, Holding, Progress, ReadyStep
+from planledger.projections.results import (
+    BlockedStep,
+    Blocker,
+    Holding,
+    Progress,
+    ReadyStep,
+    ReviewStep,
+)
 from planledger.projections.view import LedgerView
 
 
@@ -103,6 +110,37 @@ def _ready_step(view: LedgerView, step_id: StepId, now: datetime) -> ReadyStep:
                      definition.added_at, lapsed, session.name if session else None)
 
 
+def review_steps(view: LedgerView, plan: PlanSlug | None, now: datetime,
+                 free_only: bool = False) -> list[ReviewStep]:
+    """Steps waiting for a review (of one plan, or of all), by priority then age; with
+    `free_only`, only those no reviewer holds at `now` (what claim-next may hand out)."""
+    found = []
+    for slug in [plan] if plan is not None else list(view.indexes):
+        index = _index(view, slug)
+        for step_id in index.in_order(index.in_review):
+            waiting = _review_step(view, step_id, now)
+            if not (free_only and waiting.reviewer is not None):
+                found.append(waiting)
+    if plan is None:
+        found.sort(key=lambda r: (r.added_at, r.step_id))
+    return found
+
+
+def _review_step(view: LedgerView, step_id: StepId, now: datetime) -> ReviewStep:
+    step = view.steps[step_id]
+    definition = view.definition(step_id)
+    assert definition is not None
+    current = reviewer(step, now, view.holder_ended(step))
+
+    def name(session_id: SessionId | None) -> str | None:
+        session = view.sessions.get(session_id) if session_id is not None else None
+        return session.name if session is not None else None
+
+    return ReviewStep(step_id, step.plan, definition.title, definition.position,
+                      definition.added_at, step.author, name(step.author), current,
+                      name(current))
+
+
 def blocked_steps(
     view: LedgerView, plan: PlanSlug | None, now: datetime
 ) -> list[BlockedStep]:
@@ -132,11 +170,11 @@ def _blocked_step(view: LedgerView, step_id: StepId, verdict: Verdict) -> Blocke
 
 
 def verdicts(view: LedgerView, plan: PlanSlug, now: datetime) -> list[tuple[StepId, Verdict]]:
-    """Every open or in-progress step of the plan with what a claim would meet, oldest
+    """Every open, in-progress or in-review step of the plan with what a claim would meet, oldest
     first, ties by id (the whole plan: for consoles and audits, not for hot paths)."""
     index = _index(view, plan)
     return [(step_id, view.verdict(step_id, now)) for step_id in index.order
-            if index.bucket.get(step_id) in ("ready", "blocked", "in_progress")]
+            if index.bucket.get(step_id) in ("ready", "blocked", "in_progress", "in_review")]
 
 
 def holdings(
@@ -182,6 +220,7 @@ def progress(view: LedgerView, plan: PlanSlug, now: datetime) -> Progress:
         in_flight=index.counts["in_progress"] - len(kinds) + kinds.count("held"),
         claimable=index.counts["ready"] + kinds.count("claimable"),
         blocked=index.counts["blocked"] + kinds.count("blocked"),
+        in_review=index.counts["in_review"],
     )
 
 

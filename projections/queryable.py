@@ -8,7 +8,13 @@ from datetime import datetime
 from planledger.ledger.domain.claims import Verdict, live_holder
 from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId
 from planledger.projections import queries
-from planledger.projections.results import BlockedStep, Holding, Progress, ReadyStep
+from planledger.projections.results import (
+    BlockedStep,
+    Holding,
+    Progress,
+    ReadyStep,
+    ReviewStep,
+)
 from planledger.projections.view import LedgerView
 
 Reading = AbstractContextManager[tuple[LedgerView, datetime]]
@@ -38,6 +44,20 @@ class Queryable(ABC):
         """Claimable steps of a plan (all plans when None), lapsed holders named."""
         with self.reading(now) as (view, moment):
             return queries.ready_steps(view, plan, moment)
+
+    def to_review(
+        self, plan: PlanSlug | None = None, now: datetime | None = None
+    ) -> list[ReviewStep]:
+        """Steps waiting for a review (of one plan, or all), each with its author and its
+        reviewer while one holds it."""
+        with self.reading(now) as (view, moment):
+            return queries.review_steps(view, plan, moment)
+
+    def review_order(self, plan: PlanSlug, now: datetime | None = None) -> list[StepId]:
+        """Ids of the plan's steps in review that no reviewer holds, in the order
+        claim-next(review) tries them: by priority, then oldest first."""
+        with self.reading(now) as (view, moment):
+            return [r.step_id for r in queries.review_steps(view, plan, moment, True)]
 
     def blocked(
         self, plan: PlanSlug | None = None, now: datetime | None = None

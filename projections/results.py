@@ -22,6 +22,22 @@ class ReadyStep:
 
 
 @dataclass(frozen=True)
+class ReviewStep:
+    """A step waiting for a review: who finished it and, while one holds it, who reviews
+    it (ledger.domain.review)."""
+
+    step_id: StepId
+    plan: PlanSlug
+    title: str
+    position: int
+    added_at: datetime
+    author: SessionId | None
+    author_name: str | None = None
+    reviewer: SessionId | None = None
+    reviewer_name: str | None = None
+
+
+@dataclass(frozen=True)
 class Blocker:
     """A dependency that is neither done nor dropped."""
 
@@ -60,7 +76,7 @@ class Holding:
 @dataclass(frozen=True)
 class Progress:
     """A plan's counts; every step is in exactly one of done, dropped, in flight,
-    claimable and blocked. The one progress type: the API answers it as it is."""
+    claimable, blocked and in review. The one progress type: the API answers it as it is."""
 
     plan: PlanSlug
     title: str
@@ -70,16 +86,20 @@ class Progress:
     in_flight: int
     claimable: int
     blocked: int
-    line: str  # e.g. `4/6 done, 2 claimable, 0 in flight` (`, 1 dropped` when any are)
+    # e.g. `4/6 done, 2 claimable, 0 in flight` (`, 1 in review`, `, 1 dropped` when any are)
+    line: str
     rollup: str  # the line for a list of plans: `auth-refresh: 4/6 done, 2 claimable, ...`
+    in_review: int = 0  # finished by their holders, waiting for a review
 
     @classmethod
     def of(cls, plan: PlanSlug, title: str, *, total: int, done: int, dropped: int,
-           in_flight: int, claimable: int, blocked: int) -> "Progress":
+           in_flight: int, claimable: int, blocked: int, in_review: int = 0) -> "Progress":
         counts = f"{done}/{total} done, {claimable} claimable, {in_flight} in flight"
+        if in_review:
+            counts += f", {in_review} in review"
         line = counts + (f", {dropped} dropped" if dropped else "")
         return cls(plan, title, total, done, dropped, in_flight, claimable, blocked, line,
-                   f"{plan}: {counts}")
+                   f"{plan}: {counts}", in_review)
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,8 @@ from planledger.projections.view import LedgerView
 if TYPE_CHECKING:
     from eventsourcing.persistence import Notification
 
-MAGIC = b"planledger-checkpoint/4\n"
+# 5: a step's history holds its notes (StepNoted); a view saved by 4 lacks them.
+MAGIC = b"planledger-checkpoint/5\n"
 TAG_BYTES = hashlib.sha256().digest_size
 KEY_PURPOSE = b"planledger read-model checkpoint"
 STATE = record_of(LedgerView, LedgerView.restored)

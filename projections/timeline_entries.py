@@ -22,7 +22,8 @@ EntryKind = Literal[
     "plan_created", "step_added", "step_revised", "dependencies_declared",
     "session_started", "ready_listed", "claimed", "renewed", "bounced", "refused",
     "stale_fence", "released", "completed", "dropped", "reopened", "session_ended", "noted",
-    "paths_declared", "reserved", "paths_bounced",
+    "paths_declared", "reserved", "paths_bounced", "submitted", "review_claimed", "reviewed",
+    "review_refused",
 ]
 
 
@@ -109,7 +110,7 @@ def describe(
 # Built once: a union written inside `describe` was built again for every event.
 _PLAN_EVENTS = ev.PlanCreated | ev.StepAdded | ev.StepRevised | ev.DependenciesDeclared
 _SESSION_EVENTS = (ev.SessionStarted | ev.SessionEnded | ev.ReadyListed | ev.ClaimBounced
-                   | ev.ClaimRefused | ev.StaleFenceRejected)
+                   | ev.ClaimRefused | ev.StaleFenceRejected | ev.ReviewRefused)
 
 
 _PATH_EVENTS = ev.PathsDeclared | ev.PathsReserved | ev.PathsBounced
@@ -206,6 +207,8 @@ def _session_entry(
         reference = _reference(info(event.step_id))
         detail = event.detail.replace(event.step_id, reference) if reference else event.detail
         return entry("refused", f"claim refused: {detail}", event.step_id)
+    if isinstance(event, ev.ReviewRefused):
+        return entry("review_refused", f"review refused: {event.detail}", event.step_id)
     if isinstance(event, ev.StaleFenceRejected):
         stale = errors.StaleFence(event.step_id, event.fence, event.current_fence, event.holder)
         return entry("stale_fence", f"{event.action} refused: {stale}", event.step_id,
@@ -237,6 +240,18 @@ def _step_entry(
             return entry("completed", f"completed {ref(step)}", step, fence=event.fence)
         return entry("completed", f"completed {ref(step)}: {_evidence(event.evidence)}", step,
                      fence=event.fence, evidence=event.evidence)
+    if isinstance(event, ev.StepSubmitted):
+        shown = f": {_evidence(event.evidence)}" if event.evidence is not None else ""
+        return entry("submitted", f"completed {ref(step)}, for review{shown}", step,
+                     fence=event.fence, evidence=event.evidence)
+    if isinstance(event, ev.ReviewClaimed):
+        return entry("review_claimed", f"took {ref(step)} to review (fence {event.fence}, "
+                     f"lease {event.lease_seconds} s)", step, fence=event.fence)
+    if isinstance(event, ev.StepReviewed):
+        said = ("approved: it is done" if event.verdict == "approve"
+                else "rejected: it is open again")
+        return entry("reviewed", f'reviewed {ref(step)}, the work of "{event.author}", '
+                     f"{said}", step, holder=event.author, fence=event.fence)
     if isinstance(event, ev.StepDropped):
         return entry("dropped", f"dropped {ref(step)}", step, fence=event.fence)
     if isinstance(event, ev.StepReopened):

@@ -60,10 +60,9 @@ FINISHED_KEPT = 16
 
 _PLAN_EVENTS = (ev.PlanCreated, ev.StepAdded, ev.StepRevised, ev.DependenciesDeclared,
                 ev.PathsDeclared)
-_STEP_EVENTS = (ev.StepOpened, ev.StepClaimed, ev.LeaseRenewed, ev.StepReleased,
-                ev.StepCompleted, ev.StepDropped, ev.StepReopened)
+_STEP_EVENTS = ev.STEP_STREAM_EVENTS
 _SESSION_EVENTS = (ev.SessionStarted, ev.SessionEnded, ev.ClaimBounced, ev.ClaimRefused,
-                   ev.StaleFenceRejected, ev.ReadyListed, ev.PathsBounced)
+                   ev.StaleFenceRejected, ev.ReadyListed, ev.PathsBounced, ev.ReviewRefused)
 
 
 @dataclass(frozen=True)
@@ -184,6 +183,7 @@ class LedgerView:
         handlers.update(dict.fromkeys(_STEP_EVENTS, self._on_step))
         handlers.update(dict.fromkeys(_SESSION_EVENTS, self._on_session))
         handlers[ev.PathsReserved] = self._on_reserved
+        handlers[ev.StepNoted] = self._on_noted
         handlers[ev.KeyIssued] = handlers[ev.KeyRevoked] = self._on_key
         return handlers
 
@@ -404,6 +404,15 @@ class LedgerView:
         note_reserved(self.reservations, event)
         self._remember(step_id, position)
 
+    def _on_noted(self, event: ev.StepNoted, position: int) -> None:
+        # A note changes nothing a query judges: it joins the step's history (and so its
+        # plan's timeline) and nothing else. Its text stays in the log, where a claim's
+        # handler reads it, so the view's memory never grows with what notes say.
+        step_id = StepId(event.originator_id)
+        if self.finished and step_id not in self.steps:
+            self._revived(step_id)
+        self._remember(step_id, position)
+
     def _remember(self, step_id: StepId, position: int) -> None:
         positions = self.history.get(step_id)
         if positions is None:
@@ -481,6 +490,8 @@ class LedgerView:
                 self._on_step(event, position)
             elif isinstance(event, ev.ReadyListed):
                 self.plan_marks.setdefault(PlanSlug(event.plan), array("q")).append(position)
+            elif isinstance(event, ev.StepNoted):
+                self._remember(StepId(event.originator_id), position)
             elif (step_id := getattr(event, "step_id", None)) is not None:
                 self._remember(StepId(step_id), position)
         self.settle()

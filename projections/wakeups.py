@@ -9,7 +9,8 @@ the wake-up of an agent waiting here). Each applied event is read for what it ma
 about a plan's claimable steps, and told to the `Signals`:
 
 - `freed(plan, count)`: `count` steps of the plan may have become claimable (one opened,
-  released or reopened; the dependents a completed or dropped step no longer blocks);
+  released, reopened or rejected in review; the dependents a completed, approved or
+  dropped step no longer blocks);
   plan `None`: of any plan (an event about a step the view does not hold, or one that
   reserved paths, which steps of any plan may collide with);
 - `leased(plan, until)`: a lease of the plan (`None`: one that reserved paths) now ends at
@@ -39,7 +40,7 @@ log = logging.getLogger(__name__)
 
 LINGER_SECONDS = 30.0
 _FREEING = (ev.StepOpened, ev.StepReleased, ev.StepCompleted, ev.StepDropped,
-            ev.StepReopened)
+            ev.StepReopened, ev.StepReviewed)
 _LEASING = (ev.StepClaimed, ev.LeaseRenewed)
 
 
@@ -73,8 +74,9 @@ def tell(signals: Signals, event: object, view: LedgerView) -> None:
 def _freed_by(event: object, view: LedgerView, step_id: StepId) -> int:
     """How many steps the event may have made claimable: a completed or dropped step's
     dependents that wait on nothing else now; the step itself otherwise."""
-    if not isinstance(event, ev.StepCompleted | ev.StepDropped):
-        return 1
+    approved = isinstance(event, ev.StepReviewed) and event.verdict == "approve"
+    if not (approved or isinstance(event, ev.StepCompleted | ev.StepDropped)):
+        return 1  # the step itself (a rejected review opens it again)
     return sum(1 for d in view.dependents.get(step_id, ()) if _unblocked(view, d))
 
 

@@ -29,7 +29,7 @@ from planledger.ledger.chain import Broken, Entry, verify
 from planledger.ledger.domain import access, errors
 from planledger.ledger.domain import events as ev
 from planledger.ledger.domain.access import KeyState
-from planledger.ledger.domain.claims import assess, check_lease, live_holder
+from planledger.ledger.domain.claims import assess, check_lease, live_holder, reviewer
 from planledger.ledger.domain.evidence import Evidence, check_evidence
 from planledger.ledger.domain.ids import (
     ADMIN,
@@ -58,6 +58,7 @@ from planledger.ledger.domain.reservations import (
     note_reserved,
     specs,
 )
+from planledger.ledger.domain.review import check_verdict, needs_review, own_work
 from planledger.ledger.domain.state import (
     SATISFYING,
     PlanState,
@@ -312,7 +313,7 @@ def _step_claimed(folded: _Folded, event: ev.StepClaimed) -> None:
     if verdict.kind == "blocked":
         raise errors.Blocked(step.id, definition.title,
                              [(b, plan.steps[b].title, status) for b, status in verdict.blockers])
-    if verdict.kind == "closed":
+    if verdict.kind in ("closed", "in_review"):
         raise Refused(f"step is {step.status}: it cannot be claimed")
     folded.steps[step.id] = evolve_step(step, event)
 
@@ -337,8 +338,15 @@ def _step_released(folded: _Folded, event: ev.StepReleased) -> None:
     folded.steps[step.id] = evolve_step(step, event)
 
 
-def _step_completed(folded: _Folded, event: ev.StepCompleted) -> None:
+def _step_completed(folded: _Folded, event: ev.StepCompleted | ev.StepSubmitted) -> None:
+    """A completion, or a submission for review: by the live holder at its fence, with
+    evidence as the ledger keeps it; which of the two the step's review setting says."""
     step = _held_live(folded, event, event.fence, event.session_id)
+    plan = folded.plans[plan_stream(step.plan)]
+    if needs_review(plan, plan.steps[step.id]) != isinstance(event, ev.StepSubmitted):
+        raise Refused("the step needs a review: its completion is a submission"
+                      if isinstance(event, ev.StepCompleted) else
+                      "the step needs no review: its completion makes it done")
     if event.evidence is not None:
         # Checked as a completion's evidence is (ledger.domain.evidence), and kept as the
         # ledger keeps it: the console, the timelines and `planledger step` read it so.
@@ -347,9 +355,51 @@ def _step_completed(folded: _Folded, event: ev.StepCompleted) -> None:
             raise Refused("its evidence is not as the ledger keeps it (every field, shas "
                           "in lower case and each once, nothing empty)")
         failed = kept.first_failed()
-        if failed is not None and folded.plans[plan_stream(step.plan)].require_checks_pass:
+        if failed is not None and plan.require_checks_pass:
             raise errors.CheckFailed(step.id, step.plan, failed.name)
     folded.steps[step.id] = evolve_step(step, event)
+
+
+def _in_review_for(folded: _Folded, event: ev.LedgerEvent) -> StepState:
+    """The step, in review, and the event's session one that may review it (live, not its
+    author nor of its author's key, and no other reviewer holding it then)."""
+    step = _step(folded, event)
+    if step.status != "in_review":
+        raise errors.NotInReview(step.id, step.status)
+    if event.session_id is None:
+        raise Refused("a review names the session that made it")
+    session = _live(folded, event.session_id)
+    author = folded.sessions.get(step.author) if step.author else None
+    own = own_work(step, session, author)
+    if own is not None:
+        raise own
+    current = reviewer(step, event.timestamp, _holder_ended(folded, step))
+    if current is not None and current != session.id:
+        raise Refused(f'the step is being reviewed by "{current}" under a live lease')
+    return step
+
+
+def _review_claimed(folded: _Folded, event: ev.ReviewClaimed) -> None:
+    step = _in_review_for(folded, event)
+    if event.fence != step.fence + 1:
+        raise Refused(f"it carries fence {event.fence}; a claim to review takes fence "
+                      f"{step.fence + 1}")
+    _check_lease_end(event.timestamp, event.lease_seconds, event.expires_at)
+    folded.steps[step.id] = evolve_step(step, event)
+
+
+def _step_reviewed(folded: _Folded, event: ev.StepReviewed) -> None:
+    step = _in_review_for(folded, event)
+    if event.fence != step.fence or event.author != step.author:
+        raise Refused("its fence and author are not the step's in review")
+    check_verdict(event.verdict)
+    folded.steps[step.id] = evolve_step(step, event)
+
+
+def _review_refused(folded: _Folded, event: ev.ReviewRefused) -> None:
+    _session_event(folded, event)
+    _known_steps(folded, [event.step_id])
+    check_text("detail", event.detail, MAX_BODY, required=False)
 
 
 def _step_dropped(folded: _Folded, event: ev.StepDropped) -> None:
@@ -371,7 +421,9 @@ def _held_live(folded: _Folded, event: ev.LedgerEvent, fence: int,
     if session is None:
         raise Refused("it names no session: only the step's holder does this")
     _live(folded, session)
-    holder = live_holder(step, event.timestamp, _holder_ended(folded, step))
+    ended = _holder_ended(folded, step)
+    holder = (live_holder(step, event.timestamp, ended)
+              or reviewer(step, event.timestamp, ended))
     if holder != session:
         held = f'held by "{holder}"' if holder else "held by no live lease"
         raise Refused(f'session "{session[:80]}" does not hold the step at '
@@ -424,9 +476,11 @@ def _step_reopened(folded: _Folded, event: ev.StepReopened) -> None:
 
 
 def _held(folded: _Folded, event: ev.LedgerEvent, fence: int) -> StepState:
-    """The step, which must be in progress at `fence` (the fence of its claim)."""
+    """The step, which must be in progress at `fence` (the fence of its claim), or held
+    in review by a reviewer for a renewal of the reviewer's lease."""
     step = _step(folded, event)
-    if step.status != "in_progress":
+    reviewed = step.status == "in_review" and isinstance(event, ev.LeaseRenewed)
+    if step.status != "in_progress" and not reviewed:
         raise Refused(f"step is {step.status}, not held")
     if fence != step.fence:
         raise Refused(f"it carries fence {fence}; the step's claim is at fence {step.fence}")
@@ -595,7 +649,9 @@ _RULES: dict[type[ev.LedgerEvent], Callable[[_Folded, Any], None]] = {
     ev.StepRevised: _step_revised, ev.DependenciesDeclared: _dependencies_declared,
     ev.StepOpened: _step_opened, ev.StepClaimed: _step_claimed,
     ev.LeaseRenewed: _lease_renewed, ev.StepReleased: _step_released,
-    ev.StepCompleted: _step_completed, ev.StepDropped: _step_dropped,
+    ev.StepCompleted: _step_completed, ev.StepSubmitted: _step_completed,
+    ev.ReviewClaimed: _review_claimed, ev.StepReviewed: _step_reviewed,
+    ev.ReviewRefused: _review_refused, ev.StepDropped: _step_dropped,
     ev.StepReopened: _step_reopened, ev.SessionStarted: _session_started,
     ev.SessionEnded: _session_ended, ev.ClaimBounced: _claim_bounced,
     ev.ClaimRefused: _claim_refused, ev.StaleFenceRejected: _stale_fence_rejected,

@@ -5,8 +5,8 @@ sessions on real threads over the real Ledger API. Each starts a session and lis
 ready steps; a barrier releases both at once and both go for the oldest ready step
 (step 5). One claim lands; the other bounces naming the holder, lists again and claims
 what is left (step 6). A second barrier stands for the work itself, which takes far
-longer than a claim: neither completes before both hold a step. Both complete. The log
-of it all is the recording.
+longer than a claim: neither completes before both hold a step. Both complete and end
+their sessions. The log of it all is the recording.
 """
 
 import threading
@@ -64,7 +64,7 @@ def race(runtime: Runtime, think: float = 0.0) -> RaceResult:
 def _agent(ledger: Ledger, name: str, barrier: threading.Barrier, think: float
            ) -> AgentRun:
     """One agent: list ready, wait for the other, claim the oldest; on a bounce, pivot;
-    work (wait for the other to hold a step too); complete."""
+    work (wait for the other to hold a step too); complete; end the session."""
     session = ledger.start_session(name)
     time.sleep(think)
     listed = ledger.list_ready(PLAN, session.id)
@@ -83,4 +83,6 @@ def _agent(ledger: Ledger, name: str, barrier: threading.Barrier, think: float
     barrier.wait()
     time.sleep(think)
     ledger.complete(grant.step_id, session.id, grant.fence)
+    time.sleep(think)
+    ledger.end_session(session.id)  # done: a live session left behind shows as idle
     return AgentRun(name, session.id, tuple(listed), bounced_by, grant.step_id)

@@ -61,7 +61,8 @@ def _continues(last: CommandRecord, prev: ev.LedgerEvent, event: ev.LedgerEvent)
         return (isinstance(prev, ev.StepOpened | ev.StepRevised)
                 and getattr(prev, "step_id", prev.originator_id) == event.step_id)
     if isinstance(event, ev.StepNoted) and event.after is not None:  # a close's note
-        return (isinstance(prev, ev.StepCompleted | ev.StepReleased | ev.StepDropped)
+        return (isinstance(prev, ev.StepCompleted | ev.StepSubmitted | ev.StepReleased
+                           | ev.StepDropped | ev.StepReviewed)
                 and prev.originator_id == event.originator_id)
     if isinstance(event, ev.PathsReserved):  # a claim's paths, in the claim's append
         return (isinstance(prev, ev.StepClaimed | ev.LeaseRenewed)
@@ -82,7 +83,7 @@ def _extend(command: CommandRecord, event: ev.LedgerEvent) -> CommandRecord:
         return replace(command, args={**command.args, "findings": event.findings})
     if isinstance(event, ev.StepAdded):
         step = {"title": event.title, "body": event.body, "depends_on": list(event.depends_on),
-                **_priority(event), **_key(event)}
+                **_priority(event), **_review(event), **_key(event)}
         return replace(command, args={**command.args, "steps": [*command.args["steps"], step]},
                        ids=(*command.ids, event.step_id))
     return command
@@ -133,14 +134,15 @@ def _structure(event: ev.LedgerEvent) -> Start | None:
     who, actor = event.session_id, _author(event)
     if isinstance(event, ev.PlanCreated):
         strict = {"require_checks_pass": True} if event.require_checks_pass else {}
+        strict |= {"review_required": True} if event.review_required else {}
         return "create_plan", who, {"slug": event.slug, "title": event.title, "constraints":
                                     dict(event.constraints), "steps": [], "actor": actor,
                                     **strict}, []
     if isinstance(event, ev.StepAdded):
-        return "add_step", who, {"plan": event.originator_id.removeprefix("plan:"),
-                                 "title": event.title, "body": event.body,
-                                 "depends_on": list(event.depends_on), "actor": actor,
-                                 **_priority(event), **_key(event)}, [event.step_id]
+        added = {"plan": event.originator_id.removeprefix("plan:"), "title": event.title,
+                 "body": event.body, "depends_on": list(event.depends_on), "actor": actor,
+                 **_priority(event), **_review(event), **_key(event)}
+        return "add_step", who, added, [event.step_id]
     if isinstance(event, ev.StepRevised):
         return "revise_step", who, {"step_id": event.step_id, "title": event.title,
                                     "body": event.body, "actor": actor, **_priority(event)}, []
@@ -155,6 +157,12 @@ def _claiming(event: ev.LedgerEvent) -> Start | None:
     if isinstance(event, ev.StepClaimed | ev.LeaseRenewed):
         return "claim", who, {"step_id": event.originator_id, "session_id": who,
                               "lease_seconds": event.lease_seconds}, []
+    if isinstance(event, ev.ReviewClaimed):
+        return "claim", who, {"step_id": event.originator_id, "session_id": who,
+                              "lease_seconds": event.lease_seconds, "review": True}, []
+    if isinstance(event, ev.ReviewRefused):
+        return "review", who, {"step_id": event.step_id, "session_id": who,
+                               "verdict": "approve"}, []
     if isinstance(event, ev.ClaimBounced | ev.ClaimRefused):
         return "claim", who, {"step_id": event.step_id, "session_id": who,
                               "lease_seconds": event.lease_seconds}, []
@@ -165,7 +173,10 @@ def _claiming(event: ev.LedgerEvent) -> Start | None:
 
 def _closing(event: ev.LedgerEvent) -> Start | None:
     who, step = event.session_id, event.originator_id
-    if isinstance(event, ev.StepCompleted):
+    if isinstance(event, ev.StepReviewed):
+        return "review", who, {"step_id": step, "session_id": who,
+                               "verdict": event.verdict}, []
+    if isinstance(event, ev.StepCompleted | ev.StepSubmitted):
         shown = {"evidence": event.evidence} if event.evidence is not None else {}
         return "complete", who, {"step_id": step, "session_id": who, "fence": event.fence,
                                  **shown}, []
@@ -240,6 +251,11 @@ def _priority(event: ev.StepAdded | ev.StepRevised) -> Args:
     return {} if event.priority is None else {"priority": event.priority}
 
 
+def _review(event: ev.StepAdded) -> Args:
+    """A step's review setting, when the event set one (recordings before reviews: none)."""
+    return {"review_required": True} if event.review_required else {}
+
+
 def _key(event: ev.StepAdded) -> Args:
     """A step's key within its plan, when it has one (recordings before keys: none)."""
     return {} if event.key is None else {"key": event.key}
@@ -247,10 +263,12 @@ def _key(event: ev.StepAdded) -> Args:
 
 def _create_plan(a: Args) -> c.CreatePlan:
     steps = tuple(c.NewStep(s["title"], s["body"], tuple(s["depends_on"]), s.get("key"),
-                            paths=_paths(s), priority=s.get("priority"))
+                            paths=_paths(s), priority=s.get("priority"),
+                            review_required=s.get("review_required") is True)
                   for s in a["steps"])
     return c.CreatePlan(a["slug"], a["title"], _actor(a), tuple(a["constraints"].items()),
-                        steps, a.get("require_checks_pass") is True)
+                        steps, a.get("require_checks_pass") is True,
+                        a.get("review_required") is True)
 
 
 def _evidence(a: Args) -> Evidence | None:
@@ -271,7 +289,7 @@ BUILDERS: dict[str, tuple[tuple[str, ...], Build]] = {
     "create_plan": (("slug", "title", "constraints", "steps"), _create_plan),
     "add_step": (("plan", "title", "body", "depends_on"), lambda a: c.AddStep(
         a["plan"], a["title"], _actor(a), a["body"], tuple(a["depends_on"]), _paths(a),
-        a.get("priority"), a.get("key"))),
+        a.get("priority"), a.get("review_required") is True, a.get("key"))),
     "revise_step": (("step_id", "title", "body"), lambda a: c.ReviseStep(
         a["step_id"], _actor(a), a["title"], a["body"],
         _paths(a) if a.get("paths") is not None else None, a.get("priority"))),
@@ -279,7 +297,10 @@ BUILDERS: dict[str, tuple[tuple[str, ...], Build]] = {
         a["step_id"], tuple(a["depends_on"]), _actor(a))),
     "list_ready": (("plan", "session_id"), lambda a: c.ListReady(a["plan"], a["session_id"])),
     "claim": (("step_id", "session_id", "lease_seconds"), lambda a: c.Claim(
-        a["step_id"], a["session_id"], a["lease_seconds"], _paths(a))),
+        a["step_id"], a["session_id"], a["lease_seconds"], _paths(a),
+        a.get("review") is True)),
+    "review": (("step_id", "session_id", "verdict"), lambda a: c.Review(
+        a["step_id"], a["session_id"], a["verdict"], a.get("note"))),
     "complete": (("step_id", "session_id", "fence"), lambda a: c.Complete(
         a["step_id"], a["session_id"], a["fence"], a.get("note"), _evidence(a))),
     "release": (("step_id", "session_id", "fence"), lambda a: c.Release(

@@ -18,7 +18,7 @@ SCHEMA = 1  # bump on any incompatible change; readers for older versions stay
 COMMAND_NAMES = frozenset({
     "start_session", "end_session", "create_plan", "add_step", "revise_step",
     "declare_dependencies", "list_ready", "claim", "complete", "release", "drop",
-    "force_release", "reopen", "note", "issue_key", "revoke_key",
+    "force_release", "reopen", "note", "issue_key", "revoke_key", "review",
 })
 
 

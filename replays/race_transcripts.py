@@ -161,6 +161,10 @@ def _agent(name: str, session: str, entries: list[Entry], steps: Steps, identity
             _claimed(writer, entry, session, after)
         elif entry.kind == "completed":
             _completed(writer, entry, steps, progress)
+        elif entry.kind == "session_ended":
+            answer = {"session_id": session, "released": []}
+            writer.call(at - 2 * MS, at + 2 * MS, SERVER + "session_end", {},
+                        json.dumps(answer, indent=2))
     return writer.text()
 
 

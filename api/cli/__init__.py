@@ -122,6 +122,8 @@ VERBS = (
                  "a step to become claimable and claim it (0 answers at once).",
                  kind="int", metavar="SECONDS", default=0, low=0, high=MAX_WAIT_SECONDS,
                  aliases=("--wait-seconds",)),
+          Option("--review", "review", "Take a step in review to review instead (not your "
+                 "own work, nor your key's); exits 4 when there is none.", kind="flag"),
           *ACTING)),
     Verb(("heartbeat",), _CALLS,
          "Extend your lease on STEP; exits 3 if you no longer hold it.", (STEP,),
@@ -132,6 +134,19 @@ VERBS = (
          "event and shown in the step's history and the timeline. Exits 1 (naming the "
          "check) when a check failed and the plan requires every check to pass.", (STEP,),
          (*_CLOSING, *_EVIDENCE, *ACTING)),
+    Verb(("review",), _CALLS,
+         "Review STEP, a step in review: --approve makes it done (its dependents unblock), "
+         "--reject opens it again with your --note for its next claimer.\n\nFour eyes: "
+         "refused (exit 1, naming the rule) for the session that finished the work and for "
+         "any session started with its author's key. Take one first with `claim-next PLAN "
+         "--review`, so no other reviewer reviews it at the same time.",
+         (STEP,),
+         (Option("--approve", "approve", "Approve the work: the step is done.", kind="flag"),
+          Option("--reject", "reject", "Reject the work: the step is open again.",
+                 kind="flag"),
+          Option("--note", "note", "What you found, handed to the step's next claimer.",
+                 metavar="TEXT"),
+          *ACTING)),
     Verb(("release",), _CALLS, "Give STEP back; it is claimable again at once.", (STEP,),
          (*_CLOSING, *ACTING)),
     Verb(("drop",), _CALLS, "Drop STEP (by its holder, or by anyone when nobody holds it).",

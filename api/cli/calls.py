@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 # api.errors.BOUNCE_REASONS (a test holds them equal): that module loads the schemas.
 BOUNCE_REASONS = frozenset({"already_claimed", "blocked", "closed", "stale_fence",
-                            "not_holder", "paths_reserved"})
+                            "not_holder", "paths_reserved", "in_review"})
 TIMEOUT = 30.0  # RemoteClient's
 
 
@@ -95,7 +95,20 @@ def _fields(v: Values) -> SimpleNamespace:
     """The call's values as the request table reads a command's fields."""
     return SimpleNamespace(**{"actor": _actor(v) or "-", "cwd": None, "source": None,
                               "model": None, "findings": None, "paths": _claimed(v),
-                              "limit": None, "evidence": evidence_record(v), **v})
+                              "limit": None, "evidence": evidence_record(v),
+                              "review": v.get("review") or False, "verdict": _verdict(v),
+                              **v})
+
+
+def _verdict(v: Values) -> str | None:
+    """A review's verdict from `--approve` or `--reject` (exactly one; None: not a review)."""
+    if "approve" not in v:
+        return None
+    from planledger.api.cli.parser import UsageError
+
+    if v["approve"] == bool(v["reject"]):
+        raise UsageError("give one of --approve or --reject", ("review",))
+    return "approve" if v["approve"] else "reject"
 
 
 def _claimed(v: Values) -> list[dict[str, str]]:
@@ -177,12 +190,16 @@ CALLS: dict[tuple[str, ...], Call] = {
         "claim"),
     ("claim-next",): Call(
         _write("claim_next"),
-        lambda c, v: c.claim_next(v["plan"], v["lease_seconds"], v["wait_seconds"]),
+        lambda c, v: c.claim_next(v["plan"], v["lease_seconds"], v["wait_seconds"],
+                                  review=v["review"]),
         "claim_next",
         exit_code=lambda v, answer: 0 if answer["claimed"] is not None else EXIT_NOTHING_READY),
     ("heartbeat",): Call(_write("heartbeat"),
                          lambda c, v: c.heartbeat(v["step_id"], v["lease_seconds"]), "claim"),
     ("complete",): Call(_write("complete"), _complete, "change"),
+    ("review",): Call(_write("review"),
+                      lambda c, v: c.review(v["step_id"], _verdict(v) or "", v["note"]),
+                      "change"),
     ("release",): Call(_write("release"), _closing("release"), "change"),
     ("drop",): Call(_write("drop"), _closing("drop"), "change"),
     ("note",): Call(_write("note"), lambda c, v: c.add_note(v["step_id"], v["text"]),

@@ -35,6 +35,9 @@ def _state(step: Fields) -> tuple[str, str]:
                          f"{', '.join(c['patterns'])}" for c in collisions)
         return "paths held", held  # a claim now would bounce
     status = "claimable" if step["claimable"] else step["status"]
+    if step["status"] == "in_review":
+        reviewing = f"; reviewer {step['reviewer']}" if step.get("reviewer") else ""
+        return status, f"author {step.get('author') or '?'}{reviewing}"
     if step["holder"]:
         return status, named(step["holder"], step.get("holder_name"))
     if step["lapsed_holder"]:
@@ -96,6 +99,8 @@ def ready(shown: Fields) -> None:
         steps_table("held", shown["held"])
     if shown["blocked"]:
         steps_table("blocked", shown["blocked"])
+    if shown.get("in_review"):
+        steps_table("in review (claim-next --review takes one)", shown["in_review"])
 
 
 def step(shown: Fields) -> None:
@@ -109,11 +114,31 @@ def step(shown: Fields) -> None:
                            if k not in ("body", "evidence"))
         if e["data"].get("evidence"):
             detail += ", with evidence (below)"
+        if e["type"] == "StepNoted":
+            detail = _note_line(e["data"]["text"], e["data"].get("after"))
         rows.append((_when(e["at"]), e["type"], e["session_id"] or "", detail))
     output.table(("at", "event", "session", "detail"), rows, "history", cut=(3,))
     for e in shown["history"]:
         if e["data"].get("evidence"):
             _evidence(e)
+    notes = [e for e in shown["history"] if e["type"] == "StepNoted"]
+    if notes:  # whole, below the table: a cell shows a note's start only
+        output.line("notes:")
+        for e in notes:
+            _note(e["at"], e["actor"] or e["session_id"], e["data"]["text"],
+                  e["data"].get("after"))
+
+
+def _note_line(text: str, after: str | None) -> str:
+    """A note in one cell: the close it came with, then its text."""
+    return f"note{f' (with the {after})' if after else ''}: {text}"
+
+
+def _note(at: datetime | str, by: str | None, text: str, after: str | None) -> None:
+    """A note whole: when and by whom, then each of its lines, indented."""
+    output.line(f"  {_when(at)} {by or 'unknown'}{f' (with the {after})' if after else ''}:")
+    for text_line in text.splitlines() or [""]:
+        output.line(f"    {text_line}")
 
 
 def _evidence(event: Fields) -> None:
@@ -143,7 +168,8 @@ def _evidence(event: Fields) -> None:
 
 
 def claim(granted: Fields) -> None:
-    verb = "renewed" if granted["renewed"] else "claimed"
+    verb = ("renewed" if granted["renewed"] else
+            "took to review" if granted.get("status") == "in_review" else "claimed")
     output.line(f'{verb} {ref(granted)} "{granted["title"]}" — fence '
                 f"{granted['fence']}, lease until {_when(granted['expires_at'])}")
     if granted["took_over_from"]:
@@ -152,6 +178,13 @@ def claim(granted: Fields) -> None:
         reserved = ", ".join(p["pattern"] + (" (shared)" if p["mode"] == "shared" else "")
                              for p in granted["paths"])
         output.line(f"  reserved: {reserved}")
+    if granted["notes"]:
+        output.line("notes left since the step was last claimed:")
+        for note in granted["notes"]:
+            _note(note["at"], note["by"], note["text"], note.get("after"))
+    if granted["notes_left_out"]:
+        output.line(f"  and {granted['notes_left_out']} older note(s): `planledger step "
+                    f"{granted['step_id']}` shows every one")
 
 
 def claim_next(answer: Fields) -> None:

@@ -28,7 +28,8 @@ from planledger.projections.view import LedgerView
 
 MAX_STEPS = 100  # steps sent one by one; a wider change names its plans to read again
 # Events after which a step's dependents may be judged differently.
-FINISHING = frozenset(t.__name__ for t in (ev.StepCompleted, ev.StepDropped, ev.StepReopened))
+FINISHING = frozenset(t.__name__ for t in (ev.StepCompleted, ev.StepDropped, ev.StepReopened,
+                                          ev.StepReviewed))
 KEEP_SECONDS = 2.0  # a change built for one console serves others this long
 KEEP = 8  # changes kept at once (one per position consoles wait at)
 # A message's most bytes: a longer page is cut short (its `more` says so) and the rest

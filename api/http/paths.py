@@ -28,14 +28,21 @@ def _part(text: str) -> str:
 def _step_of(new: Any) -> dict[str, Any]:
     return {"key": new.key, "title": new.title, "body": new.body,
             "depends_on": list(new.depends_on),
-            **({"paths": _paths(new.paths)} if new.paths else {})}
+            **({"paths": _paths(new.paths)} if new.paths else {}), **_settings(new)}
+
+
+def _settings(new: Any) -> dict[str, Any]:
+    """A new step's priority and review setting, as the API takes them (when set)."""
+    return {**({"priority": new.priority} if new.priority is not None else {}),
+            **({"review": "required"} if new.review_required else {})}
 
 
 def _plan(command: Any) -> dict[str, Any]:
     return {"slug": command.slug, "title": command.title,
             "constraints": dict(command.constraints),
             "steps": [_step_of(s) for s in command.steps],
-            **({"require_checks_pass": True} if command.require_checks_pass else {})}
+            **({"require_checks_pass": True} if command.require_checks_pass else {}),
+            **({"review": "required"} if command.review_required else {})}
 
 
 def _paths(paths: Sequence[Any] | None) -> list[dict[str, str]] | None:
@@ -70,7 +77,7 @@ REQUESTS: Mapping[str, Callable[[Any], Request]] = {
     "plan.create": lambda f: Request("POST", "/api/plans", _plan(f)),
     "step.add": lambda f: Request("POST", f"/api/plans/{_part(f.plan)}/steps", {
         "title": f.title, "body": f.body, "depends_on": list(f.depends_on),
-        "paths": _paths(f.paths), **({"key": f.key} if f.key else {})}),
+        "paths": _paths(f.paths), **_settings(f), **({"key": f.key} if f.key else {})}),
     "step.revise": lambda f: Request("PATCH", f"/api/steps/{_part(f.step_id)}", {
         "title": f.title, "body": f.body, "paths": _paths(f.paths)}),
     "step.depend": lambda f: Request("POST", f"/api/steps/{_part(f.step_id)}/dependencies",
@@ -82,10 +89,13 @@ REQUESTS: Mapping[str, Callable[[Any], Request]] = {
     "heartbeat": lambda f: Request("POST", f"/api/steps/{_part(f.step_id)}/heartbeat",
                                    {"lease_seconds": f.lease_seconds}),
     "claim_next": lambda f: Request("POST", f"/api/plans/{_part(f.plan)}/claim-next", {
-        "lease_seconds": f.lease_seconds, "wait_seconds": f.wait_seconds or None}),
+        "lease_seconds": f.lease_seconds, "wait_seconds": f.wait_seconds or None,
+        "review": f.review or None}),
     "complete": _complete,
     "release": _closing("release"),
     "drop": _closing("drop"),
+    "review": lambda f: Request("POST", f"/api/steps/{_part(f.step_id)}/review",
+                                {"verdict": f.verdict, "note": f.note}),
     "reopen": lambda f: Request("POST", f"/api/steps/{_part(f.step_id)}/reopen"),
     "note": lambda f: Request("POST", f"/api/steps/{_part(f.step_id)}/notes",
                               {"text": f.text}),

@@ -108,13 +108,15 @@ async def claim_next(request: Request, service: ServiceDep, slug: SlugPath, acto
     first), then the oldest; `GET .../ready` keeps listing by priority, then age. When
     nothing is ready, `claimed` is null and `reason` says why: all_held, all_blocked,
     all_done, empty or none_ready (a mix).
+    With `review`, it takes a step in review for the caller to review instead (not its
+    own work, nor its key's; by priority, then age), or answers none_to_review.
     With `wait_seconds`, a call that finds nothing waits (holding no server thread) until
     a step becomes claimable and claims it, or answers why not when the time is up; a
     finished plan (all_done) answers at once. A caller that disconnects while it waits
     leaves the line: it is granted nothing (a claim that lands for it even so is released
     at once, as `caller_departed`)."""
     command = c.ClaimNext(slug, actor, body.lease_seconds if body else None,
-                          body.wait_seconds if body else 0)
+                          body.wait_seconds if body else 0, bool(body and body.review))
     if command.wait_seconds == 0:
         return await service.answer_async(command, ClaimNextOut, key)
     try:

@@ -30,6 +30,7 @@ from planledger.api.schemas import (
     ForceReleaseOut,
     NoteAddedOut,
     NoteIn,
+    ReviewIn,
     StepChangeOut,
     StepDetailOut,
     StepRefOut,
@@ -156,6 +157,20 @@ async def note(service: ServiceDep, step_id: StepPath, body: NoteIn, actor: Auth
     its claim's answer, and it shows in the step's history and the timeline."""
     return await run_command(service, lambda: service.answer(
         c.AddNote(step_id, actor, body.text), NoteAddedOut, key))
+
+
+@router.post("/{step_id:path}/review", response_model=StepChangeOut,
+             responses=errors(401, 404, e409="not_in_review: the step is not in review "
+                              "(its status is named). already_claimed: another reviewer "
+                              "holds it.", e403="own_work: you finished the work, or your "
+                              "session shares its author's key (four eyes)."))
+async def review(service: ServiceDep, step_id: StepPath, body: ReviewIn, actor: ActorDep,
+                 key: IdempotencyKeyDep = None) -> StepChangeOut:
+    """A reviewer's verdict on a step in review: approve (done; its dependents unblock)
+    or reject (open again; the note is handed to its next claimer). Not by the session
+    that finished it, nor by another session started with the same key."""
+    return await run_command(service, lambda: service.answer(
+        body.command(step_id, actor), StepChangeOut, key))
 
 
 @router.post("/{step_id:path}/reopen", response_model=StepChangeOut,

@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field
 
+from planledger.api.schemas import REVIEW_HELP, Review
 from planledger.api.text import check_text
 from planledger.ledger.commands import MAX_WAIT_SECONDS
 from planledger.ledger.domain.claims import (
@@ -83,3 +84,4 @@ Wait = Annotated[int, Field(
     "for a step to become claimable (a dependency done, a release, a lease lapsing, a step "
     "added) and claim it, instead of polling; agents waiting on one plan are served first "
     "come, first served. 0 (the default) answers at once.", examples=[60])]
+ReviewArg = Annotated[Review | None, Field(description=REVIEW_HELP)]

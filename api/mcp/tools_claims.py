@@ -1,8 +1,8 @@
 """Claiming and closing steps: tasks_claim (and heartbeat), tasks_claim_next,
-tasks_complete, tasks_release, tasks_drop."""
+tasks_complete, tasks_release, tasks_drop, and a reviewer's tasks_review."""
 
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from anyio import to_thread
 from mcp.server.mcpserver import Context
@@ -40,10 +40,22 @@ EvidenceArg = Annotated[EvidenceIn | None, Field(
     "result: pass|fail, command, summary}).")]
 
 
+ReviewFlag = Annotated[bool, Field(
+    description="True: take a step in review to review instead of a step to work on (one "
+    "that is not your own work, nor your key's); answers none_to_review when there is none. "
+    "Then call tasks_review with your verdict.")]
+Verdict = Annotated[Literal["approve", "reject"], Field(
+    description="approve: the step is done and its dependents unblock; reject: it opens "
+    "again, and your note is handed to its next claimer.")]
+ReviewNote = Annotated[str | None, Field(
+    description="What you found (on a reject: what to fix), handed to the step's next "
+    "claimer.")]
+
+
 class ClaimTools(Tools):
     def tools(self) -> list[Callable[..., Any]]:
         return [self.tasks_claim, self.tasks_claim_next, self.tasks_complete,
-                self.tasks_release, self.tasks_drop, self.tasks_note]
+                self.tasks_release, self.tasks_drop, self.tasks_note, self.tasks_review]
 
     def tasks_claim(self, ctx: Context[Any, Any], step_id: StepId, lease_seconds: Lease = None,
                     paths: ClaimPaths = None,
@@ -67,6 +79,7 @@ class ClaimTools(Tools):
 
     async def tasks_claim_next(self, ctx: Context[Any, Any], plan: Plan,
                                lease_seconds: Lease = None, wait_seconds: Wait = 0,
+                               review: ReviewFlag = False,
                                session_id: SessionArg = None, token: TokenArg = None,
                                ) -> ClaimedNextOut:
         """Pick and claim the plan's next ready step in one atomic call (by priority, then
@@ -77,9 +90,11 @@ class ClaimTools(Tools):
         (everything open waits on unfinished steps), all_done (the plan is finished),
         empty, or none_ready (a mix). With `wait_seconds`, instead of answering nothing at
         once it waits for a step to become claimable and claims it (answering why not if
-        the time runs out): call it again after each step instead of polling tasks_ready."""
+        the time runs out): call it again after each step instead of polling tasks_ready.
+        With `review: true` it hands you a step in review to review (status in_review,
+        held by you under a lease), never your own work."""
         actor = self.actor(ctx, session_id, token)
-        command = c.ClaimNext(plan, actor, lease_seconds, wait_seconds)
+        command = c.ClaimNext(plan, actor, lease_seconds, wait_seconds, review)
         found = await self.service.answer_async(command, ClaimNextOut)
         progress = await to_thread.run_sync(self._progress, plan)
         return ClaimedNextOut(**dict(found), progress=progress)
@@ -94,7 +109,9 @@ class ClaimTools(Tools):
         history for whoever audits it. Refused with `not the holder` if your claim lapsed
         or you never held it (claim it again first), `stale fence` if someone else claimed
         it since your grant, or `check "<name>" failed` where the plan requires every check
-        to pass (fix it, or report it and leave the step to others)."""
+        to pass (fix it, or report it and leave the step to others). Where the plan or
+        the step requires a review, the step goes to in_review instead of done: another
+        key's session approves it (then it is done) or rejects it (open again)."""
         actor = self.actor(ctx, session_id, token)
         return self._closed(c.Complete(step_id, actor, fence, note, evidence_of(evidence)))
 
@@ -124,7 +141,19 @@ class ClaimTools(Tools):
         actor = self.author(ctx, session_id, token)
         return self.service.answer(c.AddNote(step_id, actor, text), NoteAddedOut)
 
-    def _closed(self, command: c.Complete | c.Release | c.Drop) -> StepClosedOut:
+    def tasks_review(self, ctx: Context[Any, Any], step_id: StepId, verdict: Verdict,
+                     note: ReviewNote = None,
+                     session_id: SessionArg = None, token: TokenArg = None) -> StepClosedOut:
+        """Review a step in review (four eyes): approve makes it done and unblocks the
+        steps waiting on it; reject opens it again and hands your note to its next
+        claimer. Take one first with tasks_claim_next(plan, review=true) so no other
+        reviewer reviews it at the same time. Refused naming the rule if you finished the
+        work yourself or your session was started with the same key as its author's, and
+        `not in review` (naming its status) for a step that is not waiting for one."""
+        actor = self.actor(ctx, session_id, token)
+        return self._closed(c.Review(step_id, actor, verdict, note))
+
+    def _closed(self, command: c.Complete | c.Release | c.Drop | c.Review) -> StepClosedOut:
         change = self.service.answer(command, StepChangeOut)
         return StepClosedOut(**dict(change), progress=self._progress(change.plan))
 

@@ -7,7 +7,14 @@ from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from planledger.api import reads
-from planledger.api.mcp.argument_types import After, PageLimit, Plan, SessionArg, TokenArg
+from planledger.api.mcp.argument_types import (
+    After,
+    PageLimit,
+    Plan,
+    ReviewArg,
+    SessionArg,
+    TokenArg,
+)
 from planledger.api.mcp.toolbase import Tools
 from planledger.api.schemas import (
     REQUIRE_CHECKS_HELP,
@@ -36,7 +43,7 @@ class PlanTools(Tools):
     def plans_create(self, ctx: Context[Any, Any], plan: Plan,
                      title: Annotated[str, Field(description="What the plan achieves.")],
                      steps: Steps = None, constraints: Constraints = None,
-                     require_checks_pass: RequireChecks = False,
+                     require_checks_pass: RequireChecks = False, review: ReviewArg = None,
                      session_id: SessionArg = None, token: TokenArg = None) -> PlanCreatedOut:
         """Create a plan with its steps and constraints in one go. Steps depend on earlier
         ones by key, so the plan's order of work is explicit: a step is ready only once
@@ -45,7 +52,7 @@ class PlanTools(Tools):
         actor = self.author(ctx, session_id, token)
         listed = [PlanStepIn(key=None, title=s) if isinstance(s, str) else s for s in steps or []]
         made = PlanIn(slug=plan, title=title, constraints=constraints or {}, steps=listed,
-                      require_checks_pass=require_checks_pass)
+                      require_checks_pass=require_checks_pass, review=review)
         return self.service.answer(made.command(actor), PlanCreatedOut)
 
     def plans_list(self) -> list[PlanSummaryOut]:

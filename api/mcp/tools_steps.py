@@ -15,6 +15,7 @@ from planledger.api.mcp.argument_types import (
     PageLimit,
     Priority,
     ReadyLimit,
+    ReviewArg,
     SessionArg,
     Status,
     StepId,
@@ -87,7 +88,8 @@ class StepTools(Tools):
 
     def tasks_add(self, ctx: Context[Any, Any], title: Title, body: Body = None,
                   plan: MaybePlan = None, depends_on: StepIds | None = None,
-                  paths: Paths = None, priority: Priority = None, key: StepKey = None,
+                  paths: Paths = None, priority: Priority = None, review: ReviewArg = None,
+                  key: StepKey = None,
                   session_id: SessionArg = None, token: TokenArg = None) -> StepAddedOut:
         """Add a step to a plan (work you found that the plan lacks). `depends_on` lists
         the steps (ids or references) that must be done (or dropped) before it is ready;
@@ -98,7 +100,7 @@ class StepTools(Tools):
         the step will touch, reserved for whoever claims it (see tasks_claim)."""
         actor = self.author(ctx, session_id, token)
         step = StepIn(title=title, body=body or "", depends_on=depends_on or [],
-                      paths=paths or [], priority=priority, key=key or None)
+                      paths=paths or [], priority=priority, review=review, key=key or None)
         slug = self.plan_or_only(plan)
         add = step.command(slug, actor)
         if plan is not None and not self._exists(slug):

@@ -19,13 +19,14 @@ DEFAULT_LEASE_SECONDS = 900
 MIN_LEASE_SECONDS = 1
 MAX_LEASE_SECONDS = 24 * 3600
 
-VerdictKind = Literal["claimable", "held", "blocked", "closed"]
+VerdictKind = Literal["claimable", "held", "blocked", "closed", "in_review"]
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """What a claim would meet: `holder` is the live holder when held, the lapsed one when
-    claimable after a lapse; `blockers` pairs each unsatisfied dependency with its status."""
+    """What a claim would meet: `holder` is the live holder when held (in review: the live
+    reviewer, if any), the lapsed one when claimable after a lapse; `blockers` pairs each
+    unsatisfied dependency with its status."""
 
     kind: VerdictKind
     holder: SessionId | None = None
@@ -35,6 +36,16 @@ class Verdict:
 def live_holder(step: StepState, now: datetime, holder_ended: bool) -> SessionId | None:
     """The session holding the step at `now`; a lease at or past expiry no longer holds."""
     if step.status != "in_progress" or step.holder is None or step.expires_at is None:
+        return None
+    if holder_ended or now >= step.expires_at:
+        return None
+    return step.holder
+
+
+def reviewer(step: StepState, now: datetime, holder_ended: bool) -> SessionId | None:
+    """The session reviewing the step at `now` (ledger.domain.review): its review lease is
+    live and its session has not ended."""
+    if step.status != "in_review" or step.holder is None or step.expires_at is None:
         return None
     if holder_ended or now >= step.expires_at:
         return None
@@ -51,6 +62,8 @@ def assess(
     """Judge a claim on `step` at `now`; `status_of` gives each dependency's status."""
     if step.status in SATISFYING:
         return Verdict("closed")
+    if step.status == "in_review":
+        return Verdict("in_review", holder=reviewer(step, now, holder_ended))
     holder = live_holder(step, now, holder_ended)
     if holder is not None:
         return Verdict("held", holder=holder)
@@ -93,6 +106,19 @@ class Decision:
     refusal: errors.LedgerError | None = None
 
 
+def renew(step: StepState, session: SessionId, lease_seconds: int,
+          now: datetime) -> ev.LeaseRenewed:
+    """The holder's heartbeat (a reviewer's too): the same fence, a lease that ends
+    `lease_seconds` from now, or later. A heartbeat extends the lease, never shortens it: a
+    shorter `lease_seconds` (a default that changed, say) keeps the expiry granted."""
+    expires_at = lease_end(now, lease_seconds)
+    if step.expires_at is not None and step.expires_at > expires_at:
+        expires_at = step.expires_at
+    return ev.LeaseRenewed(step.id, step.version + 1, timestamp=now, session_id=session,
+                           actor=session, fence=step.fence, lease_seconds=lease_seconds,
+                           expires_at=expires_at)
+
+
 def decide_claim(
     step: StepState,
     definition: StepDef,
@@ -110,18 +136,9 @@ def decide_claim(
     gives a session's name (a bounce names the holder by id and by name); `refs` a step's
     reference in its plan (`plan#N`), which a refusal's message names steps by (the
     refusal's event keeps ids)."""
+    if verdict.kind in ("held", "in_review") and verdict.holder == session:
+        return Decision([renew(step, session, lease_seconds, now)])
     expires_at = lease_end(now, lease_seconds)
-    if verdict.kind == "held" and verdict.holder == session:
-        # A heartbeat extends the lease, never shortens it: a shorter `lease_seconds` (a
-        # default that changed, say) keeps the expiry the holder was granted already.
-        if step.expires_at is not None and step.expires_at > expires_at:
-            expires_at = step.expires_at
-        renewed = ev.LeaseRenewed(
-            step.id, step.version + 1, timestamp=now, session_id=session, actor=session,
-            fence=step.fence,
-            lease_seconds=lease_seconds, expires_at=expires_at,
-        )
-        return Decision([renewed])
     if verdict.kind == "claimable":
         claimed = ev.StepClaimed(
             step.id, step.version + 1, timestamp=now, session_id=session, actor=session,
@@ -159,18 +176,22 @@ def _refuse_claim(
             retry_after=max(0, math.ceil(left)), ref=refs(step.id),
         )
         return Decision([bounced], bounce)
-    refusal: errors.Blocked | errors.Closed
+    refusal: errors.Blocked | errors.InReview | errors.Closed
     if verdict.kind == "blocked":
         steps = (step.id, *(b for b, _ in verdict.blockers))
         named: dict[str, str] = {s: r for s in steps if (r := refs(s)) is not None}
         refusal = errors.Blocked(
             step.id, definition.title, [(b, titles(b), s) for b, s in verdict.blockers], named
         )
+    elif verdict.kind == "in_review":
+        refusal = errors.InReview(step.id, definition.title)
     else:
         refusal = errors.Closed(step.id, definition.title, step.status, refs(step.id))
     refused = ev.ClaimRefused(
         session, version, timestamp=now, session_id=session, actor=session, step_id=step.id,
         reason=verdict.kind,  # type: ignore[arg-type]
-        detail=refusal.detail, lease_seconds=lease_seconds,  # by id, as ever
+        # The message by id, as ever: people read it by reference (refusal's own text).
+        detail=str(refusal) if isinstance(refusal, errors.InReview) else refusal.detail,
+        lease_seconds=lease_seconds,
     )
     return Decision([refused], refusal)

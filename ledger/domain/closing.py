@@ -33,6 +33,8 @@ def _check_holder(
     """Refuse unless `session` is the live holder and `fence` (if given) is current."""
     if step.status in SATISFYING:
         return Decision([], errors.Closed(step.id, definition.title, step.status))
+    if step.status == "in_review":
+        return Decision([], errors.InReview(step.id, definition.title))
     if fence is not None and fence != step.fence:
         rejected = ev.StaleFenceRejected(
             session.id, session.version + 1, timestamp=now, session_id=session.id,
@@ -48,20 +50,25 @@ def _check_holder(
 def decide_complete(
     step: StepState, definition: StepDef, session: SessionState, fence: int | None,
     holder: SessionId | None, now: datetime, evidence: Evidence | None = None,
-    require_checks_pass: bool = False,
+    require_checks_pass: bool = False, review: bool = False,
 ) -> Decision:
     """Done, by the live holder, with the `evidence` it reports (checked already:
     ledger.domain.evidence.check_evidence). A plan that requires every check to pass
-    refuses a completion that reports a failed one, naming it."""
+    refuses a completion that reports a failed one, naming it. With `review`
+    (ledger.domain.review.needs_review) the step is submitted: in review, not done."""
     refused = _check_holder(step, definition, "complete", session, fence, holder, now)
     if refused:
         return refused
     failed = evidence.first_failed() if evidence is not None else None
     if require_checks_pass and failed is not None:
         return Decision([], errors.CheckFailed(step.id, step.plan, failed.name))
+    record = evidence.as_record() if evidence is not None else None
+    if review:
+        return Decision([ev.StepSubmitted(step.id, step.version + 1, timestamp=now,
+                                          session_id=session.id, actor=session.id,
+                                          fence=step.fence, evidence=record)])
     done = ev.StepCompleted(step.id, step.version + 1, timestamp=now, session_id=session.id,
-                            actor=session.id, fence=step.fence,
-                            evidence=evidence.as_record() if evidence is not None else None)
+                            actor=session.id, fence=step.fence, evidence=record)
     return Decision([done])
 
 

@@ -261,3 +261,37 @@ class CheckFailed(LedgerError):
         self.check = check
         super().__init__(f'check "{check}" failed: plan {plan} requires every check to pass '
                          f"before step {step_id} is done")
+
+
+class InReview(LedgerError):
+    """The step's work is finished and waits for a review: it cannot be claimed, completed
+    or released, only reviewed."""
+
+    def __init__(self, step_id: str, title: str) -> None:
+        self.step_id = step_id
+        super().__init__(f'step {step_id} "{title}" is in review: a reviewer approves or '
+                         "rejects it (tasks_review), or takes it with "
+                         "tasks_claim_next(review=true)")
+
+
+class NotInReview(LedgerError):
+    """A review of a step that is not waiting for one."""
+
+    def __init__(self, step_id: str, status: str) -> None:
+        self.step_id = step_id
+        self.status = status
+        super().__init__(f"cannot review step {step_id}: it is {status}, not in review")
+
+
+class OwnWork(LedgerError):
+    """Four eyes: the author of a completion cannot review it, nor can another session
+    started with the author's access key."""
+
+    def __init__(self, step_id: str, author: str, same_key: str | None = None) -> None:
+        self.step_id = step_id
+        self.author = author
+        self.same_key = same_key
+        who = (f'a session started with key "{same_key}", the key of its author "{author}"'
+               if same_key else f'its author "{author}"')
+        super().__init__(f"cannot review step {step_id}: the rule is four eyes, and you are "
+                         f"{who}: a session not of the author's key must review it")

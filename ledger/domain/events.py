@@ -17,7 +17,12 @@ from typing import ClassVar, Literal
 HolderRelease = Literal["released", "caller_departed"]
 HOLDER_RELEASES: tuple[HolderRelease, ...] = ("released", "caller_departed")
 ReleaseReason = HolderRelease | Literal["session_ended", "forced"]
-RefusalReason = Literal["blocked", "closed"]
+RefusalReason = Literal["blocked", "closed", "in_review"]
+ReviewVerdict = Literal["approve", "reject"]
+REVIEW_VERDICTS: tuple[ReviewVerdict, ...] = ("approve", "reject")
+# Why a review was refused: its step was not in review, another reviewer holds it, or the
+# reviewer is the completion's author (or a session started with the author's key).
+ReviewRefusal = Literal["not_in_review", "held", "own_work", "same_key"]
 
 
 # The name each event type is stored under (the event store's "topic"): fixed, not derived
@@ -75,7 +80,9 @@ class PlanCreated(LateFields, LedgerEvent):
     # True: a completion whose evidence reports a failed check is refused (None: not
     # required, and every plan made before the setting existed).
     require_checks_pass: bool | None = None
-    LATE_FIELDS = ("require_checks_pass",)
+    # True: every step's completion waits for a review by another key (ledger.domain.review).
+    review_required: bool | None = None
+    LATE_FIELDS = ("require_checks_pass", "review_required")
 
 
 @dataclass(frozen=True)
@@ -87,9 +94,10 @@ class StepAdded(LateFields, LedgerEvent):
     body: str
     depends_on: list[str]
     priority: int | None = None  # 0 (highest) .. 4; None: the default
+    review_required: bool | None = None  # True: its completion waits for a review
     # The step's name within its plan (`plan/key`, ledger.domain.references); None: none.
     key: str | None = None
-    LATE_FIELDS = ("priority", "key")
+    LATE_FIELDS = ("priority", "review_required", "key")
 
 
 @dataclass(frozen=True)
@@ -160,6 +168,35 @@ class StepCompleted(LateFields, LedgerEvent):
 
 
 @dataclass(frozen=True)
+class StepSubmitted(LedgerEvent):
+    """The step's work finished by the holder of `fence`, with the evidence it reported,
+    on a step that needs a review: its claim ends and it waits in review, not done."""
+
+    fence: int
+    evidence: dict[str, object] | None
+
+
+@dataclass(frozen=True)
+class ReviewClaimed(LedgerEvent):
+    """A step in review taken by a reviewer under a new fence, until `expires_at`, so two
+    reviewers never review it at once."""
+
+    fence: int
+    lease_seconds: int
+    expires_at: datetime
+
+
+@dataclass(frozen=True)
+class StepReviewed(LedgerEvent):
+    """A review's verdict by a session other than the completion's `author`: "approve"
+    makes the step done, "reject" opens it again (the reviewer's note follows it)."""
+
+    verdict: ReviewVerdict
+    author: str
+    fence: int
+
+
+@dataclass(frozen=True)
 class StepDropped(LedgerEvent):
     """The step given up for good (fence None: dropped while nobody held it)."""
 
@@ -227,6 +264,15 @@ class ClaimRefused(LedgerEvent):
     reason: RefusalReason
     detail: str
     lease_seconds: int
+
+
+@dataclass(frozen=True)
+class ReviewRefused(LedgerEvent):
+    """A review (or a claim to review) refused, `reason` saying why, `detail` in words."""
+
+    step_id: str
+    reason: ReviewRefusal
+    detail: str
 
 
 @dataclass(frozen=True)
@@ -303,3 +349,10 @@ class KeyRevoked(LedgerEvent):
     """The access key of this name revoked: it and every session started with it stop."""
 
     name: str
+
+
+# The events of a step's own stream that change its status or holder (a note does
+# not): ledger.store follows its own appends of them, the read model folds them.
+STEP_STREAM_EVENTS: tuple[type[LedgerEvent], ...] = (
+    StepOpened, StepClaimed, LeaseRenewed, StepReleased, StepCompleted, StepSubmitted,
+    ReviewClaimed, StepReviewed, StepDropped, StepReopened)

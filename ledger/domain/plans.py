@@ -96,18 +96,22 @@ def check_slug_like_name(name: str) -> None:
 
 def decide_create_plan(
     slug: str, title: str, constraints: Mapping[str, str], actor: Actor,
-    now: datetime, require_checks_pass: bool = False,
+    now: datetime, require_checks_pass: bool = False, review_required: bool = False,
 ) -> ev.PlanCreated:
-    """A new plan. `require_checks_pass`: its completions must report no failed check."""
+    """A new plan. `require_checks_pass`: its completions must report no failed check.
+    `review_required`: each completion waits for a review (ledger.domain.review)."""
     checked = check_slug(slug)
     if not isinstance(require_checks_pass, bool):
         raise errors.InvalidInput("require_checks_pass", "is true or false")
+    if not isinstance(review_required, bool):
+        raise errors.InvalidInput("review_required", "is true or false")
     return ev.PlanCreated(
         plan_stream(checked), 1, timestamp=now, session_id=acting_session(actor), actor=actor,
         slug=checked,
         title=check_line("title", title, MAX_TITLE, required=True),
         constraints=check_constraints(constraints),
         require_checks_pass=require_checks_pass or None,  # unset: stored as before
+        review_required=review_required or None,
     )
 
 
@@ -121,11 +125,15 @@ def check_priority(priority: int | None) -> int | None:
 def decide_add_step(
     plan: PlanState, version: int, step_id: StepId, title: str, body: str,
     depends_on: Sequence[str], actor: Actor, now: datetime, priority: int | None = None,
-    key: str | None = None, keys_taken: Container[str] | None = None,
+    review_required: bool = False, key: str | None = None,
+    keys_taken: Container[str] | None = None,
 ) -> tuple[ev.StepAdded, ev.StepOpened]:
     """Add a step to the plan (at plan version `version`) and open its own stream.
-    `key` names it within the plan (unique there); `keys_taken`: the plan's keys, when
-    the caller keeps them (else the plan's steps are read for them)."""
+    `review_required`: its completion waits for a review (ledger.domain.review). `key`
+    names it within the plan (unique there); `keys_taken`: the plan's keys, when the
+    caller keeps them (else the plan's steps are read for them)."""
+    if not isinstance(review_required, bool):
+        raise errors.InvalidInput("review_required", "is true or false")
     if len(plan.steps) >= MAX_STEPS_PER_PLAN:
         raise errors.InvalidInput("steps", f"plan {plan.slug} has the limit of "
                                            f"{MAX_STEPS_PER_PLAN} steps")
@@ -137,7 +145,9 @@ def decide_add_step(
         step_id=step_id,
         title=check_line("title", title, MAX_TITLE, required=True),
         body=check_text("body", body, MAX_BODY, required=False),
-        depends_on=list(deps), priority=check_priority(priority), key=key,
+        depends_on=list(deps), priority=check_priority(priority),
+        review_required=review_required or None,  # unset: stored as before
+        key=key,
     )
     opened = ev.StepOpened(step_id, 1, timestamp=now, session_id=acting_session(actor),
                            actor=actor, plan=plan.slug)

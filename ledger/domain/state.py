@@ -13,7 +13,9 @@ from planledger.ledger.domain import events as ev
 from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId
 from planledger.ledger.domain.paths import PathSpec
 
-Status = Literal["open", "in_progress", "done", "dropped"]
+# "in_review": finished by its holder, waiting for a review (ledger.domain.review); it
+# does not satisfy its dependents until a reviewer approves it.
+Status = Literal["open", "in_progress", "in_review", "done", "dropped"]
 SATISFYING: frozenset[str] = frozenset({"done", "dropped"})
 
 
@@ -31,6 +33,7 @@ class StepDef:
     added_at: datetime
     paths: tuple[PathSpec, ...] = ()  # what it will touch, reserved while it is claimed
     priority: int = DEFAULT_PRIORITY  # 0 highest .. 4; ready lists order by it, then age
+    review_required: bool = False  # its completion waits for a review (or its plan's does)
     key: str | None = None  # its name within the plan, unique there (`plan/key`)
 
 
@@ -47,6 +50,8 @@ class PlanState:
     steps: dict[StepId, StepDef] = field(default_factory=dict)
     # A planner's setting: a completion whose evidence reports a failed check is refused.
     require_checks_pass: bool = False
+    # A planner's setting: every step's completion waits for a review by another key.
+    review_required: bool = False
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,8 @@ class StepState:
     expires_at: datetime | None = None
     lease_seconds: int = 0
     notes: tuple[Note, ...] = ()  # left since the step was last claimed
+    # In review: the session that finished the work (a reviewer must be another key's).
+    author: SessionId | None = None
 
 
 @dataclass(frozen=True)
@@ -122,6 +129,7 @@ def evolve_plan(state: PlanState | None, event: ev.LedgerEvent) -> PlanState:
             constraints=dict(event.constraints),
             created_at=event.timestamp,
             require_checks_pass=bool(event.require_checks_pass),
+            review_required=bool(event.review_required),
         )
     assert state is not None, f"{type(event).__name__} before PlanCreated"
     steps = state.steps
@@ -135,6 +143,7 @@ def evolve_plan(state: PlanState | None, event: ev.LedgerEvent) -> PlanState:
             depends_on=tuple(StepId(d) for d in event.depends_on),
             added_at=event.timestamp,
             priority=DEFAULT_PRIORITY if event.priority is None else event.priority,
+            review_required=bool(event.review_required),
             key=event.key,
         )
     elif isinstance(event, ev.StepRevised):
@@ -190,25 +199,42 @@ def evolve_step(state: StepState | None, event: ev.LedgerEvent | StepSnapshot) -
                          event.lease_seconds)  # a new claim has read the notes left
     if isinstance(event, ev.LeaseRenewed):
         return StepState(state.id, version, state.plan, state.status, state.holder,
-                         state.fence, event.expires_at, event.lease_seconds, state.notes)
+                         state.fence, event.expires_at, event.lease_seconds, state.notes,
+                         state.author)
     if isinstance(event, ev.StepNoted):
         note = Note(ev.author_of(event), event.timestamp, event.text, event.after)
         return StepState(state.id, version, state.plan, state.status, state.holder,
                          state.fence, state.expires_at, state.lease_seconds,
-                         (*state.notes, note))
+                         (*state.notes, note), state.author)
     if isinstance(event, ev.StepReleased | ev.StepReopened):
         return _unheld(state, version, "open")
     if isinstance(event, ev.StepCompleted):
         return _unheld(state, version, "done")
     if isinstance(event, ev.StepDropped):
         return _unheld(state, version, "dropped")
+    if isinstance(event, ev.StepSubmitted | ev.ReviewClaimed | ev.StepReviewed):
+        return _reviewed(state, version, event)
     return StepState(state.id, version, state.plan, state.status, state.holder, state.fence,
-                     state.expires_at, state.lease_seconds, state.notes)
+                     state.expires_at, state.lease_seconds, state.notes, state.author)
 
 
 def _unheld(state: StepState, version: int, status: Status) -> StepState:
     return StepState(state.id, version, state.plan, status, None, state.fence, None,
                      state.lease_seconds, state.notes)
+
+
+def _reviewed(state: StepState, version: int,
+              event: ev.StepSubmitted | ev.ReviewClaimed | ev.StepReviewed) -> StepState:
+    """A step through its review: submitted (its author kept), taken by a reviewer (held
+    under a new fence, still in review), then approved (done) or rejected (open)."""
+    if isinstance(event, ev.StepSubmitted):
+        return StepState(state.id, version, state.plan, "in_review", None, state.fence, None,
+                         state.lease_seconds, state.notes, SessionId(event.session_id or ""))
+    if isinstance(event, ev.ReviewClaimed):
+        return StepState(state.id, version, state.plan, "in_review",
+                         SessionId(event.session_id or ""), event.fence, event.expires_at,
+                         event.lease_seconds, state.notes, state.author)
+    return _unheld(state, version, "done" if event.verdict == "approve" else "open")
 
 
 def fold_step(

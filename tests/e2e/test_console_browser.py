@@ -188,3 +188,40 @@ def test_a_lapse_becomes_a_loose_end_and_an_operator_force_releases_by_keyboard(
     agent_c.close()
     agent_d.close()
 
+
+
+def test_a_handoff_note_shows_in_the_step_detail_and_the_timeline_and_the_badge_counts(
+    server: tuple[Replica, list[str]], browser: Browser,
+) -> None:
+    replica, _ = server
+    created = httpx.post(f"{replica.url}/api/plans", timeout=30,
+                         headers=author_at(replica.url), json={
+        "slug": "handoff", "title": "Handoff", "steps": [{"title": "Migrate the schema"}]})
+    assert created.status_code == 201, created.text
+    step = created.json()["steps"][0]["step_id"]
+    agent_e, agent_f = Agent(replica, "agent E"), Agent(replica, "agent F")
+    assert agent_e.claim(step).status_code == 200
+    note = "blocked on the schema migration;\ntried X"
+    released = agent_e.http.post(f"/api/steps/{step}/release", json={"note": note})
+    assert released.status_code == 200, released.text
+    page, watch = _open(browser, replica, "/#plan=handoff", 1440, 900)
+    live = httpx.get(f"{replica.url}/api/console", timeout=30).json()
+    live_count = len(live["sessions"]) + live["idle_hidden"]
+    holding = sum(1 for s in live["sessions"] if s["holds"])
+    expect(page.locator("#now-count")).to_have_text(f"{holding} holding · {live_count} live")
+
+    chip = page.locator('.chip[data-kind="noted"]')
+    expect(chip).to_contain_text("note on #1")
+    expect(chip).to_contain_text("blocked on the schema migration;")
+    page.locator(f'[data-key="step-{step}"]').click()
+    history = page.locator("#detail .history")
+    expect(history).to_contain_text("note")
+    expect(history.locator(".note-text")).to_have_text(f"(with the release) {note}")
+
+    assert agent_f.claim(step).status_code == 200  # a holder more, counted live
+    expect(page.locator("#now-count")).to_have_text(
+        f"{holding + 1} holding · {live_count} live")
+    page.keyboard.press("Escape")
+    _assert_clean(page, watch)
+    agent_e.close()
+    agent_f.close()

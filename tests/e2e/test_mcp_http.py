@@ -23,7 +23,7 @@ from tests.e2e.mcp_agents import (
 TOOLS = {"session_start", "session_end", "tasks_add", "tasks_update", "tasks_list",
          "tasks_ready", "tasks_claim", "tasks_release", "tasks_complete", "tasks_drop",
          "tasks_claim_next", "tasks_note", "paths_check", "plans_create", "plans_list",
-         "plans_show"}
+         "plans_show", "tasks_review"}
 UNKNOWN_STEP = "01KXMRCX4W2M8YB5Q2Y3V9ZP7N"
 
 

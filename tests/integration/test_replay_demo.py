@@ -6,6 +6,7 @@ from pathlib import Path
 
 from planledger.api.runtime import Runtime
 from planledger.api.timeline_render import story
+from planledger.ledger.domain.ids import SessionId
 from planledger.main import run as app
 from planledger.projections.timeline import TimelineModel
 from planledger.replays.demo import race
@@ -102,3 +103,27 @@ def test_planledger_demo_without_race_leaves_only_step_5_claimable(tmp_path: Pat
     assert shown.exit_code == 0, shown.output
     assert "auth-refresh: 4/6 done, 1 claimable, 0 in flight" in shown.output
     assert again.exit_code == 1 and 'plan "auth-refresh" already exists' in again.output
+
+
+def test_the_race_leaves_no_session_live(runtime: Runtime) -> None:
+    result = race(runtime)
+
+    runtime.reads.catch_up()
+    sessions = runtime.reads.sessions
+    assert [sessions[SessionId(a.session_id)].ended for a in result.agents] == [True, True]
+
+
+def test_planledger_demo_race_leaves_no_session_live_in_the_store(tmp_path: Path) -> None:
+    db = str(tmp_path / "demo.sqlite")
+
+    shown = CliRunner().invoke(app, ["demo", "--race", "--db", db, "--json"])
+
+    assert shown.exit_code == 0, shown.output
+    ended = [e["session_id"] for e in json.loads(shown.output)["entries"]
+             if e["kind"] == "session_ended"]
+    assert len(set(ended)) == 2
+    for session_id in ended:
+        answer = CliRunner().invoke(app, ["session", "show", session_id, "--db", db,
+                                          "--json"])
+        assert answer.exit_code == 0, answer.output
+        assert json.loads(answer.output)["ended"] is True

@@ -85,7 +85,7 @@ def test_the_race_transcripts_and_the_log_merge_entry_by_entry(raced: Race) -> N
     loser_rows = [k for lane, k in kinds if lane == loser.name]
     assert loser_rows == ["prompt", "session_started", "ready_listed", "prose", "bounced",
                           "prose", "ready_listed", "prose", "claimed", "prose", "tool",
-                          "completed", "prose"]
+                          "completed", "prose", "session_ended"]
     bounce = next(r for r in figure.rows if r.kind == "bounced")
     assert bounce.holder == winner.session_id
     assert bounce.text.startswith(f'tasks_claim step 5 → task already claimed: held by '
@@ -189,8 +189,9 @@ def test_tool_calls_that_never_reached_this_ledger_are_findings_not_failures(
     figure = raced.merged(recording=other.recording)
 
     kinds = [f.kind for f in figure.findings]
-    # the winner's start, claim and completion; the loser's start, bounce, claim, completion
-    assert kinds.count("no_event") == 7
+    # the winner's start, claim, completion and end; the loser's start, bounce, claim,
+    # completion and end
+    assert kinds.count("no_event") == 9
     assert "no_event" in kinds and "not_in_transcript" not in kinds
     said = next(f for f in figure.findings if "tasks_claim" in f.text
                 and "holder" in f.text)

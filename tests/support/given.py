@@ -23,7 +23,7 @@ from planledger.infra.persistence import open_event_store
 from planledger.ledger.application import Ledger
 from planledger.ledger.commands import Command
 from planledger.ledger.domain import events as ev
-from planledger.ledger.domain.claims import assess
+from planledger.ledger.domain.claims import assess, reviewer
 from planledger.ledger.domain.errors import LedgerError
 from planledger.ledger.domain.ids import Actor, PlanSlug, SessionId, StepId, plan_stream
 from planledger.ledger.domain.state import SATISFYING, StepDef, StepState
@@ -89,6 +89,11 @@ def completed(step_id: str, by: str, fence: int = 1) -> ev.StepCompleted:
     return ev.StepCompleted(step_id, 0, BEFORE, by, actor=by, fence=fence)
 
 
+def submitted(step_id: str, by: str, fence: int = 1) -> ev.StepSubmitted:
+    """The holder's completion of a step that needs a review: it waits in review."""
+    return ev.StepSubmitted(step_id, 0, BEFORE, by, actor=by, fence=fence, evidence=None)
+
+
 def dropped(step_id: str, by: Actor = OPERATOR) -> ev.StepDropped:
     return ev.StepDropped(step_id, 0, BEFORE, None, actor=by, fence=None)
 
@@ -127,6 +132,12 @@ class StoreView(CandidateView):
             return 1 + max((level(d) for d in waiting[step_id]), default=0)
 
         return sorted(self.ready(plan), key=lambda s: (definitions[s].priority, -level(s)))
+
+    def review_order(self, plan: PlanSlug) -> Sequence[StepId]:
+        """The plan's steps in review that no reviewer holds now, in plan order."""
+        steps = [self.store.step(d) for d in self.store.plan(plan).steps]
+        return [s.id for s in steps if s.status == "in_review"
+                and reviewer(s, self.clock.now(), self._holder_ended(s)) is None]
 
     def held_by(self, session: SessionId) -> Sequence[StepId]:
         opened = [StepId(f.originator_id) for _, f in self.store.log_after(0, _LOG_PAGE)

@@ -91,17 +91,18 @@ def author(client: httpx.Client, name: str = "planner") -> dict[str, str]:
 
 
 def post_together(clients: list[httpx.Client], path: str,
-                  headers: dict[str, str] | None = None) -> list[httpx.Response]:
-    """POST `path` from every client at once (a barrier releases them; each connects first,
-    so the barrier releases requests, not handshakes); the answers in client order. Closes
-    the clients."""
+                  headers: dict[str, str] | None = None,
+                  json: object = None) -> list[httpx.Response]:
+    """POST `path` (with the `json` body, if any) from every client at once (a barrier
+    releases them; each connects first, so the barrier releases requests, not handshakes);
+    the answers in client order. Closes the clients."""
     for client in clients:
         client.get("/healthz")
     barrier = threading.Barrier(len(clients))
 
     def post(client: httpx.Client) -> httpx.Response:
         barrier.wait(60)
-        return client.post(path, headers=headers)
+        return client.post(path, headers=headers, json=json)
 
     with ThreadPoolExecutor(len(clients)) as pool:
         answers = list(pool.map(post, clients))

@@ -286,7 +286,9 @@ function prepare() {
 function drawSide() {
   const shown = view();
   $("sessions").replaceChildren(...renderNow(shown, ctx));
-  $("now-count").textContent = String(shown.sessions.filter((s) => s.holds.length).length);
+  // Both counts, each named: the cards are every live session, and only some hold steps.
+  const holding = shown.sessions.filter((s) => s.holds.length).length;
+  $("now-count").textContent = `${holding} holding · ${shown.sessions.length + shown.idle_hidden} live`;
   $("loose-list").replaceChildren(...renderLoose(shown, ctx));
   $("loose-count").textContent = String(shown.loose.length + shown.looseHidden);
 }

@@ -11,11 +11,15 @@ const WORDS = {
   StepCompleted: "completed", StepDropped: "dropped", StepReopened: "reopened",
   ClaimBounced: "claim bounced", ClaimRefused: "claim refused", StaleFenceRejected: "stale fence refused",
   PathsDeclared: "paths declared", PathsReserved: "paths reserved", PathsBounced: "claim bounced off paths",
+  StepSubmitted: "completed, for review", ReviewClaimed: "taken to review", StepReviewed: "reviewed",
+  ReviewRefused: "review refused", StepNoted: "note",
 };
 const KINDS = {
   StepClaimed: "claimed", LeaseRenewed: "renewed", StepReleased: "released", StepCompleted: "completed",
   StepDropped: "dropped", StepReopened: "reopened", ClaimBounced: "bounced", ClaimRefused: "refused",
   StaleFenceRejected: "stale_fence", PathsReserved: "claimed", PathsBounced: "bounced",
+  StepSubmitted: "completed", ReviewClaimed: "claimed", StepReviewed: "completed", ReviewRefused: "refused",
+  StepNoted: "noted",
 };
 
 // A step's paths as one line: `internal/auth/**, docs/** (shared)`.
@@ -54,10 +58,15 @@ function summary(event, label) {
     case "StepClaimed": case "LeaseRenewed":
       return `fence ${d.fence} · lease ${d.lease_seconds} s, until ${clock(d.expires_at)}`;
     case "StepReleased": return `fence ${d.fence} · ${d.reason.replace("_", " ")}${d.reason === "forced" ? ` (held by ${label(d.holder)})` : ""}`;
-    case "StepCompleted": return d.evidence ? [`fence ${d.fence}`, evidence(d.evidence)] : `fence ${d.fence}`;
+    case "StepCompleted": case "StepSubmitted":
+      return d.evidence ? [`fence ${d.fence}`, evidence(d.evidence)] : `fence ${d.fence}`;
+    case "ReviewClaimed": return `fence ${d.fence} · review lease ${d.lease_seconds} s, until ${clock(d.expires_at)}`;
+    case "StepReviewed": return `${d.verdict === "approve" ? "approved" : "rejected"} the work of ${label(d.author)}`;
+    case "ReviewRefused": return d.detail;
     case "ClaimBounced": return `task already claimed: held by ${label(d.holder)} (fence ${d.holder_fence})`;
     case "ClaimRefused": return d.detail;
     case "StaleFenceRejected": return `${d.action} with fence ${d.fence}; the step is at fence ${d.current_fence}`;
+    case "StepNoted": return h("span", { class: "note-text" }, d.after ? `(with the ${d.after}) ` : "", d.text);
     case "StepAdded": return d.title;
     case "PathsDeclared": return patterns(d.paths) || "none";
     case "PathsReserved": return `${patterns(d.paths)} · fence ${d.fence}`;
@@ -152,6 +161,8 @@ export class Drawer {
         h("dt", {}, "holder"), h("dd", {}, step.holder
           ? [who(step.holder, label), " ", countdown(step.expires_at, this.ctx.leaseOf(step.step_id))]
           : step.lapsed_holder ? [who(step.lapsed_holder, label, "gone"), " (lapsed)"] : "nobody"),
+        step.author ? [h("dt", {}, "author"), h("dd", {}, who(step.author, label)),
+          h("dt", {}, "reviewer"), h("dd", {}, step.reviewer ? who(step.reviewer, label) : "nobody yet")] : null,
         h("dt", {}, "fence"), h("dd", {}, String(step.fence)),
         h("dt", {}, "waits on"), h("dd", {}, this.deps(step)),
         h("dt", {}, "paths"), h("dd", {}, this.paths(step)),

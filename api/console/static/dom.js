@@ -30,6 +30,7 @@ const PATHS = {
   refused: "M8 3.2v6M8 12.2v.6",
   ready_listed: "M3 4.5h10M3 8h10M3 11.5h6",
   added: "M8 3.5v9M3.5 8h9",
+  noted: "M3.5 3.5h9v6.5l-3 3h-6zM9.5 13v-3h3M5.5 6.5h5M5.5 8.5h3",
   session: "M8 5.2a2.8 2.8 0 1 0 0 5.6 2.8 2.8 0 0 0 0-5.6z",
   ended: "M5 5h6v6H5z",
   close: "M4 4l8 8M12 4l-8 8",

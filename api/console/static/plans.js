@@ -103,6 +103,7 @@ export function moreRow(plan, card, ctx) {
 export function stepState(step) {
   if (step.status === "done") return ["done", "done"];
   if (step.status === "dropped") return ["dropped", "dropped"];
+  if (step.status === "in_review") return ["review", step.reviewer ? "in review (taken)" : "in review"];
   if (step.holder) return ["held", "in progress"];
   if (step.claimable) return step.lapsed_holder ? ["lapsed", "lapsed"] : ["ready", "claimable"];
   return ["waiting", "waiting"];

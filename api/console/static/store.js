@@ -170,7 +170,7 @@ export function shows(step, show) {
   const [kind] = stepState(step);
   switch (show) {
     case "all": return true;
-    case "unfinished": return step.status === "open" || step.status === "in_progress";
+    case "unfinished": return step.status !== "done" && step.status !== "dropped";
     case "claimable": return step.claimable;
     case "lapsed": return kind === "lapsed";
     case "held": return kind === "held";

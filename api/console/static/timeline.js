@@ -9,7 +9,7 @@ const ICONS = {
   reopened: "reopened", ready_listed: "ready_listed", session_started: "session",
   session_ended: "ended", plan_created: "added", step_added: "added", step_revised: "added",
   dependencies_declared: "added", paths_declared: "added", reserved: "claimed",
-  paths_bounced: "bounced",
+  paths_bounced: "bounced", noted: "noted",
 };
 
 const MAX_ROWS = 400;  // the newest; a long-lived plan's whole history would slow the page
@@ -57,6 +57,7 @@ function headline(e, count, label, numbers) {
     case "completed": return `completed ${ref}`;
     case "dropped": return `dropped ${ref}`;
     case "reopened": return `reopened ${ref}`;
+    case "noted": return `note on ${ref}`;
     case "ready_listed": {
       const listed = e.step_ids.map((s) => `#${numbers.get(s) ?? "?"}`).join(", ");
       return `listed ready: ${listed || "none"}`;
@@ -91,7 +92,7 @@ function chip(item, laneLabel, ctx, numbers) {
   h("span", { class: "chip-lane" }, laneLabel),
   h("span", { class: "chip-head" }, icon(ICONS[e.kind] || "session"), headline(e, count, ctx.label, numbers)),
   sub ? h("span", { class: "chip-sub" }, sub) : null,
-  ["bounced", "stale_fence", "paths_bounced"].includes(e.kind) ? h("span", { class: "chip-text" }, e.text) : null);
+  ["bounced", "stale_fence", "paths_bounced", "noted"].includes(e.kind) ? h("span", { class: "chip-text" }, e.text) : null);
 }
 
 export function renderTimeline(timeline, ctx) {
