@@ -79,6 +79,7 @@ _LEDGER: dict[type[le.LedgerError], tuple[int, str]] = {
     le.SessionClosed: (409, "session_ended"),
     le.UnknownPlan: (404, "unknown_plan"),
     le.UnknownStep: (404, "unknown_step"),
+    le.AmbiguousReference: (422, "ambiguous_reference"),
     le.UnknownSession: (404, "unknown_session"),
     le.InvalidInput: (422, "invalid_input"),
     le.SelfDependency: (422, "self_dependency"),
@@ -107,8 +108,10 @@ def _fields(error: le.LedgerError) -> dict[str, Any]:
     if isinstance(error, le.StaleFence):
         fields["current_fence"] = error.current
     if isinstance(error, le.Blocked):
-        fields["blockers"] = [BlockerOut(step_id=b, title=t, status=s)
+        fields["blockers"] = [BlockerOut(step_id=b, title=t, status=s, ref=error.refs.get(b))
                               for b, t, s in error.blockers]
+    if isinstance(error, le.AmbiguousReference):
+        fields["candidates"] = error.candidates
     if isinstance(error, le.UnknownPlan):
         fields["field"] = "plan"
     if isinstance(error, le.NotPermitted):

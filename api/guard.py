@@ -166,7 +166,7 @@ class Refusal:
         # Each text on one line whatever the store holds: a title must not forge a line.
         named = f"{shown_on_one_line(self.held.holder_name)}, " if self.held.holder_name else ""
         return (f'{shown_on_one_line(self.file)}: "{self.pattern}" is held by '
-                f'"{self.held.holder}" ({named}step {self.held.step_id} '
+                f'"{self.held.holder}" ({named}step {self.held.ref or self.held.step_id} '
                 f'"{shown_on_one_line(self.held.title)}") until '
                 f"{self.held.expires_at.isoformat()}")
 

@@ -22,7 +22,7 @@ MAX_FILES = 10_000  # staged files one guard check may ask about
 
 
 def reservation_out(held: HeldPaths, patterns: Sequence[str] = ()) -> ReservationOut:
-    return ReservationOut(step_id=held.step_id, plan=held.plan, title=held.title,
+    return ReservationOut(step_id=held.step_id, ref=held.ref, plan=held.plan, title=held.title,
                           holder=held.session_id, holder_name=held.session_name,
                           fence=held.fence, expires_at=held.expires_at,
                           paths=paths_out(held.paths), patterns=list(patterns))
@@ -35,7 +35,7 @@ def describe(found: Sequence[Meeting]) -> str:
     return "; ".join(
         ", ".join(f'"{p}"' for p in m.patterns) + f' held by "{m.held.session_id}" ('
         + (f"{m.held.session_name}, " if m.held.session_name else "")
-        + f'step {m.held.step_id} "{m.held.title}")' for m in found)
+        + f'step {m.held.ref or m.held.step_id} "{m.held.title}")' for m in found)
 
 
 def check(runtime: Runtime, patterns: Sequence[str] = (), files: Sequence[str] = (),

@@ -18,6 +18,7 @@ from planledger.ledger.domain import errors
 from planledger.ledger.domain.claims import Verdict
 from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId
 from planledger.ledger.domain.paths import Budget, OverBudget, PathSpec
+from planledger.ledger.domain.references import step_reference
 from planledger.ledger.domain.state import PlanState, StepDef, StepState
 from planledger.projections import queries, reservations
 from planledger.projections.readmodel import ReadModel
@@ -71,8 +72,9 @@ def step_fields(definition: StepDef, state: StepState, verdict: Verdict | None,
     kind = verdict.kind if verdict else "closed"
     holder = verdict.holder if verdict and kind == "held" else None
     return {
-        "step_id": definition.id, "id": definition.id, "plan": state.plan,
-        "position": definition.position, "title": definition.title,
+        "step_id": definition.id, "id": definition.id,
+        "ref": step_reference(state.plan, definition.position), "plan": state.plan,
+        "position": definition.position, "key": definition.key, "title": definition.title,
         "priority": definition.priority, "body": definition.body,
         "depends_on": list(definition.depends_on),
         # A step claimable after a lapse reads as open: its lease no longer holds it.
@@ -80,7 +82,7 @@ def step_fields(definition: StepDef, state: StepState, verdict: Verdict | None,
         "claimable": kind == "claimable", "holder": holder,
         "lapsed_holder": verdict.holder if verdict and kind == "claimable" else None,
         "fence": state.fence, "expires_at": state.expires_at if holder else None,
-        "blockers": [{"step_id": b, "title": _title(definitions, b), "status": s}
+        "blockers": [_blocker(definitions, state.plan, b, s)
                      for b, s in (verdict.blockers if verdict else ())],
         "paths": paths_fields(definition.paths), "reserved": [], "collides_with": [],
         **_review_fields(definition, state, verdict),
@@ -99,9 +101,12 @@ def _review_fields(definition: StepDef, state: StepState, verdict: Verdict | Non
     return found
 
 
-def _title(definitions: dict[StepId, StepDef], step_id: StepId) -> str:
+def _blocker(definitions: dict[StepId, StepDef], plan: str, step_id: StepId,
+             status: str) -> Fields:
+    """BlockerOut's fields of a step that one waits on (a step of the same plan)."""
     found = definitions.get(step_id)
-    return found.title if found else ""
+    return {"step_id": step_id, "title": found.title if found else "", "status": status,
+            "ref": step_reference(plan, found.position) if found else None}
 
 
 def annotate(view: LedgerView, moment: datetime, steps: Sequence[tuple[StepDef, Fields]],
@@ -153,7 +158,8 @@ def _colliding(view: LedgerView, definition: StepDef, moment: datetime,
 def _collision(found: Meeting) -> Fields:
     held = found.held
     return {"holder": held.session_id, "holder_name": held.session_name,
-            "step_id": held.step_id, "title": held.title, "patterns": list(found.patterns)}
+            "step_id": held.step_id, "ref": held.ref, "title": held.title,
+            "patterns": list(found.patterns)}
 
 
 def free_first(view: LedgerView, moment: datetime, steps: list[StepDef],

@@ -165,8 +165,9 @@ def nothing_to_review(runtime: Runtime, slug: str) -> str:
 
 
 def step_detail(runtime: Runtime, step_id: str) -> StepDetailOut:
-    """A step as the plan view shows it, with every event about it (refused claims too)."""
-    state, _, _ = runtime.ledger.step(step_id)
+    """A step as the plan view shows it, with every event about it (refused claims too).
+    `step_id`: its id or its reference (`plan#N`, `plan/key`)."""
+    state, _, _ = runtime.ledger.step(runtime.ledger.resolve_step(step_id))
     shown = next(s for s in plan(runtime, state.plan).steps if s.step_id == state.id)
     entries = runtime.reads.history(state.id)
     return StepDetailOut(**dict(shown),

@@ -28,12 +28,13 @@ from planledger.api.schemas import (
 )
 from planledger.ledger import commands as c
 from planledger.ledger.domain.access import OPEN_ROLE, KeyState
+from planledger.ledger.domain.references import step_reference
 from planledger.ledger.domain.state import Note, SessionState
 
 
 def claim_out(grant: c.Grant) -> ClaimOut:
     return ClaimOut(paths=paths_out(grant.paths),
-                    step_id=grant.step_id, plan=grant.plan, title=grant.title,
+                    step_id=grant.step_id, ref=grant.ref, plan=grant.plan, title=grant.title,
                     holder=grant.session_id, fence=grant.fence, expires_at=grant.expires_at,
                     renewed=grant.renewed, took_over_from=grant.took_over_from,
                     notes=[note_out(n) for n in grant.notes],
@@ -50,7 +51,8 @@ def step_change_out(runtime: Runtime, changed: c.StepChanged) -> StepChangeOut:
     claimed the next step too, what that claim found."""
     unblocked = reads.unblocked(runtime, changed.step_id) if changed.status == "done" else []
     found = next_claim_out(runtime, changed.next) if changed.next is not None else None
-    return StepChangeOut(step_id=changed.step_id, status=changed.status, plan=changed.plan,
+    return StepChangeOut(step_id=changed.step_id, ref=changed.ref, status=changed.status,
+                         plan=changed.plan,
                          unblocked=unblocked, next=found)
 
 
@@ -64,7 +66,8 @@ def next_claim_out(runtime: Runtime, found: c.NextClaim) -> ClaimNextOut:
     claimed = claim_out(found.grant)
     taken = "took step {} for review" if found.grant.review else "claimed step {}"
     return ClaimNextOut(claimed=claimed, reason=None,
-                        message=f'{taken.format(claimed.step_id)} "{claimed.title}"')
+                        message=f'{taken.format(claimed.ref or claimed.step_id)} '
+                                f'"{claimed.title}"')
 
 
 def session_started_out(session: SessionState) -> SessionStartedOut:
@@ -81,7 +84,8 @@ def key_out(key: KeyState) -> KeyOut:
 
 def plan_created_out(made: c.PlanCreated) -> PlanCreatedOut:
     plan = made.plan
-    refs = [StepRefOut(step_id=i, key=k, plan=plan.slug, title=plan.steps[i].title,
+    refs = [StepRefOut(step_id=i, ref=step_reference(plan.slug, plan.steps[i].position),
+                       key=k or None, plan=plan.slug, title=plan.steps[i].title,
                        priority=plan.steps[i].priority,
                        depends_on=list(plan.steps[i].depends_on),
                        paths=paths_out(plan.steps[i].paths))
@@ -94,7 +98,8 @@ def plan_created_out(made: c.PlanCreated) -> PlanCreatedOut:
 
 def step_ref_out(defined: c.StepDefined) -> StepRefOut:
     step = defined.step
-    return StepRefOut(step_id=step.id, plan=defined.plan, title=step.title,
+    return StepRefOut(step_id=step.id, ref=step_reference(defined.plan, step.position),
+                      key=step.key, plan=defined.plan, title=step.title,
                       priority=step.priority, depends_on=list(step.depends_on),
                       paths=paths_out(step.paths))
 
@@ -111,7 +116,7 @@ RENDERERS: Mapping[type, Callable[[Runtime, Any], BaseModel]] = {
     c.NextClaim: next_claim_out,
     c.StepChanged: step_change_out,
     c.ForceReleased: lambda _, r: ForceReleaseOut(step_id=r.step_id, released=r.released),
-    c.NoteAdded: lambda _, r: NoteAddedOut(step_id=r.step_id, plan=r.plan,
+    c.NoteAdded: lambda _, r: NoteAddedOut(step_id=r.step_id, ref=r.ref, plan=r.plan,
                                            note=note_out(r.note)),
     KeyState: lambda _, r: key_out(r),
 }

@@ -96,13 +96,17 @@ REQUIRE_CHECKS_HELP = ("Refuse a completion whose evidence reports a failed chec
 
 
 class PlanStepIn(RequestSchema):
-    key: str | None = Field(None, description="A name later steps of this request use in "
-                            "depends_on.", examples=["s5"])
+    key: str | None = Field(None, description="The step's name within its plan: later "
+                            "steps of this request use it in depends_on, and `<plan>/<key>` "
+                            "names the step wherever a step id is accepted. 1-64 letters, "
+                            "digits, '.', '_' or '-'; unique within the plan.",
+                            examples=["s5"])
     title: str = Field(description="What the step does, in one line.",
                        examples=["Rate-limit POST /auth/refresh (per-IP and per-family)"])
     body: str = Field(default="", description="Details: acceptance criteria, files, notes.")
     depends_on: list[str] = Field(default_factory=list, description="Keys of earlier steps "
-                                  "in this request, or ids of existing steps.", examples=[["s4"]])
+                                  "in this request, or ids or references of existing steps.",
+                                  examples=[["s4"]])
     paths: PathsIn = Field(default_factory=list, description=PATHS_HELP,
                            examples=[["internal/auth/**"]])
     priority: int | None = Field(default=None, ge=0, le=4, description=PRIORITY_HELP,
@@ -131,15 +135,20 @@ class PlanIn(RequestSchema):
 class StepIn(RequestSchema):
     title: str = Field(examples=["Emit metrics and an alert for refresh-reuse revocations"])
     body: str = ""
-    depends_on: list[str] = Field(default_factory=list, examples=[[STEP]])
+    depends_on: list[str] = Field(default_factory=list, description="Ids or references "
+                                  "(`<plan>#<number>`, `<plan>/<key>`) of steps of the plan.",
+                                  examples=[[STEP]])
     paths: PathsIn = Field(default_factory=list, description=PATHS_HELP)
     priority: int | None = Field(default=None, ge=0, le=4, description=PRIORITY_HELP,
                                  examples=[1])
     review: Review | None = Field(default=None, description=REVIEW_HELP)
+    key: str | None = Field(default=None, description="The step's name within its plan "
+                            "(`<plan>/<key>` names it); unique there.", examples=["alert"])
 
     def command(self, plan: str, actor: str) -> c.AddStep:
         return c.AddStep(plan, self.title, actor, self.body, tuple(self.depends_on),
-                         path_specs(self.paths), self.priority, self.review == "required")
+                         path_specs(self.paths), self.priority, self.review == "required",
+                         self.key)
 
 
 class StepRevisionIn(RequestSchema):
@@ -278,6 +287,10 @@ class StepAnswer(Schema):
 
     step_id: str = Field(examples=[STEP])
     id: str = Field(default="", description="The step id again (`step_id`).")
+    ref: str | None = Field(default=None, description="The step's reference within its "
+                            "plan, `<plan>#<number>`: accepted wherever a step id is "
+                            "(as is `<plan>/<key>` for a step with a key).",
+                            examples=["auth-refresh#5"])
 
     @model_validator(mode="before")
     @classmethod
@@ -389,7 +402,8 @@ class SessionEndOut(Schema):
 
 
 class StepRefOut(StepAnswer):
-    key: str | None = None
+    key: str | None = Field(default=None, description="The step's key within its plan "
+                            "(`<plan>/<key>` names it).")
     plan: str
     title: str
     priority: int = Field(default=2, description="0 (highest) .. 4.")
@@ -420,6 +434,8 @@ class BlockerOut(Schema):
     step_id: str
     title: str
     status: str
+    ref: str | None = Field(default=None, description="The blocker's reference "
+                            "(`<plan>#<number>`).")
 
 
 class CollisionOut(Schema):
@@ -428,6 +444,7 @@ class CollisionOut(Schema):
     holder: str = Field(examples=[SID])
     holder_name: str | None = None
     step_id: str = Field(description="The holder's step.")
+    ref: str | None = Field(default=None, description="The holder's step's reference.")
     title: str
     patterns: list[str] = Field(description="The holder's patterns that are met.",
                                 examples=[["internal/auth/**"]])
@@ -437,6 +454,7 @@ class ReservationOut(Schema):
     """A live reservation: a claim's paths, held with its lease and fence."""
 
     step_id: str
+    ref: str | None = Field(default=None, description="The step's reference (`<plan>#<n>`).")
     plan: str
     title: str
     holder: str
@@ -469,6 +487,8 @@ class PathsCheckOut(Schema):
 class StepOut(StepAnswer):
     plan: str
     position: int
+    key: str | None = Field(default=None, description="The step's key within its plan, "
+                            "if it has one (`<plan>/<key>` names it).")
     title: str
     priority: int = Field(default=2, description="0 (highest) .. 4.")
     body: str
@@ -665,4 +685,6 @@ class ErrorOut(Schema):
     role: str | None = Field(default=None, description="forbidden: the caller's role.")
     check: str | None = Field(default=None, description="check_failed: the name of the "
                               "check the completion reported failed.")
+    candidates: list[str] | None = Field(default=None, description="ambiguous_reference: "
+                                         "the references of the steps a bare key names.")
     field: str | None = None

@@ -42,6 +42,7 @@ from planledger.ledger.domain.access import digest_of
 from planledger.ledger.domain.errors import InvalidInput, LedgerError
 from planledger.ledger.domain.ids import PlanSlug
 from planledger.ledger.execution import Attach
+from planledger.ledger.references import with_step_ids
 from planledger.projections.timeline import TimelineModel
 
 M = TypeVar("M", bound=BaseModel)
@@ -153,7 +154,10 @@ class Service:
         return self.idempotency.answer(write, key, scope, fingerprint(command))
 
     def _within_limits(self, command: Command[Any]) -> Command[Any]:
-        """The deployment's limits and defaults, applied to any command they concern."""
+        """The deployment's limits and defaults, applied to any command they concern, and
+        every step it names by id: a reference (`plan#N`, `plan/key`) is resolved here,
+        once for every door, so the ledger, its log and recordings see ids only."""
+        command = with_step_ids(command, self.ledger.resolve_step)
         self.pasted.refuse_in(command)
         if isinstance(command, c.CreatePlan):
             self.settings.check_steps_per_request(len(command.steps))

@@ -52,6 +52,9 @@ class ReadyOrder(CandidateView):
     def claim_order(self, plan: PlanSlug) -> Sequence[StepId]:
         return self.model.ready(plan)
 
+    def plans_with_key(self, key: str) -> Sequence[PlanSlug]:
+        return self.model.plans_with_key(key)
+
 
 def _graph(shape: str, steps: int) -> tuple[list[list[int]], int]:
     """The plan's dependencies, and how many of its first steps are done."""

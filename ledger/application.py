@@ -20,6 +20,7 @@ from planledger.ledger.domain.paths import PathSpec
 from planledger.ledger.domain.state import PlanState, SessionState, StepDef, StepState
 from planledger.ledger.execution import MAX_ATTEMPTS, Attach, Execution, Ports
 from planledger.ledger.ports import CandidateView, Clock, IdGenerator
+from planledger.ledger.references import resolve_step
 from planledger.ledger.store import EventStore
 
 __all__ = ["MAX_ATTEMPTS", "Grant", "Ledger", "NewStep"]
@@ -73,6 +74,11 @@ class Ledger(Ports):
 
     def live_session(self, session_id: str) -> SessionState:
         return self.plain.live_session(session_id)
+
+    def resolve_step(self, text: str) -> StepId:
+        """The id of the step an id or a reference (`plan#N`, `plan/key`, a bare key)
+        names (ledger.references)."""
+        return resolve_step(self.store, self.view, text)
 
     # --- shorthands: a command built and executed, for tests, benches and scripts -------
 

@@ -24,6 +24,7 @@ from planledger.ledger.domain.events import LeaseRenewed, StepClaimed
 from planledger.ledger.domain.evidence import check_evidence
 from planledger.ledger.domain.ids import Actor, PlanSlug, SessionId, StepId, acting_session
 from planledger.ledger.domain.paths import PathSpec, check_paths
+from planledger.ledger.domain.references import step_reference
 from planledger.ledger.domain.review import needs_review
 from planledger.ledger.domain.state import (
     SATISFYING,
@@ -44,7 +45,7 @@ def _lease(run: Execution, lease_seconds: int | None) -> int:
 
 
 def _grant(decision: Decision, verdict: Verdict, session: SessionId, plan: PlanSlug,
-           title: str, notes: tuple[Note, ...] = ()) -> c.Grant | None:
+           definition: StepDef, notes: tuple[Note, ...] = ()) -> c.Grant | None:
     """The grant a claim's decision stands for (None for a refusal). A new grant on a step
     whose lease lapsed took over from its holder; it carries the notes left since the
     step's last claim (a heartbeat, none: its holder has read them)."""
@@ -56,8 +57,9 @@ def _grant(decision: Decision, verdict: Verdict, session: SessionId, plan: PlanS
     lapsed = None if renewed or verdict.holder == session else verdict.holder
     handed, left_out = closing.handed_notes(() if renewed else notes)
     return c.Grant(StepId(event.originator_id), session, event.fence, event.expires_at,
-                   renewed=renewed, took_over_from=lapsed, plan=plan, title=title,
-                   notes=handed, notes_left_out=left_out)
+                   renewed=renewed, took_over_from=lapsed, plan=plan,
+                   title=definition.title, notes=handed, notes_left_out=left_out,
+                   ref=step_reference(plan, definition.position))
 
 
 def claim(run: Execution, command: c.Claim) -> c.Grant:
@@ -96,10 +98,11 @@ def _claim(run: Execution, step_id: str, session_id: str, lease_seconds: int | N
             return Outcome(Decision([], errors.NotHolder(step.id, session.id, holder)))
         decision = decide_claim(step, definition, verdict, session.id, session.version,
                                 lease, lambda s: plan.steps[s].title, now,
-                                names=lambda s: run.store.session(s).name)
+                                names=lambda s: run.store.session(s).name,
+                                refs=lambda s: step_reference(plan.slug,
+                                                              plan.steps[s].position))
         decision = reserve(run, decision, step, definition, session, paths, lease, now)
-        granted = _grant(decision, verdict, session.id, step.plan, definition.title,
-                         step.notes)
+        granted = _grant(decision, verdict, session.id, step.plan, definition, step.notes)
         if granted is not None and granted.renewed and not paths:
             return Outcome(decision, with_kept(run, granted, step))
         return Outcome(decision, with_reserved(granted, decision))
@@ -212,7 +215,8 @@ def _close(run: Execution, decide: DecideClose, command: c.Complete | c.Release,
         decision = decide(step, definition, plan, session, command.fence, holder, now)
         decision = closing.with_note(decision, step, Actor(session.id), command.note, action,
                                      now)
-        return Outcome(decision, c.StepChanged(step.id, step.plan, status(plan, definition)))
+        return Outcome(decision, c.StepChanged(step.id, step.plan, status(plan, definition),
+                                               step_reference(plan.slug, definition.position)))
 
     return run.decide_on_cached_step(attempt, command.step_id)
 
@@ -227,7 +231,8 @@ def drop(run: Execution, command: c.Drop) -> c.StepChanged:
         decision = closing.decide_drop(step, definition, who, session, command.fence,
                                        holder, now)
         decision = closing.with_note(decision, step, who, command.note, "drop", now)
-        return Outcome(decision, c.StepChanged(step.id, step.plan, "dropped"))
+        return Outcome(decision, c.StepChanged(step.id, step.plan, "dropped",
+                                               step_reference(step.plan, definition.position)))
 
     return run.decide(attempt, command.step_id)
 
@@ -236,10 +241,11 @@ def add_note(run: Execution, command: c.AddNote) -> c.NoteAdded:
     who = run.author(command.actor)
 
     def attempt(now: datetime) -> Outcome[c.NoteAdded]:
-        step = run.store.step(StepId(command.step_id))
+        step, definition, _ = run.step(command.step_id)
         noted = closing.decide_note(step, who, command.text, now)
         note = Note(who, now, noted.text)
-        return Outcome(Decision([noted]), c.NoteAdded(step.id, step.plan, note))
+        return Outcome(Decision([noted]), c.NoteAdded(
+            step.id, step.plan, note, step_reference(step.plan, definition.position)))
 
     return run.decide(attempt, command.step_id)
 
@@ -247,9 +253,10 @@ def add_note(run: Execution, command: c.AddNote) -> c.NoteAdded:
 def reopen(run: Execution, command: c.Reopen) -> c.StepChanged:
     who = run.author(command.actor)
     def attempt(now: datetime) -> Outcome[c.StepChanged]:
-        step = run.store.step(StepId(command.step_id))
+        step, definition, _ = run.step(command.step_id)
         return Outcome(closing.decide_reopen(step, who, now),
-                       c.StepChanged(step.id, step.plan, "open"))
+                       c.StepChanged(step.id, step.plan, "open",
+                                     step_reference(step.plan, definition.position)))
 
     return run.decide(attempt, command.step_id)
 

@@ -51,6 +51,7 @@ class Grant:
     notes_left_out: int = 0  # older notes left since then, not carried (the log has them)
     paths: tuple[PathSpec, ...] = ()  # what the claim holds reserved (ledger.domain.paths)
     review: bool = False  # a reviewer's hold on a step in review (ledger.domain.review)
+    ref: str | None = None  # the step's reference, `plan#N` (ledger.domain.references)
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,7 @@ class StepChanged:
     step_id: StepId
     plan: PlanSlug
     status: Status
+    ref: str | None = None  # the step's reference, `plan#N`
     # A completion asked to claim the next step too (Complete.claim_next): what it found.
     next: "NextClaim | None" = None
 
@@ -79,6 +81,7 @@ class NoteAdded:
     step_id: StepId
     plan: PlanSlug
     note: Note
+    ref: str | None = None  # the step's reference, `plan#N`
 
 
 @dataclass(frozen=True)
@@ -182,6 +185,7 @@ class AddStep(Command[StepDefined]):
     paths: tuple[PathSpec, ...] = ()  # what it will touch, reserved while it is claimed
     priority: int | None = None  # 0 (highest) .. 4; None: the default (2)
     review_required: bool = False  # its completion waits for a review
+    key: str | None = None  # its name within the plan (`plan/key`), unique there
 
 
 @dataclass(frozen=True)

@@ -106,7 +106,7 @@ def create_plan(run: Execution, command: c.CreatePlan) -> c.PlanCreated:
         deps = [keys.get(d, StepId(d)) for d in new.depends_on]
         added, opened = plan_rules.decide_add_step(
             plan, plan.version + 1, step_id, new.title, new.body, deps, who, now,
-            new.priority, new.review_required)
+            new.priority, new.review_required, new.key or None, keys)
         plan = evolve_plan(plan, added)  # our own fresh table: no copy needed
         events += [added, opened]
         if new.paths:
@@ -152,7 +152,8 @@ def add_step(run: Execution, command: c.AddStep) -> c.StepDefined:
         plan = run.store.plan(PlanSlug(command.plan))
         added, opened = plan_rules.decide_add_step(
             plan, plan.version + 1, step_id, command.title, command.body,
-            command.depends_on, who, now, command.priority, command.review_required)
+            command.depends_on, who, now, command.priority, command.review_required,
+            command.key or None)
         events: list[ev.LedgerEvent] = [added, opened]
         if command.paths:
             after = fold_plan(plan, [added])

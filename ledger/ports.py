@@ -49,3 +49,8 @@ class CandidateView(ABC):
         oldest first (what claim-next hands a reviewer). A view of claims alone (a
         benchmark's) has none to offer."""
         return ()
+
+    @abstractmethod
+    def plans_with_key(self, key: str) -> Sequence[PlanSlug]:
+        """The plans with a step of this key (`plan/key`), by slug: where a bare key may
+        name a step (ledger.references checks it on fresh state)."""

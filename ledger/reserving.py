@@ -17,6 +17,7 @@ from planledger.ledger.domain import events as ev
 from planledger.ledger.domain.claims import Decision
 from planledger.ledger.domain.ids import SessionId, StepId
 from planledger.ledger.domain.paths import OverBudget, PathSpec
+from planledger.ledger.domain.references import step_reference
 from planledger.ledger.domain.reservations import (
     Reservation,
     Reserving,
@@ -63,12 +64,15 @@ def reading(run: Execution, step: StepState | None, session: SessionId,
         elif reservation.session != session:  # a session's own never exclude each other
             others.append(reservation)
 
-    def describe(reservation: Reservation) -> tuple[str, str | None]:
-        """The holder's step title and the holder's name: read only for a refusal."""
+    def describe(reservation: Reservation) -> tuple[str, str | None, str | None]:
+        """The holder's step title, the holder's name and the step's reference: read only
+        for a refusal."""
         of = held[reservation.step_id]
         definition = run.store.plan(of.plan).steps.get(of.id)
         name = run.store.session(reservation.session).name
-        return (definition.title if definition else ""), name
+        if definition is None:
+            return "", name, None
+        return definition.title, name, step_reference(of.plan, definition.position)
 
     return Reserving(state.version, others, freed, current, describe)
 

@@ -12,6 +12,7 @@ from planledger.ledger.domain import errors
 from planledger.ledger.domain.claims import Decision, check_lease, reviewer
 from planledger.ledger.domain.events import LeaseRenewed, ReviewClaimed
 from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId
+from planledger.ledger.domain.references import step_reference
 from planledger.ledger.domain.review import (
     check_verdict,
     decide_review,
@@ -36,12 +37,13 @@ def review(run: Execution, command: c.Review) -> c.StepChanged:
 
     def attempt(now: datetime, fresh: bool) -> Outcome[c.StepChanged]:
         session = run.live_session(command.actor)
-        step, definition, _ = run.step(command.step_id, fresh=fresh)
+        step, definition, plan = run.step(command.step_id, fresh=fresh)
         current = reviewer(step, now, run.holder_ended(step, session))
         decision = decide_review(step, definition, session, _author(run, step), current,
                                  verdict, command.note, now, names=_names(run))
         status: Status = "done" if verdict == "approve" else "open"
-        return Outcome(decision, c.StepChanged(step.id, step.plan, status))
+        return Outcome(decision, c.StepChanged(
+            step.id, step.plan, status, step_reference(plan.slug, definition.position)))
 
     return run.decide_on_cached_step(attempt, command.step_id)
 

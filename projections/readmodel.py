@@ -428,6 +428,10 @@ class ReadModel(Queryable, CandidateView):
         with self.reading() as (view, moment):
             return queries.ready_ids(view, plan, moment)
 
+    def plans_with_key(self, key: str) -> Sequence[PlanSlug]:
+        with self.reading() as (view, _):
+            return view.plans_with_key(key)
+
     # --- auditors -----------------------------------------------------------------
 
     def history(self, step_id: StepId, upto: int | None = None) -> list[HistoryEntry]:

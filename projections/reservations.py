@@ -13,6 +13,7 @@ from datetime import datetime
 
 from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId
 from planledger.ledger.domain.paths import Budget, PathSpec, conflict, covers, overlaps
+from planledger.ledger.domain.references import step_reference
 from planledger.ledger.domain.reservations import Reservation
 from planledger.projections.view import LedgerView
 
@@ -29,6 +30,7 @@ class HeldPaths:
     fence: int
     expires_at: datetime
     paths: tuple[PathSpec, ...]
+    ref: str | None = None  # the step's reference, `plan#N`
 
 
 @dataclass(frozen=True)
@@ -49,7 +51,8 @@ def _held(view: LedgerView, reservation: Reservation, now: datetime) -> HeldPath
     session = view.sessions.get(reservation.session)
     return HeldPaths(step.id, step.plan, definition.title if definition else "",
                      reservation.session, session.name if session else None, step.fence,
-                     step.expires_at, reservation.paths)
+                     step.expires_at, reservation.paths,
+                     step_reference(step.plan, definition.position) if definition else None)
 
 
 def live(view: LedgerView, now: datetime) -> list[HeldPaths]:

@@ -129,9 +129,11 @@ def _paths_entry(
                      f"(fence {event.fence})", event.step_id, fence=event.fence)
     if isinstance(event, ev.PathsBounced):
         first = event.conflicts[0]
+        theirs = [str(c["step_id"]) for c in event.conflicts]
         bounce = errors.PathsHeld(event.step_id, [
             (str(c["holder"]), None, str(c["step_id"]), _title(info, str(c["step_id"])),
-             _strings(c["patterns"])) for c in event.conflicts])
+             _strings(c["patterns"])) for c in event.conflicts],
+            refs={s: r for s in theirs if (r := _reference(info(s))) is not None})
         return entry("paths_bounced", f"claim of {ref(event.step_id)} bounced: {bounce}",
                      event.step_id, holder=str(first["holder"]))
     return None
@@ -144,6 +146,11 @@ def _patterns(paths: list[dict[str, str]]) -> str:
 
 def _strings(value: object) -> list[str]:
     return [str(v) for v in value] if isinstance(value, list) else []
+
+
+def _reference(step: StepInfo | None) -> str | None:
+    """The step's reference, `plan#N` (ledger.domain.references), as messages name it."""
+    return None if step is None else f"{step.plan}#{step.number}"
 
 
 def _title(info: Callable[[str], StepInfo | None], step_id: str) -> str:
@@ -192,11 +199,15 @@ def _session_entry(
     if isinstance(event, ev.ClaimBounced):
         step = info(event.step_id)
         title = step.title if step else ""
-        bounce = errors.AlreadyClaimed(event.step_id, title, event.holder, event.holder_fence)
+        bounce = errors.AlreadyClaimed(event.step_id, title, event.holder, event.holder_fence,
+                                       ref=_reference(step))
         return entry("bounced", f"claim bounced: {bounce}", event.step_id,
                      holder=event.holder, fence=event.holder_fence)
     if isinstance(event, ev.ClaimRefused):
-        return entry("refused", f"claim refused: {event.detail}", event.step_id)
+        # The event keeps the message by id; people read the step by its reference.
+        reference = _reference(info(event.step_id))
+        detail = event.detail.replace(event.step_id, reference) if reference else event.detail
+        return entry("refused", f"claim refused: {detail}", event.step_id)
     if isinstance(event, ev.ReviewRefused):
         return entry("review_refused", f"review refused: {event.detail}", event.step_id)
     if isinstance(event, ev.StaleFenceRejected):

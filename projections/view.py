@@ -129,6 +129,9 @@ class LedgerView:
     reservations: dict[StepId, Reservation]
     # Every key name ever issued, live or revoked (ledger.domain.access).
     keys: dict[str, KeyState]
+    # Every step key (ledger.domain.references) and the plans with a step of that key:
+    # kept when a plan retires, so a bare key finds a finished plan's step too.
+    step_keys: dict[str, set[PlanSlug]]
 
     def __init__(self, archive: Archive | None = None, kept: int = FINISHED_KEPT) -> None:
         """A view that retires finished plans given an `archive` to read them back from
@@ -151,6 +154,7 @@ class LedgerView:
         self.finishing = []
         self.reservations = {}
         self.keys = {}
+        self.step_keys = {}
         self._key_index: KeyIndex | None = None  # derived from `keys`
         self._archive = archive
         self._kept = kept
@@ -195,6 +199,7 @@ class LedgerView:
             "ended_holders": self.ended_holders, "finished": self.finished,
             "finishing": self.finishing,
             "reservations": self.reservations, "keys": self.keys,
+            "step_keys": self.step_keys,
         }
 
     # --- folding ------------------------------------------------------------------
@@ -246,6 +251,8 @@ class LedgerView:
             defined = plan.steps[step_id]
             self.indexes[slug].add(step_id, defined.added_at, defined.priority)
             self._count_closing(slug, closed=False)
+            if defined.key is not None:
+                self.step_keys.setdefault(defined.key, set()).add(slug)
         if isinstance(event, ev.StepRevised) and event.priority is not None:
             self.indexes[slug].reprioritize(step_id, event.priority)
         if isinstance(event, ev.StepAdded | ev.DependenciesDeclared):
@@ -488,6 +495,10 @@ class LedgerView:
             elif (step_id := getattr(event, "step_id", None)) is not None:
                 self._remember(StepId(step_id), position)
         self.settle()
+
+    def plans_with_key(self, key: str) -> list[PlanSlug]:
+        """The plans with a step of this key (ledger.domain.references), by slug."""
+        return sorted(self.step_keys.get(key, ()))
 
     def knows(self, plan: PlanSlug) -> bool:
         """Whether the plan was created (held here, or retired)."""

@@ -50,6 +50,7 @@ from planledger.ledger.domain.plans import (
     check_text,
     find_cycle,
 )
+from planledger.ledger.domain.references import check_key
 from planledger.ledger.domain.reservations import (
     RESERVATIONS_STREAM,
     Reservation,
@@ -220,6 +221,9 @@ def _step_added(folded: _Folded, event: ev.StepAdded) -> None:
                                            f"{MAX_STEPS_PER_PLAN} steps")
     check_text("title", event.title, MAX_TITLE, required=True)
     check_text("body", event.body, MAX_BODY, required=False)
+    if event.key is not None and any(
+            d.key == check_key(event.key) for d in plan.steps.values()):
+        raise Refused(f"key {event.key!r} names another step of plan {plan.slug} already")
     _check_dependencies(plan, step, event.depends_on)
     folded.added[step] = plan.slug
     folded.plans[plan.id] = evolve_plan(plan, event)

@@ -83,7 +83,7 @@ def _extend(command: CommandRecord, event: ev.LedgerEvent) -> CommandRecord:
         return replace(command, args={**command.args, "findings": event.findings})
     if isinstance(event, ev.StepAdded):
         step = {"title": event.title, "body": event.body, "depends_on": list(event.depends_on),
-                **_priority(event), **_review(event)}
+                **_priority(event), **_review(event), **_key(event)}
         return replace(command, args={**command.args, "steps": [*command.args["steps"], step]},
                        ids=(*command.ids, event.step_id))
     return command
@@ -139,10 +139,10 @@ def _structure(event: ev.LedgerEvent) -> Start | None:
                                     dict(event.constraints), "steps": [], "actor": actor,
                                     **strict}, []
     if isinstance(event, ev.StepAdded):
-        return "add_step", who, {"plan": event.originator_id.removeprefix("plan:"),
-                                 "title": event.title, "body": event.body,
-                                 "depends_on": list(event.depends_on), "actor": actor,
-                                 **_priority(event), **_review(event)}, [event.step_id]
+        added = {"plan": event.originator_id.removeprefix("plan:"), "title": event.title,
+                 "body": event.body, "depends_on": list(event.depends_on), "actor": actor,
+                 **_priority(event), **_review(event), **_key(event)}
+        return "add_step", who, added, [event.step_id]
     if isinstance(event, ev.StepRevised):
         return "revise_step", who, {"step_id": event.step_id, "title": event.title,
                                     "body": event.body, "actor": actor, **_priority(event)}, []
@@ -256,9 +256,14 @@ def _review(event: ev.StepAdded) -> Args:
     return {"review_required": True} if event.review_required else {}
 
 
+def _key(event: ev.StepAdded) -> Args:
+    """A step's key within its plan, when it has one (recordings before keys: none)."""
+    return {} if event.key is None else {"key": event.key}
+
+
 def _create_plan(a: Args) -> c.CreatePlan:
-    steps = tuple(c.NewStep(s["title"], s["body"], tuple(s["depends_on"]), paths=_paths(s),
-                            priority=s.get("priority"),
+    steps = tuple(c.NewStep(s["title"], s["body"], tuple(s["depends_on"]), s.get("key"),
+                            paths=_paths(s), priority=s.get("priority"),
                             review_required=s.get("review_required") is True)
                   for s in a["steps"])
     return c.CreatePlan(a["slug"], a["title"], _actor(a), tuple(a["constraints"].items()),
@@ -284,7 +289,7 @@ BUILDERS: dict[str, tuple[tuple[str, ...], Build]] = {
     "create_plan": (("slug", "title", "constraints", "steps"), _create_plan),
     "add_step": (("plan", "title", "body", "depends_on"), lambda a: c.AddStep(
         a["plan"], a["title"], _actor(a), a["body"], tuple(a["depends_on"]), _paths(a),
-        a.get("priority"), a.get("review_required") is True)),
+        a.get("priority"), a.get("review_required") is True, a.get("key"))),
     "revise_step": (("step_id", "title", "body"), lambda a: c.ReviseStep(
         a["step_id"], _actor(a), a["title"], a["body"],
         _paths(a) if a.get("paths") is not None else None, a.get("priority"))),

@@ -119,7 +119,8 @@ LEASE_DEFAULT = Option("--lease-default", "lease_default", "The lease of a claim
 READING = (DB, URL, JSON)  # a read: from the store or a server, printed for people or JSON
 ACTING = (DB, URL, SESSION, TOKEN, JSON)  # a write, or a read, for a session
 
-STEP = Argument("step_id", "STEP", "The step's id.")
+STEP = Argument("step_id", "STEP", "The step: its reference (`auth-refresh#5`, "
+               "`auth-refresh/limit`, a bare key) or its id.")
 PLAN = Argument("plan", "PLAN", "The plan's slug.")
 
 

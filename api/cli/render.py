@@ -43,15 +43,26 @@ def _state(step: Fields) -> tuple[str, str]:
     if step["lapsed_holder"]:
         return status, f"lapsed: {step['lapsed_holder']}"
     if step["blockers"]:
-        return status, "waits on " + ", ".join(b["step_id"] for b in step["blockers"])
+        return status, "waits on " + ", ".join(f'{ref(b)} "{b["title"]}"'
+                                               for b in step["blockers"])
     return status, ""
 
 
+def ref(step: Fields) -> str:
+    """How a table names a step: its reference (`plan#5`), which every command takes;
+    its whole id from a server that answers no reference."""
+    return str(step.get("ref") or step["step_id"])
+
+
 def steps_table(title: str, steps: list[Fields]) -> None:
-    rows = [(s["step_id"], *_state(s), str(s["fence"] or ""), s["title"]) for s in steps]
-    # Only the title (last) is cut to fit: ids stay whole, to copy into the next command.
-    output.table(("step", "status", "holder / blockers", "fence", "title"), rows, title,
-                 cut=(4,))
+    keyed = any(s.get("key") for s in steps)
+    rows = [(ref(s), *((s.get("key") or "",) if keyed else ()), *_state(s),
+             str(s["fence"] or ""), s["title"]) for s in steps]
+    # Only the title (last) is cut to fit: references and ids stay whole, to copy into the
+    # next command (ids differ in their last characters only, so a cut one names nothing).
+    columns = ("step", *(("key",) if keyed else ()), "status", "holder / blockers", "fence",
+               "title")
+    output.table(columns, rows, title, cut=(len(columns) - 1,))
 
 
 def plans(found: list[Fields]) -> None:
@@ -72,9 +83,11 @@ def plan(shown: Fields) -> None:
 
 def created(made: Fields) -> None:
     output.line(f"created plan {made['slug']} with {len(made['steps'])} steps")
-    output.table(("step", "key", "depends on", "title"),
-                 [(s["step_id"], s["key"] or "", ", ".join(s["depends_on"]), s["title"])
-                  for s in made["steps"]], cut=(3,))
+    refs = {s["step_id"]: ref(s) for s in made["steps"]}
+    output.table(("step", "key", "id", "depends on", "title"),
+                 [(ref(s), s["key"] or "", s["step_id"],
+                   ", ".join(refs.get(d, d) for d in s["depends_on"]), s["title"])
+                  for s in made["steps"]], cut=(4,))
 
 
 def ready(shown: Fields) -> None:
@@ -157,7 +170,7 @@ def _evidence(event: Fields) -> None:
 def claim(granted: Fields) -> None:
     verb = ("renewed" if granted["renewed"] else
             "took to review" if granted.get("status") == "in_review" else "claimed")
-    output.line(f'{verb} {granted["step_id"]} "{granted["title"]}" — fence '
+    output.line(f'{verb} {ref(granted)} "{granted["title"]}" — fence '
                 f"{granted['fence']}, lease until {_when(granted['expires_at'])}")
     if granted["took_over_from"]:
         output.line(f"  (took over from lapsed holder {granted['took_over_from']})")
@@ -182,7 +195,7 @@ def claim_next(answer: Fields) -> None:
 
 
 def change(changed: Fields) -> None:
-    output.line(f"{changed['step_id']}: {changed['status']}")
+    output.line(f"{ref(changed)}: {changed['status']}")
     if changed.get("unblocked"):
         output.line(f"  unblocked: {', '.join(changed['unblocked'])}")
     if changed.get("next"):
@@ -213,7 +226,7 @@ def session(shown: Fields) -> None:
 
 
 def note_added(added: Fields) -> None:
-    output.line(f"noted on step {added['step_id']}")
+    output.line(f"noted on step {ref(added)}")
 
 
 def log(page: Fields) -> None:
@@ -231,7 +244,7 @@ def paths_found(found: Fields) -> None:
         who = named(held["holder"], held["holder_name"])
         met = ", ".join(held["patterns"])
         until = _moment(held["expires_at"])
-        output.line(f'{met}: held by {who}, step {held["step_id"]} "{held["title"]}", fence '
+        output.line(f'{met}: held by {who}, step {ref(held)} "{held["title"]}", fence '
                     f"{held['fence']}, until {until.isoformat()}")
 
 

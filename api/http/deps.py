@@ -15,6 +15,7 @@ from planledger.api.errors import Unauthorized
 from planledger.api.http.gate import caller_of
 from planledger.api.service import Service
 from planledger.ledger.domain.ids import Actor, SessionId
+from planledger.ledger.domain.references import STEP_TEXT_PATTERN
 
 
 def _service(request: Request) -> Service:
@@ -74,7 +75,11 @@ IdempotencyKeyDep = Annotated[str | None, Header(
     "key gets the first answer and changes nothing.")]
 
 # Ids are validated at the door so no odd string ever reaches a database driver.
-StepPath = Annotated[str, Path(pattern=r"^[0-9A-Za-z_-]{1,64}$", examples=[
-    "01KXMRCX4W2M8YB5Q2Y3V9ZP7N"])]
+# A step: its id, or its reference (`plan#5` sent as `plan%235`; `plan/key` as it is or
+# as `plan%2Fkey`: the routes match the step as a path, api.http.routes_steps).
+StepPath = Annotated[str, Path(pattern=STEP_TEXT_PATTERN, description="The step's id, or "
+                               "its reference: `<plan>%23<number>` (`#` encoded) or "
+                               "`<plan>/<key>` (`/` as it is or encoded, %2F).", examples=[
+    "01KXMRCX4W2M8YB5Q2Y3V9ZP7N", "auth-refresh#5"])]
 SessionPath = Annotated[str, Path(pattern=r"^[0-9A-Za-z_-]{1,64}$")]
 SlugPath = Annotated[str, Path(pattern=r"^[a-z0-9-]{1,64}$", examples=["auth-refresh"])]

@@ -79,7 +79,7 @@ REQUESTS: Mapping[str, Callable[[Any], Request]] = {
     "plan.create": lambda f: Request("POST", "/api/plans", _plan(f)),
     "step.add": lambda f: Request("POST", f"/api/plans/{_part(f.plan)}/steps", {
         "title": f.title, "body": f.body, "depends_on": list(f.depends_on),
-        "paths": _paths(f.paths), **_settings(f)}),
+        "paths": _paths(f.paths), **_settings(f), **({"key": f.key} if f.key else {})}),
     "step.revise": lambda f: Request("PATCH", f"/api/steps/{_part(f.step_id)}", {
         "title": f.title, "body": f.body, "paths": _paths(f.paths)}),
     "step.depend": lambda f: Request("POST", f"/api/steps/{_part(f.step_id)}/dependencies",

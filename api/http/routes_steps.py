@@ -1,5 +1,10 @@
 """Steps: show with history, revise, declare dependencies, and the claim lifecycle:
-claim, heartbeat, complete, release, drop, reopen, and an operator's force-release."""
+claim, heartbeat, complete, release, drop, reopen, and an operator's force-release.
+
+A step in a path is its id or its reference (ledger.domain.references): `plan#5` sent
+as `plan%235` (a `#` would end the path), and `plan/key` sent as `plan%2Fkey` or as it
+is, `/api/steps/plan/key/claim` (the segment is matched as a path, so either reads the
+same; a key is never an action's name's place: the action is the last segment)."""
 
 from fastapi import APIRouter
 from starlette.concurrency import run_in_threadpool
@@ -47,14 +52,14 @@ _HOLDER_409 = ("not_holder: the session holds no live claim on the step (the bod
                "current_fence). closed: the step is done or dropped already.")
 
 
-@router.get("/{step_id}", response_model=StepDetailOut, responses=errors(404))
+@router.get("/{step_id:path}", response_model=StepDetailOut, responses=errors(404))
 async def step_show(service: ServiceDep, step_id: StepPath) -> StepDetailOut:
     """A step: status, holder, fence, blockers, and its history (claims, heartbeats,
     releases, revisions), oldest first."""
     return await run_in_threadpool(lambda: reads.step_detail(service.runtime, step_id))
 
 
-@router.patch("/{step_id}", response_model=StepRefOut, responses=errors(
+@router.patch("/{step_id:path}", response_model=StepRefOut, responses=errors(
     401, 404, e409="held_elsewhere: another session holds the step (only its holder or the "
                    "admin revises it); session_ended: the token's session has ended."))
 async def step_update(service: ServiceDep, step_id: StepPath, revision: StepRevisionIn,
@@ -65,7 +70,7 @@ async def step_update(service: ServiceDep, step_id: StepPath, revision: StepRevi
         lambda: service.answer(revision.command(step_id, actor), StepRefOut, key))
 
 
-@router.post("/{step_id}/dependencies", response_model=StepRefOut,
+@router.post("/{step_id:path}/dependencies", response_model=StepRefOut,
              responses=errors(401, 404, e422="A dependency that is unknown, on the step "
                                               "itself, or that would close a cycle (named)."))
 async def step_depend(service: ServiceDep, step_id: StepPath, deps: DependenciesIn,
@@ -75,7 +80,7 @@ async def step_depend(service: ServiceDep, step_id: StepPath, deps: Dependencies
         lambda: service.answer(deps.command(step_id, actor), StepRefOut, key))
 
 
-@router.post("/{step_id}/claim", response_model=ClaimOut,
+@router.post("/{step_id:path}/claim", response_model=ClaimOut,
              responses=errors(401, 404, e409=_CLAIM_409))
 async def claim(service: ServiceDep, step_id: StepPath, actor: ActorDep,
                 key: IdempotencyKeyDep = None, body: ClaimStepIn | None = None) -> ClaimOut:
@@ -92,7 +97,7 @@ async def claim(service: ServiceDep, step_id: StepPath, actor: ActorDep,
             ClaimOut, key))
 
 
-@router.post("/{step_id}/heartbeat", response_model=ClaimOut,
+@router.post("/{step_id:path}/heartbeat", response_model=ClaimOut,
              responses=errors(401, 404, e409=_HOLDER_409))
 async def heartbeat(service: ServiceDep, step_id: StepPath, actor: ActorDep,
                     key: IdempotencyKeyDep = None, body: ClaimIn | None = None) -> ClaimOut:
@@ -102,7 +107,7 @@ async def heartbeat(service: ServiceDep, step_id: StepPath, actor: ActorDep,
             c.Heartbeat(step_id, actor, body.lease_seconds if body else None), ClaimOut, key))
 
 
-@router.post("/{step_id}/complete", response_model=StepChangeOut,
+@router.post("/{step_id:path}/complete", response_model=StepChangeOut,
              responses=errors(401, 404, e409=_HOLDER_409 + " check_failed: the evidence "
                               "reports a failed check (named in `check`) and the plan "
                               "requires every check to pass.",
@@ -125,7 +130,7 @@ async def complete(service: ServiceDep, step_id: StepPath, actor: ActorDep,
             StepChangeOut, key))
 
 
-@router.post("/{step_id}/release", response_model=StepChangeOut,
+@router.post("/{step_id:path}/release", response_model=StepChangeOut,
              responses=errors(401, 404, e409=_HOLDER_409))
 async def release(service: ServiceDep, step_id: StepPath, actor: ActorDep,
                   key: IdempotencyKeyDep = None, body: FenceIn | None = None) -> StepChangeOut:
@@ -136,7 +141,7 @@ async def release(service: ServiceDep, step_id: StepPath, actor: ActorDep,
                     body.note if body else None), StepChangeOut, key))
 
 
-@router.post("/{step_id}/drop", response_model=StepChangeOut,
+@router.post("/{step_id:path}/drop", response_model=StepChangeOut,
              responses=errors(401, 404, e409=_HOLDER_409))
 async def drop(service: ServiceDep, step_id: StepPath, actor: AuthorDep,
                key: IdempotencyKeyDep = None, body: FenceIn | None = None) -> StepChangeOut:
@@ -148,7 +153,7 @@ async def drop(service: ServiceDep, step_id: StepPath, actor: AuthorDep,
                     body.note if body else None), StepChangeOut, key))
 
 
-@router.post("/{step_id}/notes", status_code=201, response_model=NoteAddedOut,
+@router.post("/{step_id:path}/notes", status_code=201, response_model=NoteAddedOut,
              responses=errors(401, 404))
 async def note(service: ServiceDep, step_id: StepPath, body: NoteIn, actor: AuthorDep,
                key: IdempotencyKeyDep = None) -> NoteAddedOut:
@@ -158,7 +163,7 @@ async def note(service: ServiceDep, step_id: StepPath, body: NoteIn, actor: Auth
         c.AddNote(step_id, actor, body.text), NoteAddedOut, key))
 
 
-@router.post("/{step_id}/review", response_model=StepChangeOut,
+@router.post("/{step_id:path}/review", response_model=StepChangeOut,
              responses=errors(401, 404, e409="not_in_review: the step is not in review "
                               "(its status is named). already_claimed: another reviewer "
                               "holds it.", e403="own_work: you finished the work, or your "
@@ -172,7 +177,7 @@ async def review(service: ServiceDep, step_id: StepPath, body: ReviewIn, actor: 
         body.command(step_id, actor), StepChangeOut, key))
 
 
-@router.post("/{step_id}/reopen", response_model=StepChangeOut,
+@router.post("/{step_id:path}/reopen", response_model=StepChangeOut,
              responses=errors(401, 404, e409="not_reopenable: the step is not done or "
                                               "dropped."))
 async def reopen(service: ServiceDep, step_id: StepPath, actor: AuthorDep,
@@ -182,7 +187,7 @@ async def reopen(service: ServiceDep, step_id: StepPath, actor: AuthorDep,
         c.Reopen(step_id, actor), StepChangeOut, key))
 
 
-@router.post("/{step_id}/force-release", response_model=ForceReleaseOut,
+@router.post("/{step_id:path}/force-release", response_model=ForceReleaseOut,
              responses=errors(401, 403, 404))
 async def force_release(service: ServiceDep, step_id: StepPath, admin: AdminDep,
                         key: IdempotencyKeyDep = None) -> ForceReleaseOut:

@@ -18,6 +18,7 @@ from planledger.ledger.domain.claims import (
     MIN_LEASE_SECONDS,
 )
 from planledger.ledger.domain.plans import SLUG_PATTERN
+from planledger.ledger.domain.references import STEP_TEXT_PATTERN
 
 ID_PATTERN = r"^[0-9A-Za-z_-]{1,64}$"  # the HTTP API's StepPath/SessionPath pattern
 # Free text must be text (api.text): a lone surrogate is refused naming the argument. The
@@ -25,12 +26,16 @@ ID_PATTERN = r"^[0-9A-Za-z_-]{1,64}$"  # the HTTP API's StepPath/SessionPath pat
 Text = AfterValidator(check_text)
 
 StepId = Annotated[str, Field(
-    pattern=ID_PATTERN, description="The step id (a ULID from tasks_ready or tasks_list); "
-    "also accepted as `id`.",
-    examples=["01KXMRCX4W2M8YB5Q2Y3V9ZP7N"])]
+    pattern=STEP_TEXT_PATTERN, description="The step: its id (a ULID from tasks_ready or "
+    "tasks_list) or its reference, `<plan>#<number>` or `<plan>/<key>` (the `ref` answers "
+    "carry); also accepted as `id`.",
+    examples=["auth-refresh#5", "01KXMRCX4W2M8YB5Q2Y3V9ZP7N"])]
 StepIds = Annotated[list[StepId], Field(
-    max_length=200, description="Step ids (a list, or one string of ids separated by commas) "
-    "that must be done or dropped first.")]
+    max_length=200, description="Step ids or references (a list, or one string of them "
+    "separated by commas) that must be done or dropped first.")]
+StepKey = Annotated[str | None, Field(
+    max_length=64, description="The new step's name within its plan, unique there: "
+    "`<plan>/<key>` then names it wherever a step id is accepted.", examples=["alert"])]
 Plan = Annotated[str, Field(pattern=SLUG_PATTERN.pattern, description="The plan's slug; "
                             "also accepted as `slug`.", examples=["auth-refresh"])]
 MaybePlan = Annotated[str | None, Field(

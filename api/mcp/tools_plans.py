@@ -27,7 +27,8 @@ from planledger.api.schemas import (
 
 Steps = Annotated[list[PlanStepIn | str] | None, Field(
     description="The steps in order: a title, or {key, title, body, depends_on} where "
-    "depends_on names the keys of earlier steps (or ids of existing steps).")]
+    "depends_on names the keys of earlier steps (or ids or references of existing steps); "
+    "a key stays the step's name in the plan: `<plan>/<key>`.")]
 Constraints = Annotated[dict[str, str] | None, Field(
     description="Named rules every step must honour, e.g. {'rate-limit-not-in-memory': "
     "'use shared storage for the refresh rate limit'}. Agents see them at session_start.")]

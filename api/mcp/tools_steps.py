@@ -20,6 +20,7 @@ from planledger.api.mcp.argument_types import (
     Status,
     StepId,
     StepIds,
+    StepKey,
     TokenArg,
 )
 from planledger.api.mcp.schemas import StepAddedOut, TasksOut
@@ -88,16 +89,18 @@ class StepTools(Tools):
     def tasks_add(self, ctx: Context[Any, Any], title: Title, body: Body = None,
                   plan: MaybePlan = None, depends_on: StepIds | None = None,
                   paths: Paths = None, priority: Priority = None, review: ReviewArg = None,
+                  key: StepKey = None,
                   session_id: SessionArg = None, token: TokenArg = None) -> StepAddedOut:
         """Add a step to a plan (work you found that the plan lacks). `depends_on` lists
-        step ids that must be done (or dropped) before it is ready. A dependency that is
+        the steps (ids or references) that must be done (or dropped) before it is ready;
+        `key` names the new step within its plan (`<plan>/<key>`). A dependency that is
         unknown, on the step itself or that would close a cycle is refused by name. A
         `plan` that does not exist yet is created (titled by its slug), and the answer
         says so (`plan_created`), so a misspelt plan name shows at once. `paths`: the files
         the step will touch, reserved for whoever claims it (see tasks_claim)."""
         actor = self.author(ctx, session_id, token)
         step = StepIn(title=title, body=body or "", depends_on=depends_on or [],
-                      paths=paths or [], priority=priority, review=review)
+                      paths=paths or [], priority=priority, review=review, key=key or None)
         slug = self.plan_or_only(plan)
         add = step.command(slug, actor)
         if plan is not None and not self._exists(slug):
@@ -117,7 +120,8 @@ class StepTools(Tools):
     def _with_its_plan(self, add: c.AddStep) -> StepAddedOut:
         """The step and the plan it names, created together (titled by the slug): a step
         that is refused leaves no plan behind."""
-        new = c.NewStep(add.title, add.body, add.depends_on, paths=add.paths)
+        new = c.NewStep(add.title, add.body, add.depends_on, add.key, paths=add.paths,
+                        priority=add.priority)
         made = self.service.answer(c.CreatePlan(add.plan, add.plan, add.actor, steps=(new,)),
                                    PlanCreatedOut)
         note = (f'plan "{add.plan}" did not exist: created it (titled "{add.plan}"); check '
@@ -139,6 +143,7 @@ class StepTools(Tools):
         Applied in that order: revision, dependencies, status; each refusal reads as that
         tool's would. Answers the step."""
         actor = self.author(ctx, session_id, token)
+        step_id = self.runtime.ledger.resolve_step(step_id)  # read once: all steps agree
         if title is not None or body is not None or paths is not None or priority is not None:
             revision = StepRevisionIn(title=title, body=body, paths=paths, priority=priority)
             self.service.execute(revision.command(step_id, actor))

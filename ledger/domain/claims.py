@@ -130,9 +130,12 @@ def decide_claim(
     now: datetime,
     *,
     names: Callable[[SessionId], str | None] = lambda _: None,
+    refs: Callable[[StepId], str | None] = lambda _: None,
 ) -> Decision:
     """Grant, renew (the holder's heartbeat) or refuse a claim, per the verdict. `names`
-    gives a session's name (a bounce names the holder by id and by name)."""
+    gives a session's name (a bounce names the holder by id and by name); `refs` a step's
+    reference in its plan (`plan#N`), which a refusal's message names steps by (the
+    refusal's event keeps ids)."""
     if verdict.kind in ("held", "in_review") and verdict.holder == session:
         return Decision([renew(step, session, lease_seconds, now)])
     expires_at = lease_end(now, lease_seconds)
@@ -144,7 +147,7 @@ def decide_claim(
         )
         return Decision([claimed])
     return _refuse_claim(step, definition, verdict, session, session_version, lease_seconds,
-                         titles, now, names)
+                         titles, now, names, refs)
 
 
 def _refuse_claim(
@@ -157,6 +160,7 @@ def _refuse_claim(
     titles: Callable[[StepId], str],
     now: datetime,
     names: Callable[[SessionId], str | None],
+    refs: Callable[[StepId], str | None],
 ) -> Decision:
     version = session_version + 1
     if verdict.kind == "held":
@@ -167,22 +171,27 @@ def _refuse_claim(
             holder_fence=step.fence, lease_seconds=lease_seconds,
         )
         left = (step.expires_at - now).total_seconds() if step.expires_at else 0.0
-        refusal: errors.LedgerError = errors.AlreadyClaimed(
+        bounce = errors.AlreadyClaimed(
             step.id, definition.title, holder, step.fence, holder_name=names(holder),
-            retry_after=max(0, math.ceil(left)),
+            retry_after=max(0, math.ceil(left)), ref=refs(step.id),
         )
-        return Decision([bounced], refusal)
+        return Decision([bounced], bounce)
+    refusal: errors.Blocked | errors.InReview | errors.Closed
     if verdict.kind == "blocked":
+        steps = (step.id, *(b for b, _ in verdict.blockers))
+        named: dict[str, str] = {s: r for s in steps if (r := refs(s)) is not None}
         refusal = errors.Blocked(
-            step.id, definition.title, [(b, titles(b), s) for b, s in verdict.blockers]
+            step.id, definition.title, [(b, titles(b), s) for b, s in verdict.blockers], named
         )
     elif verdict.kind == "in_review":
         refusal = errors.InReview(step.id, definition.title)
     else:
-        refusal = errors.Closed(step.id, definition.title, step.status)
+        refusal = errors.Closed(step.id, definition.title, step.status, refs(step.id))
     refused = ev.ClaimRefused(
         session, version, timestamp=now, session_id=session, actor=session, step_id=step.id,
         reason=verdict.kind,  # type: ignore[arg-type]
-        detail=str(refusal), lease_seconds=lease_seconds,
+        # The message by id, as ever: people read it by reference (refusal's own text).
+        detail=str(refusal) if isinstance(refusal, errors.InReview) else refusal.detail,
+        lease_seconds=lease_seconds,
     )
     return Decision([refused], refusal)

@@ -1,6 +1,6 @@
 """One exception class per refused rule, each with a message a person understands."""
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 
 class LedgerError(Exception):
@@ -40,6 +40,16 @@ class UnknownStep(LedgerError):
         super().__init__(f'step not found: "{step_id}"')
 
 
+class AmbiguousReference(LedgerError):
+    """A bare key names steps in several plans: the caller must say which plan."""
+
+    def __init__(self, reference: str, candidates: Sequence[str]) -> None:
+        self.reference = reference
+        self.candidates = list(candidates)
+        super().__init__(f'step reference "{reference}" is ambiguous: it names '
+                         f'{", ".join(candidates)}; give one of those')
+
+
 class UnknownSession(LedgerError):
     """No session has this id."""
 
@@ -60,7 +70,8 @@ class AlreadyClaimed(LedgerError):
     """Another session holds a live lease on the step."""
 
     def __init__(self, step_id: str, title: str, holder: str, fence: int, *,
-                 holder_name: str | None = None, retry_after: int | None = None) -> None:
+                 holder_name: str | None = None, retry_after: int | None = None,
+                 ref: str | None = None) -> None:
         self.step_id = step_id
         self.holder = holder
         self.holder_name = holder_name
@@ -68,27 +79,40 @@ class AlreadyClaimed(LedgerError):
         self.retry_after = retry_after  # seconds until the holder's lease runs out
         named = f" ({holder_name})" if holder_name else ""
         super().__init__(
-            f'task already claimed: held by "{holder}"{named} (step {step_id} "{title}")'
+            f'task already claimed: held by "{holder}"{named} (step {ref or step_id} '
+            f'"{title}")'
         )
 
 
 class Blocked(LedgerError):
-    """The step waits on dependencies that are neither done nor dropped."""
+    """The step waits on dependencies that are neither done nor dropped. `refs` names
+    steps by their references (`plan#N`) in the message; `detail` is the message by ids,
+    as a refused claim's event keeps it."""
 
-    def __init__(self, step_id: str, title: str, blockers: Sequence[tuple[str, str, str]]) -> None:
+    def __init__(self, step_id: str, title: str, blockers: Sequence[tuple[str, str, str]],
+                 refs: Mapping[str, str] | None = None) -> None:
         self.step_id = step_id
         self.blockers = list(blockers)
-        waits = ", ".join(f'{bid} "{btitle}" ({status})' for bid, btitle, status in blockers)
-        super().__init__(f'task blocked: step {step_id} "{title}" waits on {waits}')
+        self.refs = dict(refs or {})
+        self.detail = _blocked(step_id, title, blockers, {})
+        super().__init__(_blocked(step_id, title, blockers, refs or {}))
+
+
+def _blocked(step_id: str, title: str, blockers: Sequence[tuple[str, str, str]],
+             refs: Mapping[str, str]) -> str:
+    waits = ", ".join(f'{refs.get(bid, bid)} "{btitle}" ({status})'
+                      for bid, btitle, status in blockers)
+    return f'task blocked: step {refs.get(step_id, step_id)} "{title}" waits on {waits}'
 
 
 class Closed(LedgerError):
-    """The step is done or dropped; reopen it first."""
+    """The step is done or dropped; reopen it first. `detail`: the message by id."""
 
-    def __init__(self, step_id: str, title: str, status: str) -> None:
+    def __init__(self, step_id: str, title: str, status: str, ref: str | None = None) -> None:
         self.step_id = step_id
         self.status = status
-        super().__init__(f'task closed: step {step_id} "{title}" is {status}')
+        self.detail = f'task closed: step {step_id} "{title}" is {status}'
+        super().__init__(f'task closed: step {ref or step_id} "{title}" is {status}')
 
 
 class NotHolder(LedgerError):
@@ -184,17 +208,19 @@ class PathsHeld(LedgerError):
     overlapping patterns); the first names `holder`, `holder_name` and `holder_step`."""
 
     def __init__(self, step_id: str,
-                 conflicts: Sequence[tuple[str, str | None, str, str, Sequence[str]]]) -> None:
+                 conflicts: Sequence[tuple[str, str | None, str, str, Sequence[str]]],
+                 refs: Mapping[str, str] | None = None) -> None:
         self.step_id = step_id
         self.conflicts = [(h, n, s, t, list(p)) for h, n, s, t, p in conflicts]
         self.holder, self.holder_name, self.holder_step = conflicts[0][:3]
         self.patterns = list(conflicts[0][4])
+        shown = dict(refs or {})  # the holders' steps by reference (`plan#N`), in the message
 
         def one(holder: str, name: str | None, step: str, title: str,
                 patterns: Sequence[str]) -> str:
             quoted = ", ".join(f'"{p}"' for p in patterns)
             named = f"{name}, " if name else ""
-            return f'{quoted} held by "{holder}" ({named}step {step} "{title}")'
+            return f'{quoted} held by "{holder}" ({named}step {shown.get(step, step)} "{title}")'
 
         super().__init__("paths reserved: " + "; ".join(one(*c) for c in self.conflicts))
 

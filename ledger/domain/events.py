@@ -95,7 +95,9 @@ class StepAdded(LateFields, LedgerEvent):
     depends_on: list[str]
     priority: int | None = None  # 0 (highest) .. 4; None: the default
     review_required: bool | None = None  # True: its completion waits for a review
-    LATE_FIELDS = ("priority", "review_required")
+    # The step's name within its plan (`plan/key`, ledger.domain.references); None: none.
+    key: str | None = None
+    LATE_FIELDS = ("priority", "review_required", "key")
 
 
 @dataclass(frozen=True)

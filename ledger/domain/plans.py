@@ -1,7 +1,7 @@
 """Decisions on a plan's structure: creating it, adding and revising steps, dependencies."""
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from datetime import datetime
 
 from planledger.ledger.domain import errors
@@ -14,6 +14,7 @@ from planledger.ledger.domain.ids import (
     acting_session,
     plan_stream,
 )
+from planledger.ledger.domain.references import check_key
 from planledger.ledger.domain.state import PlanState
 
 SLUG_PATTERN = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")
@@ -124,15 +125,20 @@ def check_priority(priority: int | None) -> int | None:
 def decide_add_step(
     plan: PlanState, version: int, step_id: StepId, title: str, body: str,
     depends_on: Sequence[str], actor: Actor, now: datetime, priority: int | None = None,
-    review_required: bool = False,
+    review_required: bool = False, key: str | None = None,
+    keys_taken: Container[str] | None = None,
 ) -> tuple[ev.StepAdded, ev.StepOpened]:
     """Add a step to the plan (at plan version `version`) and open its own stream.
-    `review_required`: its completion waits for a review (ledger.domain.review)."""
+    `review_required`: its completion waits for a review (ledger.domain.review). `key`
+    names it within the plan (unique there); `keys_taken`: the plan's keys, when the
+    caller keeps them (else the plan's steps are read for them)."""
     if not isinstance(review_required, bool):
         raise errors.InvalidInput("review_required", "is true or false")
     if len(plan.steps) >= MAX_STEPS_PER_PLAN:
         raise errors.InvalidInput("steps", f"plan {plan.slug} has the limit of "
                                            f"{MAX_STEPS_PER_PLAN} steps")
+    if key is not None:
+        _check_key_free(plan, check_key(key), keys_taken)
     deps = _checked_dependencies(plan, step_id, depends_on)
     added = ev.StepAdded(
         plan.id, version, timestamp=now, session_id=acting_session(actor), actor=actor,
@@ -141,10 +147,19 @@ def decide_add_step(
         body=check_text("body", body, MAX_BODY, required=False),
         depends_on=list(deps), priority=check_priority(priority),
         review_required=review_required or None,  # unset: stored as before
+        key=key,
     )
     opened = ev.StepOpened(step_id, 1, timestamp=now, session_id=acting_session(actor),
                            actor=actor, plan=plan.slug)
     return added, opened
+
+
+def _check_key_free(plan: PlanState, key: str, keys_taken: Container[str] | None) -> None:
+    taken = (key in keys_taken if keys_taken is not None
+             else any(d.key == key for d in plan.steps.values()))
+    if taken:
+        raise errors.InvalidInput("key", f"{key!r} names another step of plan {plan.slug} "
+                                         "already; a key is unique within its plan")
 
 
 def _check_not_held_elsewhere(step_id: StepId, actor: Actor, holder: SessionId | None,

@@ -137,8 +137,8 @@ def conflicts(
     return found
 
 
-def _unnamed(_: Reservation) -> tuple[str, str | None]:
-    return "", None
+def _unnamed(_: Reservation) -> tuple[str, str | None, str | None]:
+    return "", None, None
 
 
 @dataclass(frozen=True)
@@ -146,13 +146,14 @@ class Reserving:
     """What a claim's reservation is decided on: the reservations stream's `version`, the
     other sessions' live reservations (`others`), the steps whose reservations are no longer
     live (`freed`), the step's own live reservation (`current`: a heartbeat's), and, for a
-    refusal, each reservation's step title and holder's name (`describe`)."""
+    refusal, each reservation's step title, holder's name and step reference, `plan#N`
+    (`describe`)."""
 
     version: int
     others: Sequence[Reservation]
     freed: Sequence[StepId]
     current: Reservation | None = None
-    describe: Callable[[Reservation], tuple[str, str | None]] = _unnamed
+    describe: Callable[[Reservation], tuple[str, str | None, str | None]] = _unnamed
 
 
 def decide_reservation(
@@ -191,5 +192,6 @@ def _bounce(step: StepState, session: SessionState, wanted: Sequence[PathSpec],
         lease_seconds=lease_seconds)
     named = [(r, seen.describe(r), theirs) for r, theirs in clashes]
     refusal = errors.PathsHeld(step.id, [(r.session, name, r.step_id, title, theirs)
-                                         for r, (title, name), theirs in named])
+                                         for r, (title, name, _), theirs in named],
+                               refs={r.step_id: ref for r, (_, _, ref), _ in named if ref})
     return Decision([bounced], refusal)

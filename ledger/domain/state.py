@@ -34,6 +34,7 @@ class StepDef:
     paths: tuple[PathSpec, ...] = ()  # what it will touch, reserved while it is claimed
     priority: int = DEFAULT_PRIORITY  # 0 highest .. 4; ready lists order by it, then age
     review_required: bool = False  # its completion waits for a review (or its plan's does)
+    key: str | None = None  # its name within the plan, unique there (`plan/key`)
 
 
 @dataclass(frozen=True)
@@ -143,6 +144,7 @@ def evolve_plan(state: PlanState | None, event: ev.LedgerEvent) -> PlanState:
             added_at=event.timestamp,
             priority=DEFAULT_PRIORITY if event.priority is None else event.priority,
             review_required=bool(event.review_required),
+            key=event.key,
         )
     elif isinstance(event, ev.StepRevised):
         old = steps[StepId(event.step_id)]

@@ -35,7 +35,8 @@ def test_the_step_history_names_who_planned_claimed_and_force_released_it(
 ) -> None:
     planner, agent = Agent(replica, "planner P"), Agent(replica, "agent F")
     created = planner.http.post("/api/plans", json={
-        "slug": "authored", "title": "Authored", "steps": [{"title": "Sign the release"}]})
+        "slug": "authored", "title": "Authored",
+        "steps": [{"title": "Sign the release", "key": "sign"}]})
     assert created.status_code == 201, created.text
     step = created.json()["steps"][0]["step_id"]
     assert agent.claim(step).status_code == 200
@@ -48,6 +49,8 @@ def test_the_step_history_names_who_planned_claimed_and_force_released_it(
     page.goto(replica.url + "/#plan=authored")
     expect(page.locator("#live")).to_have_text("live")
     page.locator(f'[data-key="step-{step}"]').click()
+    # The panel names the step by the references a person types into the next command.
+    expect(page.locator("#detail .step-ref")).to_have_text("authored#1 · authored/sign")
     history = page.locator("#detail .history > li")
     added = history.filter(has_text="added to the plan")
     expect(added.locator(".by")).to_have_text("by planner P")

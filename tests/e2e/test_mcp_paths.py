@@ -41,7 +41,7 @@ def test_a_claim_on_reserved_paths_is_refused_and_agents_see_who_holds_what(
             assert [p["pattern"] for p in held["paths"]] == [AUTH, "go.mod"]
             refusal = await a.refused("tasks_claim", step_id=limit)
             assert refusal.startswith(f'paths reserved: "{AUTH}" held by "{b.session_id}" '
-                                      f'(agent B, step {rotate} "Rotate refresh tokens")')
+                                      '(agent B, step auth#1 "Rotate refresh tokens")')
 
             ready = await a.ok("tasks_ready", plan="auth")
             assert [s["step_id"] for s in ready["ready"]] == [docs["step_id"], limit]

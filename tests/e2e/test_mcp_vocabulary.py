@@ -185,7 +185,7 @@ def test_a_bounce_names_the_holder_by_id_and_name_and_carries_when_to_retry(
         bounced = await b.call("tasks_claim", step_id=first)
         assert bounced.is_error
         assert text(bounced).startswith(
-            f'task already claimed: held by "{a.session_id}" (agent A) (step {first} "first")')
+            f'task already claimed: held by "{a.session_id}" (agent A) (step vocab#1 "first")')
         facts = bounced.structured_content
         assert facts == {"reason": "already_claimed", "message": text(bounced),
                          "step_id": first, "holder": a.session_id, "holder_name": "agent A",
@@ -425,7 +425,7 @@ def test_every_tool_schema_is_inline_and_each_argument_has_a_description_and_a_t
         assert lease["type"] == ["integer", "null"]
         step = by_name["plans_create"]["properties"]["steps"]["anyOf"][0]["items"]["anyOf"][0]
         assert set(step["properties"]) == {"key", "title", "body", "depends_on", "paths",
-                                           "priority"}
+                                           "priority", "review"}
 
         # the inlined step objects are still what the tool takes
         made = await a.ok("plans_create", plan="inline", title="Inline", steps=[

@@ -72,7 +72,7 @@ def test_a_claim_on_reserved_paths_is_409_naming_holder_step_and_patterns(
             body["patterns"]) == ("paths_reserved", b, "agent B", steps["rotate"],
                                   ["internal/auth/**"])
     assert body["message"] == (f'paths reserved: "internal/auth/**" held by "{b}" (agent B, '
-                               f'step {steps["rotate"]} "Rotate refresh tokens")')
+                               'step auth#1 "Rotate refresh tokens")')
     history = client.get(f"/api/steps/{steps['limit']}").json()["history"]
     assert history[-1]["type"] == "PathsBounced"
     assert a
@@ -89,7 +89,7 @@ def test_ready_puts_colliding_steps_last_and_names_what_they_would_meet(
     docs, limit = ready["ready"]
     assert docs["collides_with"] == []
     assert limit["collides_with"] == [{"holder": b, "holder_name": "agent B",
-                                       "step_id": steps["rotate"],
+                                       "step_id": steps["rotate"], "ref": "auth#1",
                                        "title": "Rotate refresh tokens",
                                        "patterns": ["internal/auth/**"]}]
     (rotate,) = ready["held"]

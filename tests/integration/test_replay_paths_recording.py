@@ -28,9 +28,9 @@ def test_the_shipped_file_is_what_its_function_writes_byte_for_byte(tmp_path: Pa
 
     assert again.read_bytes() == PATHS.read_bytes()
     assert story.bounce.startswith('paths reserved: "internal/auth/**" held by '
-                                   f'"{story.agent_a}" (agent A, step {story.steps[0]}')
+                                   f'"{story.agent_a}" (agent A, step auth-paths#1')
     assert story.guard.startswith(f'internal/auth/refresh.go: "internal/auth/**" is held by '
-                                  f'"{story.agent_a}" (agent A, step {story.steps[0]}')
+                                  f'"{story.agent_a}" (agent A, step auth-paths#1')
 
 
 def test_it_reexecutes_identically_and_its_chains_verify() -> None:

@@ -76,7 +76,7 @@ def test_reservations_and_path_bounces_are_timeline_entries(
 ) -> None:
     timelines = TimelineModel(runtime.store, reads=runtime.reads)
 
-    b, first = _reserving_log(runtime.ledger, clock)
+    b, _ = _reserving_log(runtime.ledger, clock)
 
     entries = timelines.timeline("p").entries
 
@@ -85,7 +85,7 @@ def test_reservations_and_path_bounces_are_timeline_entries(
                                            "step 4 touches no paths")
     (bounce,) = [e for e in entries if e.kind == "paths_bounced"]
     assert bounce.text == (f'claim of step 2 bounced: paths reserved: "internal/auth/**" '
-                           f'held by "{b}" (step {first} "auth")')
+                           f'held by "{b}" (step p#1 "auth")')
     assert bounce.holder == b and bounce.session_id != b
     reserved = [e.text for e in entries if e.kind == "reserved"]
     assert reserved[:2] == ["reserved internal/auth/**, go.mod for step 1 (fence 1)",

@@ -145,6 +145,10 @@ class LockProbingView(CandidateView):
         self._probe()
         return self.inner.claim_order(plan)
 
+    def plans_with_key(self, key: str) -> Sequence[PlanSlug]:
+        self._probe()
+        return self.inner.plans_with_key(key)
+
 
 def _probed_ledger(runtime: Runtime, db: str) -> tuple[Ledger, LockProbingView]:
     view = LockProbingView(runtime.reads, db)

@@ -145,6 +145,13 @@ class StoreView(CandidateView):
         steps = [self.store.step(s) for s in opened]
         return [s.id for s in steps if s.status == "in_progress" and s.holder == session]
 
+    def plans_with_key(self, key: str) -> Sequence[PlanSlug]:
+        """Every plan with a step of this key, read from the log's plan events."""
+        found = {f.originator_id.removeprefix("plan:") for _, f in
+                 self.store.log_after(0, _LOG_PAGE)
+                 if isinstance(f, ev.StepAdded) and f.key == key}
+        return sorted(PlanSlug(p) for p in found)
+
     def _claimable(self, definition: StepDef) -> bool:
         step = self.store.step(definition.id)
         return assess(step, definition, self._status, self._holder_ended(step),

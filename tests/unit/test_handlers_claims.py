@@ -37,8 +37,13 @@ def _two_sessions_and(*steps: list[ev.LedgerEvent]) -> list[ev.LedgerEvent]:
     return [started(S1), started(S2), plan(), *(e for s in steps for e in s)]
 
 
+# Each step's reference, where the test adds A, B and C to plan p in that order.
+REF = {A: f"{PLAN}#1", B: f"{PLAN}#2", C: f"{PLAN}#3"}
+
+
 def _grant(step_id: StepId, by: SessionId, fence: int, **changes: Any) -> c.Grant:
-    fields: dict[str, Any] = {"expires_at": from_now(LEASE), "renewed": False, **changes}
+    fields: dict[str, Any] = {"expires_at": from_now(LEASE), "renewed": False,
+                              "ref": REF[step_id], **changes}
     return c.Grant(step_id, by, fence, plan=PLAN, title=title_of(step_id), **fields)
 
 
@@ -242,7 +247,7 @@ def test_claim_next_by_an_ended_session_is_refused() -> None:
 def test_complete_by_the_holder_closes_the_step_at_its_fence() -> None:
     then = given(*_two_sessions_and(step(A)), claimed(A, by=S1)).when(
         c.Complete(A, S1, fence=1))
-    assert then.answer == c.StepChanged(A, PLAN, "done")
+    assert then.answer == c.StepChanged(A, PLAN, "done", REF[A])
     assert then.kinds == ["StepCompleted"]
     assert (then.one(ev.StepCompleted).session_id, then.one(ev.StepCompleted).fence) == (S1, 1)
 
@@ -274,7 +279,7 @@ def test_complete_of_a_closed_step_is_refused_with_no_event() -> None:
 
 def test_release_by_the_holder_reopens_the_step() -> None:
     then = given(*_two_sessions_and(step(A)), claimed(A, by=S1)).when(c.Release(A, S1))
-    assert then.answer == c.StepChanged(A, PLAN, "open")
+    assert then.answer == c.StepChanged(A, PLAN, "open", REF[A])
     released = then.one(ev.StepReleased)
     assert then.kinds == ["StepReleased"]
     assert (released.holder, released.fence, released.reason) == (S1, 1, "released")
@@ -292,7 +297,7 @@ def test_release_after_the_lease_lapsed_is_refused_with_no_event() -> None:
 
 def test_drop_of_an_unheld_step_by_an_author_without_a_session() -> None:
     then = given(*_two_sessions_and(step(A))).when(c.Drop(A, OPERATOR))
-    assert then.answer == c.StepChanged(A, PLAN, "dropped")
+    assert then.answer == c.StepChanged(A, PLAN, "dropped", REF[A])
     drop = then.one(ev.StepDropped)
     assert then.kinds == ["StepDropped"]
     assert (drop.actor, drop.session_id, drop.fence) == (OPERATOR, None, None)
@@ -350,7 +355,7 @@ def test_drop_with_stale_fence_is_rejected_on_the_record() -> None:
 def test_reopen_of_a_done_step_opens_it() -> None:
     scene = given(*_two_sessions_and(step(A)), claimed(A, by=S1), completed(A, by=S1))
     then = scene.when(c.Reopen(A, OPERATOR))
-    assert then.answer == c.StepChanged(A, PLAN, "open")
+    assert then.answer == c.StepChanged(A, PLAN, "open", REF[A])
     assert then.kinds == ["StepReopened"]
     assert then.one(ev.StepReopened).actor == OPERATOR
 

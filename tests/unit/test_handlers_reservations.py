@@ -107,7 +107,7 @@ def test_overlapping_paths_bounce_naming_holder_their_step_and_patterns() -> Non
     then = given(*_held_by_s2()).when(c.Claim(A, S1))
     refusal = then.refused(errors.PathsHeld)
     assert str(refusal) == (f'paths reserved: "internal/auth/**" held by "{S2}" (agent B, '
-                            f'step {B} "{title_of(B)}")')
+                            f'step p#2 "{title_of(B)}")')
     assert (refusal.holder, refusal.holder_name, refusal.holder_step) == (S2, "agent B", B)
     assert then.kinds == ["PathsBounced"]
     bounce = then.one(ev.PathsBounced)

@@ -1,7 +1,7 @@
 // The side panel: a step's full history (GET /api/steps/{id}), or one timeline entry with
 // the event it was folded from (GET /api/log). Operators can force-release from here.
 
-import { clock, h, icon, shortId, who } from "./dom.js";
+import { clock, h, icon, who } from "./dom.js";
 import { countdown } from "./lease.js";
 import { stepState } from "./plans.js";
 
@@ -151,6 +151,9 @@ export class Drawer {
     const label = this.ctx.label;
     return [
       h("p", { class: "hold-ref" }, `${step.plan} · step #${step.position + 1}`),
+      // The reference people type into the next command (`planledger claim plan#5`).
+      h("p", { class: "step-ref" }, h("code", {}, step.ref || step.step_id),
+        step.key ? [" · ", h("code", {}, `${step.plan}/${step.key}`)] : null),
       h("h3", { id: "detail-title" }, step.title),
       step.body ? h("p", { class: "step-body" }, step.body) : null,
       h("dl", { class: "facts" },
@@ -193,7 +196,7 @@ export class Drawer {
     return h("ul", { class: "dep-list" }, step.depends_on.map((id) => {
       const b = blocking.get(id);
       return h("li", { class: b ? "open" : "met" }, b ? null : icon("completed"),
-        `#${this.ctx.stepNumber(id) ?? "?"} ${b ? b.title : this.ctx.stepTitle(id) ?? shortId(id)}`,
+        `#${this.ctx.stepNumber(id) ?? "?"} ${b ? b.title : this.ctx.stepTitle(id) ?? id}`,
         b ? h("span", { class: "quiet" }, ` (${b.status.replace("_", " ")})`) : null);
     }));
   }

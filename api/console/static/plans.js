@@ -112,7 +112,7 @@ export function stepState(step) {
 export function stepRow(step, ctx) {
   const [kind, words] = stepState(step);
   return h("div", { class: `step-row ${kind}`, role: "row", dataset: { step: step.step_id } },
-    h("span", { class: "num", role: "cell" }, `${step.position + 1}`),
+    h("span", { class: "num", role: "cell", title: step.ref || "" }, `${step.position + 1}`),
     h("span", { class: "title", role: "cell" },
       h("button", {
         class: "step-link", type: "button", dataset: { key: `step-${step.step_id}` },

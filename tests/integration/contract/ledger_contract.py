@@ -97,7 +97,7 @@ class LedgerContract(ABC):
         with pytest.raises(errors.AlreadyClaimed) as bounce:
             rt.ledger.claim(a, loser.id)
         assert str(bounce.value) == (
-            f'task already claimed: held by "{winner.id}" (B) (step {a} "first")'
+            'task already claimed: held by "' + winner.id + '" (B) (step p#1 "first")'
         )
         assert (bounce.value.holder_name, bounce.value.retry_after) == ("B", 900)
         recorded = [e for e in self.log(rt) if isinstance(e, ev.ClaimBounced)]
@@ -110,13 +110,17 @@ class LedgerContract(ABC):
         s = rt.ledger.start_session()
         with pytest.raises(errors.Blocked) as blocked:
             rt.ledger.claim(b, s.id)
-        assert str(blocked.value) == f'task blocked: step {b} "second" waits on {a} "first" (open)'
+        # The message names steps by reference; the refusal's facts and event by id.
+        assert str(blocked.value) == 'task blocked: step p#2 "second" waits on p#1 "first" (open)'
+        assert blocked.value.blockers == [(a, "first", "open")]
+        assert blocked.value.detail == (f'task blocked: step {b} "second" waits on {a} "first" '
+                                        "(open)")
 
     def test_closed_claim_names_status(self, rt: Runtime) -> None:
         a, _ = self.two_steps(rt)
         s = rt.ledger.start_session()
         rt.ledger.drop(a, s.id)
-        with pytest.raises(errors.Closed, match=f'step {a} "first" is dropped'):
+        with pytest.raises(errors.Closed, match='step p#1 "first" is dropped'):
             rt.ledger.claim(a, s.id)
 
     def test_dropped_dependency_satisfies_dependent(self, rt: Runtime) -> None:

@@ -1,0 +1,65 @@
+"""Resolving a step reference (`plan#N`, `plan/key`, a bare key) to the step's id.
+
+Every door (HTTP, MCP, the CLI, the Python client, the commit guard) hands what a caller
+typed for a step to `resolve_step` before the command value is built, through the one
+`Service` (api.service) or the read answers (api.reads): events, recordings and replays
+hold ids only. A plan is read fresh from the store by its slug; only a bare key asks the
+read model which plans have a step of that key, and the answer is checked on the store.
+"""
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any, TypeVar
+
+from planledger.ledger import commands as c
+from planledger.ledger.domain import errors
+from planledger.ledger.domain.ids import StepId
+from planledger.ledger.domain.references import find_step, parse_reference, shown
+from planledger.ledger.ports import CandidateView
+from planledger.ledger.store import EventStore
+
+C = TypeVar("C", bound=c.Command[Any])
+
+
+def resolve_step(store: EventStore, view: CandidateView, text: str) -> StepId:
+    """The id of the step `text` names: an id as it is (an unknown one is refused where it
+    is used), a reference by its plan. An unknown reference is `UnknownStep(text)`; a bare
+    key that steps of several plans carry is `AmbiguousReference` naming each one."""
+    reference = parse_reference(text)
+    if reference is None:
+        return StepId(text)
+    slug = reference.plan
+    if slug is None:  # a bare key
+        plans = list(view.plans_with_key(text))
+        if not plans:
+            return StepId(text)  # no step has this key: the text may be an id
+        if len(plans) > 1:
+            raise errors.AmbiguousReference(text, [f"{p}/{text}" for p in plans])
+        slug = plans[0]
+    try:
+        plan = store.plan(slug)
+    except errors.UnknownPlan:
+        raise errors.UnknownStep(shown(text)) from None
+    found = find_step(plan, reference)
+    if found is None:
+        raise errors.UnknownStep(shown(text))
+    return found
+
+
+def with_step_ids(command: C, resolve: Callable[[str], StepId]) -> C:
+    """The command with every step it names (`step_id`, `depends_on`, a new plan's steps'
+    `depends_on`) given by id. A new plan's dependency on a key of one of its own steps
+    stays a key: the plan's handler wires those."""
+    changes: dict[str, Any] = {}
+    step_id = getattr(command, "step_id", None)
+    if isinstance(step_id, str):
+        changes["step_id"] = resolve(step_id)
+    depends_on = getattr(command, "depends_on", None)
+    if depends_on:
+        changes["depends_on"] = tuple(resolve(d) for d in depends_on)
+    if isinstance(command, c.CreatePlan) and any(s.depends_on for s in command.steps):
+        own = {s.key for s in command.steps if s.key}
+        changes["steps"] = tuple(
+            replace(s, depends_on=tuple(d if d in own else resolve(d) for d in s.depends_on))
+            if s.depends_on else s for s in command.steps)
+    return replace(command, **changes) if changes else command  # type: ignore[type-var]
