@@ -74,7 +74,10 @@ def step_fields(definition: StepDef, state: StepState, verdict: Verdict | None,
     return {
         "step_id": definition.id, "id": definition.id,
         "ref": step_reference(state.plan, definition.position), "plan": state.plan,
-        "position": definition.position, "key": definition.key, "title": definition.title,
+        "position": definition.position,
+        # Present only when the step has a key, as StepOut leaves it out otherwise.
+        **({"key": definition.key} if definition.key is not None else {}),
+        "title": definition.title,
         "priority": definition.priority, "body": definition.body,
         "depends_on": list(definition.depends_on),
         # A step claimable after a lapse reads as open: its lease no longer holds it.

@@ -487,8 +487,9 @@ class PathsCheckOut(Schema):
 class StepOut(StepAnswer):
     plan: str
     position: int
-    key: str | None = Field(default=None, description="The step's key within its plan, "
-                            "if it has one (`<plan>/<key>` names it).")
+    key: str | None = Field(default=None, exclude_if=lambda key: key is None,
+                            description="The step's key within its plan (present when it "
+                            "has one: `<plan>/<key>` names it).")
     title: str
     priority: int = Field(default=2, description="0 (highest) .. 4.")
     body: str

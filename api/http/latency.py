@@ -45,6 +45,8 @@ class LatencyObserver:
         finally:
             self.metrics.in_flight.dec()
             route: Any = scope.get("route")  # the router sets it on this same scope
-            path = getattr(route, "path", "unmatched")
+            # A route's template as people read it: `{step_id:path}` (a step matched as a
+            # path, api.http.routes_steps) is labelled `{step_id}`, as before.
+            path = getattr(route, "path", "unmatched").replace(":path}", "}")
             self.metrics.latency.labels(method_label(scope["method"]), path,
                                         str(status)).observe(time.perf_counter() - started)

@@ -109,7 +109,10 @@ async def replay_seed_story(a: Agent, b: Agent) -> tuple[Agent, Agent]:
     winner, loser = (a, b) if not claims[0].is_error else (b, a)
     bounce = text(claims[1] if winner is a else claims[0])
     assert bounce.startswith(f'task already claimed: held by "{winner.session_id}"'), bounce
-    assert step5 in bounce
+    refused = claims[1] if winner is a else claims[0]
+    assert f"(step {PLAN}#5 " in bounce  # named by reference; the facts carry the id
+    assert refused.structured_content is not None
+    assert refused.structured_content["step_id"] == step5
 
     pivot = await loser.ok("tasks_claim", id=step6)
     assert (pivot["holder"], pivot["title"]) == (loser.session_id, METRICS)

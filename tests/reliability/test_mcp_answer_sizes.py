@@ -55,7 +55,9 @@ def test_ready_and_show_answer_a_few_kilobytes_and_count_the_rest(
     ready_text, shown_text = text(ready), text(shown)
     print(f"tasks_ready {len(ready_text):,} bytes, plans_show {len(shown_text):,} bytes "
           f"on a {STEPS:,}-step plan")
-    assert len(ready_text) < 8_000 and len(shown_text) < 20_000
+    # Each step answers its reference (`ref`, what agents type) beside its id: ~390 bytes
+    # more a ready page than the 8,000 this held before references.
+    assert len(ready_text) < 8_500 and len(shown_text) < 20_000
     answer = ready.structured_content
     assert len(answer["ready"]) == 10 and answer["ready_total"] == STEPS - STEPS // 3 - 1
     assert answer["held_total"] == 1 and answer["blocked_total"] == STEPS // 3
