@@ -5,11 +5,11 @@ Field names are the contract with clients: change them only additively.
 
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from planledger.api.text import check_text
+from planledger.api.text import TEXT_FIRST, check_text
 from planledger.ledger import commands as c
 from planledger.ledger.domain import evidence
 from planledger.ledger.domain.closing import HANDED_CHARACTERS, HANDED_NOTES
@@ -63,7 +63,7 @@ class PathIn(RequestSchema):
 
     pattern: str = Field(description="A glob from the repository root.",
                          examples=["internal/auth/**"])
-    mode: Literal["exclusive", "shared"] = Field(
+    mode: Annotated[Literal["exclusive", "shared"], TEXT_FIRST] = Field(
         default="exclusive", description="exclusive (the default): no other claim may "
         "reserve an overlapping path; shared: other shared reservations may overlap.")
 
@@ -87,7 +87,7 @@ PRIORITY_HELP = ("0 (highest) .. 4; ready lists and claim-next take higher prior
 REVIEW_HELP = ('"required": each completion waits in review until a session of another key '
                "approves it (four eyes); until then its dependents stay blocked. Omitted: "
                "no review (a plan's setting covers all its steps).")
-Review = Literal["required"]
+Review = Annotated[Literal["required"], TEXT_FIRST]
 
 
 REQUIRE_CHECKS_HELP = ("Refuse a completion whose evidence reports a failed check, naming "
@@ -211,17 +211,11 @@ class CheckIn(RequestSchema):
     """A check the holder ran on the work (tests, lint, a build), as it reports it."""
 
     name: str = Field(description="The check's name, one line.", examples=["tests"])
-    result: Literal["pass", "fail"] = Field(description="pass or fail.")
+    result: Annotated[Literal["pass", "fail"], TEXT_FIRST] = Field(description="pass or fail.")
     command: str | None = Field(default=None, description="The command that ran it.",
                                 examples=["pytest -q"])
     summary: str | None = Field(default=None, description="What it said, in short.",
                                 examples=["383 passed"])
-
-    @field_validator("result", mode="before")
-    @classmethod
-    def _result_is_text(cls, value: Any) -> Any:
-        # Checked before the choice is: a lone surrogate is said as such, naming the field.
-        return check_text(value)
 
 
 class EvidenceIn(RequestSchema):
@@ -268,9 +262,9 @@ class NoteIn(RequestSchema):
 
 
 class ReviewIn(RequestSchema):
-    verdict: Literal["approve", "reject"] = Field(description="approve: the step is done and "
-                                                  "its dependents unblock; reject: it opens "
-                                                  "again for its next claimer.")
+    verdict: Annotated[Literal["approve", "reject"], TEXT_FIRST] = Field(
+        description="approve: the step is done and its dependents unblock; reject: it opens "
+        "again for its next claimer.")
     note: str | None = Field(default=None, description="What the reviewer found: handed to "
                              "the step's next claimer, as a handoff note is.")
 
@@ -310,16 +304,14 @@ class SessionStartedOut(Schema):
                             "with (null: the store held no key).")
 
 
+Role = Annotated[Literal["reader", "worker", "planner", "admin"], TEXT_FIRST]
+
+
 class KeyOut(Schema):
     """An access key as the store keeps it: never the key itself, only its name and role."""
 
     name: str = Field(examples=["ci-bot"])
-    role: Literal["reader", "worker", "planner", "admin"]
-
-    @field_validator("role", mode="before")  # before the Literal's check, which says less
-    @classmethod
-    def _role_is_text(cls, value: Any) -> Any:
-        return check_text(value)
+    role: Role
     live: bool
     issued_at: datetime
     issued_by: str | None = None
@@ -335,12 +327,7 @@ class KeyIssuedOut(KeyOut):
 class KeyCreateIn(RequestSchema):
     name: str = Field(description="1-64 letters, digits, '.', '_', '@' or '-' (checked by the "
                       "ledger).", examples=["ci-bot"])
-    role: Literal["reader", "worker", "planner", "admin"]
-
-    @field_validator("role", mode="before")  # before the Literal's check, which says less
-    @classmethod
-    def _role_is_text(cls, value: Any) -> Any:
-        return check_text(value)
+    role: Role
 
 
 class KeysOut(Schema):

@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pydantic import BeforeValidator
 from pydantic_core import PydanticCustomError
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -49,3 +50,8 @@ def check_text(value: Any) -> Any:
         raise PydanticCustomError("lone_surrogate", "{why}", {"why": why})
     return value
 
+
+
+# For a choice (`Annotated[Literal[...], TEXT_FIRST]`): checked before the choice is, since
+# "Input should be 'a' or 'b'" would not say that the text itself is broken.
+TEXT_FIRST = BeforeValidator(check_text)

@@ -56,10 +56,21 @@ def with_step_ids(command: C, resolve: Callable[[str], StepId]) -> C:
         changes["step_id"] = resolve(step_id)
     depends_on = getattr(command, "depends_on", None)
     if depends_on:
-        changes["depends_on"] = tuple(resolve(d) for d in depends_on)
+        changes["depends_on"] = tuple(_dependency(resolve, d) for d in depends_on)
     if isinstance(command, c.CreatePlan) and any(s.depends_on for s in command.steps):
         own = {s.key for s in command.steps if s.key}
         changes["steps"] = tuple(
-            replace(s, depends_on=tuple(d if d in own else resolve(d) for d in s.depends_on))
+            replace(s, depends_on=tuple(d if d in own else _dependency(resolve, d)
+                                        for d in s.depends_on))
             if s.depends_on else s for s in command.steps)
     return replace(command, **changes) if changes else command  # type: ignore[type-var]
+
+
+def _dependency(resolve: Callable[[str], StepId], text: str) -> StepId:
+    """A dependency by id; one that names no step stays as typed, for the plan's handler
+    to refuse as an unknown dependency of the step declaring it (a 422 naming both, where
+    a step not found would read as if the request's own route were missing)."""
+    try:
+        return resolve(text)
+    except errors.UnknownStep:
+        return StepId(text)

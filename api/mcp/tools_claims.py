@@ -32,6 +32,7 @@ from planledger.api.schemas import (
     evidence_of,
     path_specs,
 )
+from planledger.api.text import TEXT_FIRST
 from planledger.ledger import commands as c
 
 EvidenceArg = Annotated[EvidenceIn | None, Field(
@@ -46,7 +47,7 @@ ReviewFlag = Annotated[bool, Field(
 ClaimNextFlag = Annotated[bool, Field(
     description="True: once done, claim the plan's next step for you too (answered in "
     "`next`), exactly as tasks_claim_next would.")]
-Verdict = Annotated[Literal["approve", "reject"], Field(
+Verdict = Annotated[Literal["approve", "reject"], TEXT_FIRST, Field(
     description="approve: the step is done and its dependents unblock; reject: it opens "
     "again, and your note is handed to its next claimer.")]
 ReviewNote = Annotated[str | None, Field(

@@ -102,7 +102,7 @@ def test_a_commit_touching_another_sessions_paths_is_refused_naming_holder_and_s
 
     assert refused.returncode != 0
     assert (f'internal/auth/token.go: "{AUTH}" is held by "{scene.b}" (agent B, step '
-            f'{scene.b_step} "Rotate refresh tokens")') in refused.stderr
+            'auth#1 "Rotate refresh tokens")') in refused.stderr
     assert "README.md" not in refused.stderr
     assert _git(scene.repo, "log", "--oneline").stdout.count("\n") == 1  # nothing committed
     by_holder = _git(scene.repo, "commit", "-m", "auth", session=scene.b, check=False)

@@ -107,3 +107,20 @@ def test_a_bare_key_in_two_plans_is_refused_naming_both(client: TestClient) -> N
     assert refused.json()["candidates"] == ["auth-refresh/ui", "billing/ui"]
     assert "auth-refresh/ui" in refused.json()["message"]
     assert "billing/ui" in refused.json()["message"]
+
+
+@pytest.mark.parametrize("dependency", ["", "auth-refresh#9", "nope/ui", "#", "a/b/c",
+                                        "auth-refresh/nope"])
+def test_a_dependency_naming_no_step_is_refused_as_such_in_a_new_plan_and_a_new_step(
+        client: TestClient, dependency: str) -> None:
+    _ids(client)
+    plan = {"slug": "billing", "title": "Billing",
+            "steps": [{"key": "a", "title": "A", "depends_on": [dependency]}]}
+    for made in (client.post("/api/plans", json=plan),
+                 client.post("/api/plans/auth-refresh/steps",
+                             json={"title": "x", "depends_on": ["rotate", dependency]})):
+        assert made.status_code == 422, made.text
+        assert made.json()["reason"] == "unknown_dependency"
+        assert f'{dependency}' in made.json()["message"]
+    assert client.get("/api/plans/billing").status_code == 404  # nothing half-written
+    assert len(client.get("/api/plans/auth-refresh").json()["steps"]) == 3

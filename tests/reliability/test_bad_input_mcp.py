@@ -75,7 +75,8 @@ def test_every_tool_refuses_bad_arguments_by_name_and_the_server_keeps_serving(
     served: Served,
 ) -> None:
     steps = served.plan("mcp-fuzzed", 2)
-    good = {"plan": "mcp-fuzzed", "slug": "mcp-fuzzed", "step_id": steps[0], "title": "t"}
+    good = {"plan": "mcp-fuzzed", "slug": "mcp-fuzzed", "step_id": steps[0], "title": "t",
+            "verdict": "approve"}
 
     async def run() -> int:
         async with agents([f"{served.url}/mcp"]) as (agent,):
