@@ -71,7 +71,13 @@ GROUPS = (
                    "sessions hold."),
     Group("db", "Set up, inspect, back up and restore the store."),
     Group("keys", "Issue, list and revoke access keys."),
+    Group("import", "Bring a plan in from beads or a Claude Code task list."),
+    Group("export", "Write a plan out in another tool's format."),
 )
+_INTO = Option("--plan", "plan", "The plan to create (a new slug); importing into the plan "
+               "an earlier import made adds nothing.", metavar="PLAN", required=True)
+_TITLE = Option("--title", "title", "The new plan's title (default: named after the "
+                "source).", metavar="TITLE")
 
 VERBS = (
     Verb(("serve",), f"{_CLI}.serve:serve",
@@ -86,6 +92,29 @@ VERBS = (
     Verb(("plan", "create"), f"{_CLI}.plans:plan_create",
          "Create a plan, its constraints and its steps (with dependencies) from FILE.",
          (_FILE._replace(help="A YAML or Markdown plan file."),), ACTING),
+    Verb(("import", "beads"), f"{_CLI}.imports:import_beads",
+         "Create a plan from a beads export (.beads/issues.jsonl), one step an issue.\n\n"
+         "Each issue's id is its step's key (`PLAN/bd-a1b2`, or `bd-a1b2` alone); blocks "
+         "dependencies are dependencies, parent-child the parent, discovered-from the "
+         "origin, other types links; labels and priority are kept; closed issues arrive "
+         "done, in-progress ones open with a note naming who held them. All steps or none: "
+         "a bad line, a cycle or a dependency on an issue the file lacks is refused, "
+         "naming it. Run again, it says there is nothing to add.",
+         (_FILE._replace(help="The beads JSONL export."),), (_INTO, _TITLE, *ACTING)),
+    Verb(("import", "claude-tasks"), f"{_CLI}.imports:import_claude_tasks",
+         "Create a plan from a Claude Code task list (~/.claude/tasks/<list>/), one step a "
+         "task.\n\nTask N is the step keyed `task-N`; blockedBy and blocks are "
+         "dependencies; completed tasks arrive done, in-progress ones open with a note "
+         "naming their owner; fields the step has no place for are kept in its body; "
+         "deleted tasks and files that are not tasks are left out and counted.",
+         (Argument("dir", "DIR", "The task list's directory."),),
+         (_INTO, _TITLE, *ACTING)),
+    Verb(("export", "beads"), f"{_CLI}.imports:export_beads",
+         "Write a plan as a beads export (JSONL, one issue a line), as `import beads` reads "
+         "it.",
+         (), (Option("--plan", "plan", "The plan to export.", metavar="PLAN", required=True),
+              Option("--output", "output", "The file to write (default: standard output).",
+                     metavar="FILE", aliases=("-o",)), DB, URL)),
     Verb(("plan", "show"), _CALLS, "A plan's progress, constraints and steps.",
          (PLAN,), READING),
     Verb(("plan", "list"), _CALLS, "Every plan with its progress line.", (), READING),
