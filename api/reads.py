@@ -149,7 +149,7 @@ def unblocked(runtime: Runtime, step_id: str) -> list[str]:
         for dependent in view.dependents.get(StepId(step_id), ()):
             definition, state = view.definition(dependent), view.steps.get(dependent)
             if (definition is None or state is None or state.status in SATISFYING
-                    or any(view.status_of(d) not in SATISFYING for d in definition.depends_on)):
+                    or any(view.status_of(d) not in SATISFYING for d in definition.waits_on)):
                 continue
             found.append((definition.position, dependent))
     return [s for _, s in sorted(found)]

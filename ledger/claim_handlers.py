@@ -36,6 +36,7 @@ from planledger.ledger.domain.state import (
     StepState,
 )
 from planledger.ledger.execution import Execution, Outcome
+from planledger.ledger.parents import with_parents_closed
 from planledger.ledger.reserving import collides, reserve, with_kept, with_reserved
 from planledger.ledger.review_handlers import claim_next_review, claim_review
 
@@ -215,10 +216,15 @@ def _close(run: Execution, decide: DecideClose, command: c.Complete | c.Release,
         decision = decide(step, definition, plan, session, command.fence, holder, now)
         decision = closing.with_note(decision, step, Actor(session.id), command.note, action,
                                      now)
-        return Outcome(decision, c.StepChanged(step.id, step.plan, status(plan, definition),
+        became = status(plan, definition)
+        if became == "done":
+            decision = with_parents_closed(run, decision, plan, definition, Actor(session.id),
+                                           now)
+        return Outcome(decision, c.StepChanged(step.id, step.plan, became,
                                                step_reference(plan.slug, definition.position)))
 
     return run.decide_on_cached_step(attempt, command.step_id)
+
 
 
 def drop(run: Execution, command: c.Drop) -> c.StepChanged:

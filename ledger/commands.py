@@ -19,7 +19,14 @@ from planledger.ledger.domain.events import HolderRelease
 from planledger.ledger.domain.evidence import Evidence
 from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId
 from planledger.ledger.domain.paths import PathSpec
-from planledger.ledger.domain.state import Note, PlanState, SessionState, Status, StepDef
+from planledger.ledger.domain.state import (
+    Link,
+    Note,
+    PlanState,
+    SessionState,
+    Status,
+    StepDef,
+)
 
 R = TypeVar("R")
 
@@ -149,7 +156,9 @@ class EndSession(Command[SessionEnded]):
 
 @dataclass(frozen=True)
 class NewStep:
-    """A step to add with a new plan; `depends_on` names earlier `key`s or existing ids."""
+    """A step to add with a new plan; `depends_on`, `parent` and `discovered_from` name
+    `key`s of earlier steps of the request, or existing steps of the plan (an id or a
+    reference). The relations are ledger.domain.relations'."""
 
     title: str
     body: str = ""
@@ -158,6 +167,12 @@ class NewStep:
     paths: tuple[PathSpec, ...] = ()  # what it will touch, reserved while it is claimed
     priority: int | None = None  # 0 (highest) .. 4; None: the default (2)
     review_required: bool = False  # its completion waits for a review
+    parent: str | None = None  # the step it belongs under (an epic)
+    discovered_from: str | None = None  # the step it was found while working on
+    labels: tuple[str, ...] = ()
+    links: tuple[Link, ...] = ()  # other relations, kept as given
+    done: bool = False  # it arrives done (finished work brought over), in the same write
+    note: str | None = None  # a handoff note left on it as it is added
 
 
 @dataclass(frozen=True)
@@ -186,6 +201,13 @@ class AddStep(Command[StepDefined]):
     priority: int | None = None  # 0 (highest) .. 4; None: the default (2)
     review_required: bool = False  # its completion waits for a review
     key: str | None = None  # its name within the plan (`plan/key`), unique there
+    # Its relations and arrival, as NewStep's (ledger.domain.relations).
+    parent: str | None = None
+    discovered_from: str | None = None
+    labels: tuple[str, ...] = ()
+    links: tuple[Link, ...] = ()
+    done: bool = False
+    note: str | None = None
 
 
 @dataclass(frozen=True)

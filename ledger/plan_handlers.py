@@ -106,7 +106,9 @@ def create_plan(run: Execution, command: c.CreatePlan) -> c.PlanCreated:
         deps = [keys.get(d, StepId(d)) for d in new.depends_on]
         added, opened = plan_rules.decide_add_step(
             plan, plan.version + 1, step_id, new.title, new.body, deps, who, now,
-            new.priority, new.review_required, new.key or None, keys)
+            new.priority, new.review_required, new.key or None, keys,
+            parent=_own(keys, new.parent), discovered_from=_own(keys, new.discovered_from),
+            labels=new.labels, links=new.links)
         plan = evolve_plan(plan, added)  # our own fresh table: no copy needed
         events += [added, opened]
         if new.paths:
@@ -114,6 +116,7 @@ def create_plan(run: Execution, command: c.CreatePlan) -> c.PlanCreated:
                                             now)
             plan = evolve_plan(plan, declared)
             events.append(declared)
+        events += closing.decide_arrival(step_id, new.done, new.note, who, now)
         if new.key:
             keys[new.key] = step_id
     # The plan as folded here is the plan as stored: not read back (a thousand steps are
@@ -126,6 +129,12 @@ def create_plan(run: Execution, command: c.CreatePlan) -> c.PlanCreated:
     except ConflictError:
         raise errors.PlanExists(plan.slug) from None
     return made
+
+
+def _own(keys: dict[str, StepId], named: str | None) -> str | None:
+    """A step a new plan's step names: the key of an earlier step of the request, or an
+    existing step's id."""
+    return None if named is None else keys.get(named, StepId(named))
 
 
 def _defined(plan: PlanState, event: ev.LedgerEvent, step_id: StepId) -> c.StepDefined:
@@ -153,13 +162,16 @@ def add_step(run: Execution, command: c.AddStep) -> c.StepDefined:
         added, opened = plan_rules.decide_add_step(
             plan, plan.version + 1, step_id, command.title, command.body,
             command.depends_on, who, now, command.priority, command.review_required,
-            command.key or None)
+            command.key or None, parent=command.parent,
+            discovered_from=command.discovered_from, labels=command.labels,
+            links=command.links)
         events: list[ev.LedgerEvent] = [added, opened]
         if command.paths:
             after = fold_plan(plan, [added])
             assert after is not None
             events.append(decide_declare_paths(after, step_id, command.paths,
                                                added.originator_version + 1, who, now))
+        events += closing.decide_arrival(step_id, command.done, command.note, who, now)
         return Outcome(Decision(events), _defined_by(plan, events, step_id))
 
     return run.decide(attempt, command.plan)

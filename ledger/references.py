@@ -47,9 +47,10 @@ def resolve_step(store: EventStore, view: CandidateView, text: str) -> StepId:
 
 
 def with_step_ids(command: C, resolve: Callable[[str], StepId]) -> C:
-    """The command with every step it names (`step_id`, `depends_on`, a new plan's steps'
-    `depends_on`) given by id. A new plan's dependency on a key of one of its own steps
-    stays a key: the plan's handler wires those."""
+    """The command with every step it names (`step_id`, `depends_on`, `parent`,
+    `discovered_from`, and those of a new plan's steps) given by id. A new plan's step
+    naming the key of one of the plan's own steps keeps the key: the plan's handler wires
+    those."""
     changes: dict[str, Any] = {}
     step_id = getattr(command, "step_id", None)
     if isinstance(step_id, str):
@@ -57,13 +58,27 @@ def with_step_ids(command: C, resolve: Callable[[str], StepId]) -> C:
     depends_on = getattr(command, "depends_on", None)
     if depends_on:
         changes["depends_on"] = tuple(_dependency(resolve, d) for d in depends_on)
-    if isinstance(command, c.CreatePlan) and any(s.depends_on for s in command.steps):
+    for field in _RELATED:
+        named = getattr(command, field, None)
+        if isinstance(named, str):
+            changes[field] = _dependency(resolve, named)
+    if isinstance(command, c.CreatePlan) and any(
+            s.depends_on or s.parent or s.discovered_from for s in command.steps):
         own = {s.key for s in command.steps if s.key}
+
+        def by_id(text: str) -> str:
+            return text if text in own else _dependency(resolve, text)
+
         changes["steps"] = tuple(
-            replace(s, depends_on=tuple(d if d in own else _dependency(resolve, d)
-                                        for d in s.depends_on))
-            if s.depends_on else s for s in command.steps)
+            replace(s, depends_on=tuple(by_id(d) for d in s.depends_on),
+                    parent=None if s.parent is None else by_id(s.parent),
+                    discovered_from=(None if s.discovered_from is None
+                                     else by_id(s.discovered_from)))
+            if s.depends_on or s.parent or s.discovered_from else s for s in command.steps)
     return replace(command, **changes) if changes else command  # type: ignore[type-var]
+
+
+_RELATED = ("parent", "discovered_from")  # the steps a new step relates to (AddStep)
 
 
 def _dependency(resolve: Callable[[str], StepId], text: str) -> StepId:

@@ -11,7 +11,7 @@ from planledger.ledger import commands as c
 from planledger.ledger.domain import errors
 from planledger.ledger.domain.claims import Decision, check_lease, reviewer
 from planledger.ledger.domain.events import LeaseRenewed, ReviewClaimed
-from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId
+from planledger.ledger.domain.ids import Actor, PlanSlug, SessionId, StepId
 from planledger.ledger.domain.references import step_reference
 from planledger.ledger.domain.review import (
     check_verdict,
@@ -21,6 +21,7 @@ from planledger.ledger.domain.review import (
 )
 from planledger.ledger.domain.state import SessionState, Status, StepState
 from planledger.ledger.execution import Execution, Outcome
+from planledger.ledger.parents import with_parents_closed
 
 
 def _author(run: Execution, step: StepState) -> SessionState | None:
@@ -42,6 +43,9 @@ def review(run: Execution, command: c.Review) -> c.StepChanged:
         decision = decide_review(step, definition, session, _author(run, step), current,
                                  verdict, command.note, now, names=_names(run))
         status: Status = "done" if verdict == "approve" else "open"
+        if status == "done":
+            decision = with_parents_closed(run, decision, plan, definition,
+                                           Actor(session.id), now)
         return Outcome(decision, c.StepChanged(
             step.id, step.plan, status, step_reference(plan.slug, definition.position)))
 

@@ -255,6 +255,12 @@ class LedgerView:
                 self.step_keys.setdefault(defined.key, set()).add(slug)
         if isinstance(event, ev.StepRevised) and event.priority is not None:
             self.indexes[slug].reprioritize(step_id, event.priority)
+        if isinstance(event, ev.StepAdded) and event.parent is not None:
+            # A parent waits on its children as on its dependencies (StepDef.waits_on).
+            parent = StepId(event.parent)
+            self.dependents.setdefault(step_id, set()).add(parent)
+            self._levels.pop(slug, None)  # the parent's chain runs through the new child
+            self._dirty.add(parent)
         if isinstance(event, ev.StepAdded | ev.DependenciesDeclared):
             for dep in event.depends_on:
                 self.dependents.setdefault(StepId(dep), set()).add(step_id)
@@ -310,7 +316,7 @@ class LedgerView:
         through it passes a closed step first."""
         if step.status in SATISFYING:
             definition = self.definition(step_id)
-            deps = definition.depends_on if definition is not None else ()
+            deps = definition.waits_on if definition is not None else ()
             if all(self.status_of(dep) in SATISFYING for dep in deps):
                 return
         self._unlevel(step.plan, step_id)
@@ -334,7 +340,7 @@ class LedgerView:
             child = stack.pop()
             level = known[child] + 1
             definition = state.steps.get(child)
-            for dep in definition.depends_on if definition is not None else ():
+            for dep in definition.waits_on if definition is not None else ():
                 have = known.get(dep)
                 if have is not None and have < level and self.status_of(dep) not in SATISFYING:
                     known[dep] = level
@@ -351,7 +357,7 @@ class LedgerView:
         stack = [step_id]
         while stack:
             definition = state.steps.get(stack.pop())
-            for dep in definition.depends_on if definition is not None else ():
+            for dep in definition.waits_on if definition is not None else ():
                 if known.pop(dep, None) is not None:
                     stack.append(dep)
 

@@ -83,7 +83,7 @@ def _freed_by(event: object, view: LedgerView, step_id: StepId) -> int:
 def _unblocked(view: LedgerView, step_id: StepId) -> bool:
     step, definition = view.steps.get(step_id), view.definition(step_id)
     return (step is not None and definition is not None and step.status == "open"
-            and all(view.status_of(d) in SATISFYING for d in definition.depends_on))
+            and all(view.status_of(d) in SATISFYING for d in definition.waits_on))
 
 
 def next_lapse(reads: ReadModel, plan: PlanSlug, after: datetime) -> datetime | None:

@@ -69,7 +69,7 @@ def assess(
         return Verdict("held", holder=holder)
     blockers = tuple(
         (dep, status)
-        for dep in definition.depends_on
+        for dep in definition.waits_on  # its dependencies, then (a parent) its children
         if (status := status_of(dep)) not in SATISFYING
     )
     if blockers:

@@ -195,6 +195,26 @@ def with_note(decision: Decision, step: StepState, actor: Actor, note: str | Non
     return Decision([*decision.events, noted])
 
 
+def decide_arrival(step_id: str, done: bool, note: str | None, actor: Actor,
+                   now: datetime) -> list[ev.LedgerEvent]:
+    """What follows a new step's StepOpened in the write that adds it: done already
+    (`done`: finished work brought over, closed with no claim), then a handoff note left
+    on it (`after` "add"), for its first claimer."""
+    if not isinstance(done, bool):
+        raise errors.InvalidInput("done", "is true or false")
+    found: list[ev.LedgerEvent] = []
+    if done:
+        found.append(ev.StepCompleted(step_id, 2, timestamp=now,
+                                      session_id=acting_session(actor), actor=actor, fence=0,
+                                      reason="created"))
+    if note is not None:
+        found.append(ev.StepNoted(step_id, 2 + len(found), timestamp=now,
+                                  session_id=acting_session(actor), actor=actor,
+                                  text=check_text("note", note, MAX_BODY, required=True),
+                                  after="add"))
+    return found
+
+
 def decide_reopen(step: StepState, actor: Actor, now: datetime) -> Decision:
     if step.status not in SATISFYING:
         return Decision([], errors.NotReopenable(step.id, step.status))

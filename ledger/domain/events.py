@@ -20,6 +20,9 @@ ReleaseReason = HolderRelease | Literal["session_ended", "forced"]
 RefusalReason = Literal["blocked", "closed", "in_review"]
 ReviewVerdict = Literal["approve", "reject"]
 REVIEW_VERDICTS: tuple[ReviewVerdict, ...] = ("approve", "reject")
+# Why a step closed with no claim: it arrived done (an import of finished work), or its last
+# open child finished (ledger.domain.relations).
+ClosedBy = Literal["created", "last_child"]
 # Why a review was refused: its step was not in review, another reviewer holds it, or the
 # reviewer is the completion's author (or a session started with the author's key).
 ReviewRefusal = Literal["not_in_review", "held", "own_work", "same_key"]
@@ -97,7 +100,15 @@ class StepAdded(LateFields, LedgerEvent):
     review_required: bool | None = None  # True: its completion waits for a review
     # The step's name within its plan (`plan/key`, ledger.domain.references); None: none.
     key: str | None = None
-    LATE_FIELDS = ("priority", "review_required", "key")
+    # Its relations (ledger.domain.relations; None: none): the parent step (an epic of the
+    # plan) and the step it was discovered from, by id; free labels; other links, each
+    # {"kind": ..., "target": ...} as given.
+    parent: str | None = None
+    discovered_from: str | None = None
+    labels: list[str] | None = None
+    links: list[dict[str, str]] | None = None
+    LATE_FIELDS = ("priority", "review_required", "key", "parent", "discovered_from",
+                   "labels", "links")
 
 
 @dataclass(frozen=True)
@@ -160,11 +171,14 @@ class StepReleased(LedgerEvent):
 @dataclass(frozen=True)
 class StepCompleted(LateFields, LedgerEvent):
     """The step done by the holder of `fence`, with the evidence it reported (None: none;
-    the record of ledger.domain.evidence.Evidence: commits, branch, pr, checks)."""
+    the record of ledger.domain.evidence.Evidence: commits, branch, pr, checks). `reason`
+    set: done with no claim, in the write that made it ("created": it arrived done) or that
+    finished its last open child ("last_child"); `fence` is then the step's current one."""
 
     fence: int
     evidence: dict[str, object] | None = None
-    LATE_FIELDS = ("evidence",)
+    reason: ClosedBy | None = None
+    LATE_FIELDS = ("evidence", "reason")
 
 
 @dataclass(frozen=True)

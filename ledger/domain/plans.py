@@ -4,7 +4,7 @@ import re
 from collections.abc import Container, Mapping, Sequence
 from datetime import datetime
 
-from planledger.ledger.domain import errors
+from planledger.ledger.domain import errors, relations
 from planledger.ledger.domain import events as ev
 from planledger.ledger.domain.ids import (
     Actor,
@@ -15,7 +15,7 @@ from planledger.ledger.domain.ids import (
     plan_stream,
 )
 from planledger.ledger.domain.references import check_key
-from planledger.ledger.domain.state import PlanState
+from planledger.ledger.domain.state import Link, PlanState
 
 SLUG_PATTERN = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")
 MAX_TITLE = 300
@@ -126,12 +126,15 @@ def decide_add_step(
     plan: PlanState, version: int, step_id: StepId, title: str, body: str,
     depends_on: Sequence[str], actor: Actor, now: datetime, priority: int | None = None,
     review_required: bool = False, key: str | None = None,
-    keys_taken: Container[str] | None = None,
+    keys_taken: Container[str] | None = None, *, parent: str | None = None,
+    discovered_from: str | None = None, labels: Sequence[str] = (),
+    links: Sequence[Link] = (),
 ) -> tuple[ev.StepAdded, ev.StepOpened]:
     """Add a step to the plan (at plan version `version`) and open its own stream.
     `review_required`: its completion waits for a review (ledger.domain.review). `key`
     names it within the plan (unique there); `keys_taken`: the plan's keys, when the
-    caller keeps them (else the plan's steps are read for them)."""
+    caller keeps them (else the plan's steps are read for them). `parent`,
+    `discovered_from`, `labels` and `links`: its relations (ledger.domain.relations)."""
     if not isinstance(review_required, bool):
         raise errors.InvalidInput("review_required", "is true or false")
     if len(plan.steps) >= MAX_STEPS_PER_PLAN:
@@ -140,6 +143,12 @@ def decide_add_step(
     if key is not None:
         _check_key_free(plan, check_key(key), keys_taken)
     deps = _checked_dependencies(plan, step_id, depends_on)
+    under = relations.check_related(plan, "parent", None if parent is None else StepId(parent))
+    origin = relations.check_related(plan, "discovered_from",
+                                     None if discovered_from is None else StepId(discovered_from))
+    cycle = relations.parent_cycle(plan, step_id, under, deps)
+    if cycle:
+        raise errors.DependencyCycle(cycle)
     added = ev.StepAdded(
         plan.id, version, timestamp=now, session_id=acting_session(actor), actor=actor,
         step_id=step_id,
@@ -147,7 +156,9 @@ def decide_add_step(
         body=check_text("body", body, MAX_BODY, required=False),
         depends_on=list(deps), priority=check_priority(priority),
         review_required=review_required or None,  # unset: stored as before
-        key=key,
+        key=key, parent=under, discovered_from=origin,
+        labels=relations.check_labels(labels) or None,
+        links=relations.check_links(links) or None,
     )
     opened = ev.StepOpened(step_id, 1, timestamp=now, session_id=acting_session(actor),
                            actor=actor, plan=plan.slug)
@@ -238,7 +249,7 @@ def find_cycle(plan: PlanState, step_id: StepId, new_deps: Sequence[StepId]) -> 
         current = stack.pop()
         if current == step_id:
             return _path_back(parents, step_id)
-        for nxt in plan.steps[current].depends_on:
+        for nxt in plan.steps[current].waits_on:  # a parent waits on its children too
             if nxt not in parents:
                 parents[nxt] = current
                 stack.append(nxt)

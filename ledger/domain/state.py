@@ -21,6 +21,16 @@ SATISFYING: frozenset[str] = frozenset({"done", "dropped"})
 
 DEFAULT_PRIORITY = 2  # a step's priority when none is given (0 highest .. 4)
 
+
+@dataclass(frozen=True)
+class Link:
+    """A relation of a step kept as it was given (beads' `related`, `duplicates`, ...):
+    `kind` names it, `target` is text the ledger does not resolve (ledger.domain.relations)."""
+
+    kind: str
+    target: str
+
+
 @dataclass(frozen=True)
 class StepDef:
     """What a step is: its place in the plan, its words and what it waits on."""
@@ -35,6 +45,20 @@ class StepDef:
     priority: int = DEFAULT_PRIORITY  # 0 highest .. 4; ready lists order by it, then age
     review_required: bool = False  # its completion waits for a review (or its plan's does)
     key: str | None = None  # its name within the plan, unique there (`plan/key`)
+    # Relations (ledger.domain.relations): the step it belongs under (an epic of the same
+    # plan), the step it was found while working on, free labels, other links as given.
+    parent: StepId | None = None
+    discovered_from: StepId | None = None
+    labels: tuple[str, ...] = ()
+    links: tuple[Link, ...] = ()
+    # The steps whose parent it is, oldest first: it waits on them as on its dependencies.
+    children: tuple[StepId, ...] = ()
+
+    @property
+    def waits_on(self) -> tuple[StepId, ...]:
+        """What must be done or dropped before the step can be claimed: its dependencies,
+        then its children (a parent waits on its open children)."""
+        return self.depends_on + self.children if self.children else self.depends_on
 
 
 @dataclass(frozen=True)
@@ -145,7 +169,14 @@ def evolve_plan(state: PlanState | None, event: ev.LedgerEvent) -> PlanState:
             priority=DEFAULT_PRIORITY if event.priority is None else event.priority,
             review_required=bool(event.review_required),
             key=event.key,
+            parent=None if event.parent is None else StepId(event.parent),
+            discovered_from=(None if event.discovered_from is None
+                             else StepId(event.discovered_from)),
+            labels=tuple(event.labels or ()),
+            links=tuple(Link(r["kind"], r["target"]) for r in event.links or ()),
         )
+        if event.parent is not None and (parent := steps.get(StepId(event.parent))):
+            steps[parent.id] = replace(parent, children=(*parent.children, step_id))
     elif isinstance(event, ev.StepRevised):
         old = steps[StepId(event.step_id)]
         steps[old.id] = replace(

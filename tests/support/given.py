@@ -125,7 +125,7 @@ class StoreView(CandidateView):
         waiting: dict[StepId, list[StepId]] = {s: [] for s in definitions}
         for d in definitions.values():
             if self._status(d.id) not in SATISFYING:
-                for dep in d.depends_on:
+                for dep in d.waits_on:
                     waiting[dep].append(d.id)
 
         def level(step_id: StepId) -> int:  # test plans are shallow: plain recursion

@@ -1,0 +1,125 @@
+"""A step's relations to other steps: its parent, the step it was discovered from, its
+labels and other links.
+
+- **Parent** (an epic): a step of the same plan the new step belongs under. A parent waits
+  on its children as on its dependencies (`StepDef.waits_on`): while one is open it is not
+  claimable, and a claim on it is refused as blocked, naming them. When a completion
+  leaves every child of an open, unheld parent done or dropped, the parent closes in the
+  same write (`StepCompleted` with reason "last_child"), and so on up. A child that would
+  be its own ancestor, through parents and dependencies, is refused as a cycle.
+- **Discovered from**: the step of the same plan the new one was found while working on
+  (beads' `discovered-from`); kept and shown, it orders nothing.
+- **Labels**: free one-line texts; **links**: other relations kept verbatim (`kind`,
+  `target`), never resolved.
+
+The parent and the step it was discovered from are set when a step is added, never
+changed after.
+"""
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+
+from planledger.ledger.domain import errors, plans
+from planledger.ledger.domain import events as ev
+from planledger.ledger.domain.ids import Actor, StepId, acting_session
+from planledger.ledger.domain.state import SATISFYING, Link, PlanState, StepDef, StepState
+
+MAX_LABELS = 50
+MAX_LABEL = 100
+MAX_LINKS = 100
+MAX_LINK_KIND = 64
+MAX_LINK_TARGET = 300
+MAX_ANCESTRY = 1_000  # how far a completion closes parents up (a chain is never longer)
+
+
+def check_labels(labels: Sequence[str]) -> list[str]:
+    """The labels, each once, in their order: one-line texts within the bounds."""
+    if isinstance(labels, str) or len(labels) > MAX_LABELS:
+        raise errors.InvalidInput("labels", f"is a list of at most {MAX_LABELS} labels")
+    for label in labels:
+        if not isinstance(label, str):
+            raise errors.InvalidInput("labels", f"{label!r} is not text")
+        plans.check_line("label", label, MAX_LABEL, required=True)
+    return list(dict.fromkeys(labels))
+
+
+def check_links(links: Sequence[Link]) -> list[dict[str, str]]:
+    """The links as events keep them: a kind and a target, one-line texts within bounds."""
+    if len(links) > MAX_LINKS:
+        raise errors.InvalidInput("links", f"more than {MAX_LINKS} links")
+    records = []
+    for link in links:
+        if not isinstance(link, Link):
+            raise errors.InvalidInput("links", "each link has a kind and a target")
+        plans.check_line("link kind", link.kind, MAX_LINK_KIND, required=True)
+        plans.check_line("link target", link.target, MAX_LINK_TARGET, required=True)
+        records.append({"kind": link.kind, "target": link.target})
+    return records
+
+
+def check_related(plan: PlanState, field: str, step_id: StepId | None) -> StepId | None:
+    """A parent or an origin: a step of the plan, or InvalidInput naming the field."""
+    if step_id is not None and step_id not in plan.steps:
+        raise errors.InvalidInput(field, f"{str(step_id)[:80]!r} names no step of plan "
+                                         f"{plan.slug}")
+    return step_id
+
+
+def parent_cycle(plan: PlanState, step_id: StepId, parent: StepId | None,
+                 depends_on: Sequence[StepId]) -> list[str]:
+    """The cycle a new step under `parent` waiting on `depends_on` would close, as a path
+    step -> ... -> step (the parent waits on it; it waits on what leads to the parent), or
+    [] if none."""
+    if parent is None:
+        return []
+    seen: dict[StepId, StepId] = {d: step_id for d in depends_on}
+    stack = list(depends_on)
+    while stack:
+        current = stack.pop()
+        if current == parent:
+            back = [parent]
+            while seen[back[-1]] != step_id:
+                back.append(seen[back[-1]])
+            return [str(s) for s in (step_id, *reversed(back), step_id)]
+        definition = plan.steps.get(current)
+        for nxt in definition.waits_on if definition is not None else ():
+            if nxt not in seen:
+                seen[nxt] = current
+                stack.append(nxt)
+    return []
+
+
+def closed_parents(
+    plan: PlanState, definition: StepDef, step_of: Callable[[StepId], StepState],
+    actor: Actor, now: datetime,
+) -> list[ev.StepCompleted]:
+    """The parents a completion of `definition`'s step closes: its parent if every child
+    is now done or dropped and nobody holds the parent (it is open), then that parent's
+    parent likewise, and so on. `step_of` reads a step as it is before the completion."""
+    closed: list[ev.StepCompleted] = []
+    finished = {definition.id}
+    parent_id = definition.parent
+    while parent_id is not None and len(closed) < MAX_ANCESTRY:
+        parent = plan.steps.get(parent_id)
+        if parent is None:
+            break
+        state = step_of(parent_id)
+        if state.status != "open" or any(
+                c not in finished and step_of(c).status not in SATISFYING
+                for c in parent.children):
+            break
+        closed.append(ev.StepCompleted(
+            state.id, state.version + 1, timestamp=now, session_id=acting_session(actor),
+            actor=actor, fence=state.fence, reason="last_child"))
+        finished.add(parent_id)
+        parent_id = parent.parent
+    return closed
+
+
+def children_line(definition: StepDef, status_of: Callable[[StepId], str]) -> str | None:
+    """A parent's roll-up of its children, e.g. "2/5 children done" (None: no children)."""
+    if not definition.children:
+        return None
+    done = sum(1 for c in definition.children if status_of(c) == "done")
+    total = len(definition.children)
+    return f"{done}/{total} {'child' if total == 1 else 'children'} done"
