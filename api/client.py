@@ -8,6 +8,7 @@ import getpass
 import os
 import warnings
 from collections.abc import Sequence
+from dataclasses import replace
 from types import SimpleNamespace, TracebackType
 from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 
@@ -200,9 +201,12 @@ class Client:
         self.started = [s for s in self.started if s.session_id != ended.session_id]
         return ended
 
-    def create_plan(self, plan: PlanIn) -> PlanCreatedOut:
-        """Create a plan with its constraints and steps (`api.schemas.PlanIn`)."""
-        return self.execute(plan.command(self.author), PlanCreatedOut)
+    def create_plan(self, plan: PlanIn | c.CreatePlan) -> PlanCreatedOut:
+        """Create a plan with its constraints and steps (`api.schemas.PlanIn`, or the
+        command itself, as an import builds it: its actor is replaced by this client's)."""
+        command = (plan.command(self.author) if isinstance(plan, PlanIn)
+                   else replace(plan, actor=self.author))
+        return self.execute(command, PlanCreatedOut)
 
     def add_step(self, plan: str, step: StepIn) -> StepRefOut:
         """Add a step to the plan (work found on the way)."""
@@ -506,7 +510,7 @@ class RemoteClient(Client):
             if acting is not None:
                 self.http.headers["Authorization"] = acting
 
-    def create_plan(self, plan: PlanIn) -> PlanCreatedOut:
+    def create_plan(self, plan: PlanIn | c.CreatePlan) -> PlanCreatedOut:
         """Create the plan as this client's session or key; without either, as a session
         started for it (named after the OS user) and ended straight after: the log names
         its author."""

@@ -21,7 +21,13 @@ from planledger.api.cli.common import answering_errors, open_client
 from planledger.api.cli.grammar import Values
 from planledger.api.client import Client
 from planledger.api.imports import beads, claude_tasks
-from planledger.api.imports.steps import Imported, ImportedStep, listed, ordered, plan_in
+from planledger.api.imports.steps import (
+    Imported,
+    ImportedStep,
+    create_plan,
+    listed,
+    ordered,
+)
 from planledger.ledger.domain.errors import InvalidInput
 from planledger.ledger.domain.plans import check_slug
 
@@ -97,7 +103,7 @@ def _import(v: Values, source: str, path: Path, imported: Imported, title: str) 
     with open_client(v["db"], v["url"], v["session"], v["token"]) as client:
         if not _already_there(client, slug, steps):
             try:
-                made = client.create_plan(plan_in(slug, title, steps))
+                made = client.create_plan(create_plan(slug, title, "", steps))
             except Exception:
                 if not _already_there(client, slug, steps):  # another import made it now
                     raise

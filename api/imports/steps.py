@@ -6,16 +6,16 @@ An import is refused whole, never cut short: a bad issue, a cycle or a dependenc
 issue the source does not hold stops it before the one CreatePlan is sent.
 """
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from planledger.api.schemas import PlanIn, PlanStepIn
+from planledger.ledger import commands as c
 from planledger.ledger.domain import plans as plan_rules
+from planledger.ledger.domain import relations
 from planledger.ledger.domain.errors import InvalidInput
 from planledger.ledger.domain.references import check_key
+from planledger.ledger.domain.state import Link
 
-MAX_LABELS = 50  # beads puts no bound on labels; a step keeps at most this many
-MAX_LABEL = 100  # characters of one label
 MAX_SHOWN_KEYS = 10  # keys a message lists before it says "and N more"
 
 
@@ -40,13 +40,8 @@ class ImportedStep:
     note: str | None = None  # a handoff note left at creation (who held it in the source)
 
     def named(self) -> tuple[str, ...]:
-        """Every key this step names, in the order the checks report them."""
-        return (*self.depends_on, *(k for k in (self.parent, self.discovered_from) if k),
-                *(target for _, target in self.links))
-
-    def before(self) -> tuple[str, ...]:
-        """The keys that must be created before this step: what it waits on, its parent and
-        its origin."""
+        """The keys this step names that must be steps of the import: what it waits on,
+        its parent and its origin (a link's target is kept as text, never resolved)."""
         return (*self.depends_on, *(k for k in (self.parent, self.discovered_from) if k))
 
 
@@ -65,8 +60,8 @@ def refuse(source: str, where: str, problem: str) -> InvalidInput:
 
 
 def checked(source: str, step: ImportedStep) -> ImportedStep:
-    """`step` if the ledger would take it (its key, title, body, note, priority and
-    labels), else the ledger's own reason, naming where the issue was."""
+    """`step` if the ledger would take it (its key, title, body, note, priority, labels
+    and links), else the ledger's own reason, naming where the issue was."""
     try:
         check_key(step.key)
         plan_rules.check_line("title", step.title, plan_rules.MAX_TITLE, required=True)
@@ -74,7 +69,8 @@ def checked(source: str, step: ImportedStep) -> ImportedStep:
         if step.note is not None:
             plan_rules.check_text("note", step.note, plan_rules.MAX_BODY, required=False)
         plan_rules.check_priority(step.priority)
-        _check_labels(step.labels)
+        relations.check_labels(step.labels)
+        relations.check_links([Link(kind, target) for kind, target in step.links])
         if len(step.depends_on) > plan_rules.MAX_DEPENDENCIES:
             raise InvalidInput("dependencies", f"{len(step.depends_on)}; the limit is "
                                                f"{plan_rules.MAX_DEPENDENCIES}")
@@ -83,17 +79,12 @@ def checked(source: str, step: ImportedStep) -> ImportedStep:
     return step
 
 
-def _check_labels(labels: Sequence[str]) -> None:
-    if len(labels) > MAX_LABELS:
-        raise InvalidInput("labels", f"{len(labels)} of them; the limit is {MAX_LABELS}")
-    for label in labels:
-        plan_rules.check_line("label", label, MAX_LABEL, required=True)
-
-
 def ordered(source: str, steps: Sequence[ImportedStep]) -> tuple[ImportedStep, ...]:
     """The steps in their source's order, moved only as far as needed for each to come
     after the steps it waits on, its parent and its origin (a plan names only earlier
-    steps). Refused, nothing written: a key given twice, a key no step has, a cycle."""
+    steps). Refused, nothing written: a key given twice, a key no step has, a cycle of
+    steps waiting on each other (a parent waits on its children, ledger.domain.relations)
+    or one of steps each under or found from the next."""
     by_key: dict[str, ImportedStep] = {}
     for step in steps:
         if step.key in by_key:
@@ -105,19 +96,28 @@ def ordered(source: str, steps: Sequence[ImportedStep]) -> tuple[ImportedStep, .
         if missing:
             raise refuse(source, f"{step.where} ({step.key})",
                          f"names {listed(missing)}, which the source does not hold")
-    return _topological(source, steps, by_key)
+    children: dict[str, list[str]] = {}
+    for step in steps:
+        if step.parent is not None:
+            children.setdefault(step.parent, []).append(step.key)
+    _topological(source, steps, by_key, lambda s: (*s.depends_on, *children.get(s.key, ())),
+                 "the dependencies (a parent waits on its children) form a cycle")
+    return tuple(by_key[k] for k in _topological(source, steps, by_key, ImportedStep.named,
+                                                 "parents and origins form a cycle"))
 
 
 def _topological(source: str, steps: Sequence[ImportedStep],
-                 by_key: Mapping[str, ImportedStep]) -> tuple[ImportedStep, ...]:
-    """Depth first, in source order, without recursion (a chain may be 100,000 long): a
-    step is placed once everything before it is; meeting a step on the path is a cycle."""
+                 by_key: Mapping[str, ImportedStep],
+                 before: Callable[[ImportedStep], Iterable[str]], cycle_is: str) -> list[str]:
+    """The keys, each after the keys `before` names for it: depth first, in source order,
+    without recursion (a chain may be 100,000 long). Meeting a step on the path is a
+    cycle, refused naming it."""
     placed: dict[str, None] = {}
     on_path: set[str] = set()
     for root in steps:
         if root.key in placed:
             continue
-        path: list[tuple[str, Iterable[str]]] = [(root.key, iter(root.before()))]
+        path: list[tuple[str, Iterator[str]]] = [(root.key, iter(before(root)))]
         on_path.add(root.key)
         while path:
             key, pending = path[-1]
@@ -128,13 +128,12 @@ def _topological(source: str, steps: Sequence[ImportedStep],
                 placed[key] = None
             elif following in on_path:
                 cycle = [k for k, _ in path][[k for k, _ in path].index(following):]
-                raise refuse(source, by_key[following].where,
-                             f"the dependencies form a cycle: "
-                             f"{' -> '.join([*cycle, following])}")
+                raise refuse(source, f"{by_key[following].where} ({following})",
+                             f"{cycle_is}: {' -> '.join([*cycle, following])}")
             else:
                 on_path.add(following)
-                path.append((following, iter(by_key[following].before())))
-    return tuple(by_key[k] for k in placed)
+                path.append((following, iter(before(by_key[following]))))
+    return list(placed)
 
 
 def listed(keys: Sequence[str]) -> str:
@@ -144,19 +143,13 @@ def listed(keys: Sequence[str]) -> str:
     return f"{shown} and {more} more" if more > 0 else shown
 
 
-def plan_in(slug: str, title: str, steps: Sequence[ImportedStep]) -> PlanIn:
+
+def create_plan(slug: str, title: str, actor: str,
+                steps: Sequence[ImportedStep]) -> c.CreatePlan:
     """The one plan creation that writes the import: `steps` as `ordered` gave them."""
-    return PlanIn(slug=slug, title=title, steps=[
-        PlanStepIn(key=s.key, title=s.title, body=_with_relations(s), priority=s.priority,
-                   depends_on=list(s.depends_on)) for s in steps])
-
-
-def _with_relations(step: ImportedStep) -> str:
-    """The body, and after it what the step holds beyond a body, a priority and its
-    dependencies (its parent, origin, labels, links, state and note) as text."""
-    said = [f"{name}: {value}" for name, value in (
-        ("parent", step.parent), ("discovered from", step.discovered_from),
-        ("labels", ", ".join(step.labels)),
-        ("links", ", ".join(f"{k} {t}" for k, t in step.links)),
-        ("closed in the source", "yes" if step.done else ""), ("note", step.note)) if value]
-    return "\n\n".join(p for p in (step.body, "\n".join(said)) if p)
+    return c.CreatePlan(slug, title, actor, steps=tuple(
+        c.NewStep(s.title, s.body, s.depends_on, s.key, priority=s.priority,
+                  parent=s.parent, discovered_from=s.discovered_from, labels=s.labels,
+                  links=tuple(Link(kind, target) for kind, target in s.links),
+                  done=s.done, note=s.note)
+        for s in steps))
