@@ -15,7 +15,8 @@ How an issue becomes a step:
 - dependencies (`issue_id` depends on `depends_on_id`): `blocks` is a dependency,
   `parent-child` the step's parent, `discovered-from` the step it was found from; any other
   type (`related`, `waits-for`, …) is kept as a link of that kind. A second parent or
-  origin is kept as a link too.
+  origin is kept as a link too, and so is a dependency on another project's issue
+  (`external:<project>:<capability>`), which this plan cannot wait on.
 - `closed` arrives done; `in_progress` (and `hooked`) arrives open with a note naming
   who held it in beads (`assignee`); `tombstone` (a deleted issue) is left out, and so are
   the dependencies on it, both counted. Any other status arrives open; one that is not
@@ -42,6 +43,7 @@ EXTRA_TEXTS = (("design", "Design"), ("acceptance_criteria", "Acceptance criteri
 HELD = ("in_progress", "hooked")  # someone is on it in beads
 OPEN = ("open", "blocked")  # blocked is derived from dependencies: no need to say it
 PARENT, ORIGIN, BLOCKS = "parent-child", "discovered-from", "blocks"
+EXTERNAL = "external:"  # beads' cross-project dependency: `external:<project>:<capability>`
 
 
 def read_beads(data: bytes) -> Imported:
@@ -198,7 +200,10 @@ class _Relations:
         self.dropped = 0
 
     def add(self, kind: str, target: str) -> None:
-        if kind == BLOCKS:
+        if target.startswith(EXTERNAL):  # another project's: kept, never resolved here
+            if (kind, target) not in self.links:
+                self.links += ((kind, target),)
+        elif kind == BLOCKS:
             if target not in self.depends_on:
                 self.depends_on += (target,)
         elif kind == PARENT and self.parent is None:

@@ -127,13 +127,20 @@ def _topological(source: str, steps: Sequence[ImportedStep],
                 on_path.discard(key)
                 placed[key] = None
             elif following in on_path:
-                cycle = [k for k, _ in path][[k for k, _ in path].index(following):]
+                keys = [k for k, _ in path]
                 raise refuse(source, f"{by_key[following].where} ({following})",
-                             f"{cycle_is}: {' -> '.join([*cycle, following])}")
+                             f"{cycle_is}: {_cycle(keys[keys.index(following):])}")
             else:
                 on_path.add(following)
                 path.append((following, iter(before(by_key[following]))))
     return list(placed)
+
+
+def _cycle(keys: Sequence[str]) -> str:
+    """`a -> b -> c -> a`; a long cycle shows its first steps and how many there are."""
+    if len(keys) <= MAX_SHOWN_KEYS:
+        return " -> ".join([*keys, keys[0]])
+    return " -> ".join(keys[:MAX_SHOWN_KEYS]) + f" -> … ({len(keys)} steps) -> {keys[0]}"
 
 
 def listed(keys: Sequence[str]) -> str:

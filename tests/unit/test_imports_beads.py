@@ -147,3 +147,27 @@ def test_a_long_chain_is_ordered_without_recursion() -> None:
              for n in range(count)] + [_issue(f"bd-{count}")]
     steps = ordered("beads file", read_beads("\n".join(lines).encode()).steps)
     assert steps[0].key == f"bd-{count}" and steps[-1].key == "bd-0"
+
+
+def test_a_child_its_parent_must_wait_for_is_refused_as_a_cycle() -> None:
+    refused = _refusal("\n".join([
+        _issue("bd-epic"),
+        _issue("bd-child", dependencies=[
+            {"depends_on_id": "bd-epic", "type": "parent-child"},
+            {"depends_on_id": "bd-epic", "type": "blocks"}])]).encode())
+    assert ("(a parent waits on its children) form a cycle: bd-epic -> bd-child -> bd-epic"
+            in refused)
+
+
+def test_a_link_keeps_its_target_as_text_even_outside_the_file() -> None:
+    steps = _steps(_issue("bd-1", dependencies=[
+        {"depends_on_id": "external:billing:invoices", "type": "related"}]))
+    assert ordered("beads file", list(steps.values()))[0].links == (
+        ("related", "external:billing:invoices"),)
+
+
+def test_a_dependency_on_another_projects_issue_is_kept_as_a_link() -> None:
+    steps = _steps(_issue("bd-1", dependencies=[
+        {"depends_on_id": "external:billing:invoices", "type": "blocks"}]))
+    assert (steps["bd-1"].depends_on, steps["bd-1"].links) == (
+        (), (("blocks", "external:billing:invoices"),))
