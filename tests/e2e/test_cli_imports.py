@@ -12,8 +12,13 @@ from typing import Any
 
 import pytest
 
+from planledger.api import reads
 from planledger.api.cli.imports import MAX_SOURCE_BYTES
 from planledger.api.client import LocalClient
+from planledger.api.runtime import Runtime
+from planledger.main import run as app
+from tests.support.cli_runner import CliRunner
+from tests.support.live_server import live_server
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 BEADS = FIXTURES / "beads" / "issues.jsonl"
@@ -162,3 +167,27 @@ def test_a_file_too_large_to_import_is_refused_before_it_is_read(db: Path,
     refused = planledger(db, "import", "beads", str(huge), "--plan", "auth")
     assert refused.returncode == 1
     assert f"is {MAX_SOURCE_BYTES + 1} bytes; an import reads at most" in refused.stderr
+
+
+def test_an_import_over_url_is_one_authored_write_on_the_server(rt: Runtime,
+                                                               tmp_path: Path) -> None:
+    runner = CliRunner()
+    env = {"PLANLEDGER_DB": str(tmp_path / "unused.sqlite"), "COLUMNS": "200"}
+    with live_server(rt) as server:
+        url = ["--url", server.url]
+        done = runner.invoke(app, ["import", "beads", str(BEADS), "--plan", "auth", *url],
+                             env=env)
+        assert done.exit_code == 0, done.stderr
+        again = runner.invoke(app, ["import", "beads", str(BEADS), "--plan", "auth", *url],
+                              env=env)
+        assert again.exit_code == 0 and "nothing to add" in again.output
+        exported = runner.invoke(app, ["export", "beads", "--plan", "auth", *url], env=env)
+        assert exported.exit_code == 0, exported.stderr
+    steps = {s.key: s for s in reads.plan(rt, "auth").steps}
+    assert steps["bd-c3d4"].status == "done"
+    assert steps["bd-e5f6"].parent == steps["bd-a1b2"].step_id
+    assert steps["bd-i9j0"].labels == ["flaky", "tests"]
+    assert _issues(exported.output).keys() == _issues(BEADS.read_text()).keys()
+    added = [e for e in reads.log_page(rt, 0, 100).events if e.type == "PlanCreated"]
+    author = reads.session(rt, added[0].actor or "")
+    assert author.name is not None and author.name.endswith("(plan create)")
