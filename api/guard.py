@@ -26,7 +26,7 @@ from pathlib import Path
 
 from planledger.api.schemas import PathsCheckOut, ReservationOut
 from planledger.ledger.domain.paths import covers
-from planledger.ledger.domain.plans import shown_on_one_line
+from planledger.ledger.domain.texts import shown_on_one_line
 
 HOOK_MARK = "# planledger commit guard"
 HOOKS = ("pre-commit", "pre-merge-commit")

@@ -9,7 +9,7 @@ the schema's order, with the values its `model_dump()` gives (moments as datetim
 tests/unit/test_plain_answers.py holds the two equal.
 """
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict
 from datetime import datetime
 from typing import Any, Protocol
@@ -19,6 +19,7 @@ from planledger.ledger.domain.claims import Verdict
 from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId
 from planledger.ledger.domain.paths import Budget, OverBudget, PathSpec
 from planledger.ledger.domain.references import step_reference
+from planledger.ledger.domain.relations import children_line
 from planledger.ledger.domain.state import PlanState, StepDef, StepState
 from planledger.projections import queries, reservations
 from planledger.projections.readmodel import ReadModel
@@ -66,9 +67,11 @@ def paths_fields(paths: Iterable[PathSpec]) -> list[Fields]:
 
 
 def step_fields(definition: StepDef, state: StepState, verdict: Verdict | None,
-                definitions: dict[StepId, StepDef]) -> Fields:
+                definitions: dict[StepId, StepDef],
+                status_of: Callable[[StepId], str]) -> Fields:
     """StepOut's fields of a step, judged by `verdict` (None: closed), before what its
-    claim reserves or would collide with (`annotate`)."""
+    claim reserves or would collide with (`annotate`). `status_of` gives a child's status
+    for a parent's roll-up."""
     kind = verdict.kind if verdict else "closed"
     holder = verdict.holder if verdict and kind == "held" else None
     return {
@@ -89,7 +92,29 @@ def step_fields(definition: StepDef, state: StepState, verdict: Verdict | None,
                      for b, s in (verdict.blockers if verdict else ())],
         "paths": paths_fields(definition.paths), "reserved": [], "collides_with": [],
         **_review_fields(definition, state, verdict),
+        **_relation_fields(definition, definitions, state.plan, status_of),
     }
+
+
+def _relation_fields(definition: StepDef, definitions: dict[StepId, StepDef], plan: str,
+                     status_of: Callable[[StepId], str]) -> Fields:
+    """StepOut's relation fields (ledger.domain.relations), present only when set."""
+    found: Fields = {}
+    for name, related in (("parent", definition.parent),
+                          ("discovered_from", definition.discovered_from)):
+        if related is not None:
+            found[name] = related
+            known = definitions.get(related)
+            if known is not None:
+                found[f"{name}_ref"] = step_reference(plan, known.position)
+    if definition.labels:
+        found["labels"] = list(definition.labels)
+    if definition.links:
+        found["links"] = [{"kind": k.kind, "target": k.target} for k in definition.links]
+    line = children_line(definition, status_of)
+    if line is not None:
+        found["children"] = line
+    return found
 
 
 def _review_fields(definition: StepDef, state: StepState, verdict: Verdict | None) -> Fields:
@@ -224,7 +249,8 @@ def ready(runtime: Readable, slug: str, listed: Sequence[StepId] | None = None,
 
         def out(ds: list[StepDef]) -> list[Fields]:
             return annotate(view, moment, [(d, step_fields(d, view.steps[d.id],
-                                                           judged.get(d.id), state.steps))
+                                                           judged.get(d.id), state.steps,
+                                                           view.status_of))
                                            for d in ds], asker)
 
         answer = {"plan": slug, "ready": out(cut["claimable"]), "held": out(cut["held"]),

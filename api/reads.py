@@ -64,7 +64,8 @@ def steps_out(view: LedgerView, moment: datetime, plan: PlanState,
     """The steps, each judged by its verdict (None: closed), as the plan view shows them:
     with what their live claims reserve and what claimable ones would collide with (the
     fields api.plain_answers makes, here as schemas)."""
-    fields = [(d, plain_answers.step_fields(d, view.steps[d.id], verdict, plan.steps))
+    fields = [(d, plain_answers.step_fields(d, view.steps[d.id], verdict, plan.steps,
+                                            view.status_of))
               for d, verdict in shown]
     return [StepOut.model_validate(f) for f in plain_answers.annotate(view, moment, fields)]
 

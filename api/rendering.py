@@ -16,6 +16,7 @@ from planledger.api.schemas import (
     ClaimOut,
     ForceReleaseOut,
     KeyOut,
+    LinkOut,
     NoteAddedOut,
     NoteOut,
     PlanCreatedOut,
@@ -29,7 +30,7 @@ from planledger.api.schemas import (
 from planledger.ledger import commands as c
 from planledger.ledger.domain.access import OPEN_ROLE, KeyState
 from planledger.ledger.domain.references import step_reference
-from planledger.ledger.domain.state import Note, SessionState
+from planledger.ledger.domain.state import Note, SessionState, StepDef
 
 
 def claim_out(grant: c.Grant) -> ClaimOut:
@@ -84,11 +85,7 @@ def key_out(key: KeyState) -> KeyOut:
 
 def plan_created_out(made: c.PlanCreated) -> PlanCreatedOut:
     plan = made.plan
-    refs = [StepRefOut(step_id=i, ref=step_reference(plan.slug, plan.steps[i].position),
-                       key=k or None, plan=plan.slug, title=plan.steps[i].title,
-                       priority=plan.steps[i].priority,
-                       depends_on=list(plan.steps[i].depends_on),
-                       paths=paths_out(plan.steps[i].paths))
+    refs = [_step_ref(plan.slug, plan.steps[i], k or None)
             for i, k in zip(made.step_ids, made.keys, strict=True)]
     return PlanCreatedOut(slug=plan.slug, title=plan.title,
                           constraints=dict(plan.constraints), steps=refs,
@@ -97,11 +94,16 @@ def plan_created_out(made: c.PlanCreated) -> PlanCreatedOut:
 
 
 def step_ref_out(defined: c.StepDefined) -> StepRefOut:
-    step = defined.step
-    return StepRefOut(step_id=step.id, ref=step_reference(defined.plan, step.position),
-                      key=step.key, plan=defined.plan, title=step.title,
-                      priority=step.priority, depends_on=list(step.depends_on),
-                      paths=paths_out(step.paths))
+    return _step_ref(defined.plan, defined.step, defined.step.key)
+
+
+def _step_ref(plan: str, step: StepDef, key: str | None) -> StepRefOut:
+    return StepRefOut(step_id=step.id, ref=step_reference(plan, step.position), key=key,
+                      plan=plan, title=step.title, priority=step.priority,
+                      depends_on=list(step.depends_on), paths=paths_out(step.paths),
+                      parent=step.parent, discovered_from=step.discovered_from,
+                      labels=list(step.labels),
+                      links=[LinkOut(kind=k.kind, target=k.target) for k in step.links])
 
 
 # Each result type's answer: `(runtime, result) -> schema`.

@@ -9,11 +9,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from planledger.api.text import TEXT_FIRST, check_text
+from planledger.api.text import PRIORITY_TEXT, TEXT_FIRST, check_text
 from planledger.ledger import commands as c
 from planledger.ledger.domain import evidence
 from planledger.ledger.domain.closing import HANDED_CHARACTERS, HANDED_NOTES
 from planledger.ledger.domain.paths import PathSpec
+from planledger.ledger.domain.relations import MAX_LABELS, MAX_LINKS
 from planledger.ledger.domain.state import Status
 from planledger.projections.results import Progress
 from planledger.projections.timeline_entries import Entry, Lane
@@ -80,8 +81,46 @@ def path_specs(paths: PathsIn | None) -> tuple[PathSpec, ...]:
                  for p in paths or ())
 
 
-PRIORITY_HELP = ("0 (highest) .. 4; ready lists and claim-next take higher priorities first "
-                 "(then ready lists the oldest, claim-next the longest chain). Default 2.")
+PRIORITY_HELP = ("0 (highest) .. 4 (also read as beads writes it, \"P0\" .. \"P4\"); ready "
+                 "lists and claim-next take higher priorities first (then ready lists the "
+                 "oldest, claim-next the longest chain). Default 2.")
+PriorityIn = Annotated[int | None, PRIORITY_TEXT]
+
+
+class LinkIn(RequestSchema):
+    kind: str = Field(description="The relation, e.g. beads' `related` or `duplicates`.",
+                      examples=["related"])
+    target: str = Field(description="What it relates to, kept as given (not resolved).",
+                        examples=["bd-a1b2"])
+
+
+class RelationsIn(RequestSchema):
+    """A new step's relations (ledger.domain.relations) and how it arrives."""
+
+    parent: str | None = Field(default=None, description="The step it belongs under (an "
+                               "epic) in the same plan: a key of an earlier step of this "
+                               "request, or an id or reference. A parent is claimable only "
+                               "once none of its children is open, and closes itself when "
+                               "its last child is done.", examples=["epic"])
+    discovered_from: str | None = Field(default=None, description="The step of the same plan "
+                                        "it was found while working on (same forms as "
+                                        "`parent`).", examples=["auth-refresh#3"])
+    labels: list[str] = Field(default_factory=list, max_length=MAX_LABELS,
+                              description="Free labels, one line each.", examples=[["ui"]])
+    links: list[LinkIn] = Field(default_factory=list, max_length=MAX_LINKS,
+                                description="Other relations, kept as given.")
+    done: bool = Field(default=False, description="It arrives done (finished work brought "
+                       "over): closed in the same write, with no claim.")
+    note: str | None = Field(default=None, description="A handoff note left on it, handed "
+                             "to its first claimer.")
+
+    def relations(self) -> dict[str, Any]:
+        """The relation arguments of NewStep and AddStep."""
+        return {"parent": self.parent or None,
+                "discovered_from": self.discovered_from or None,
+                "labels": tuple(self.labels),
+                "links": tuple(c.Link(k.kind, k.target) for k in self.links),
+                "done": self.done, "note": self.note}
 
 
 REVIEW_HELP = ('"required": each completion waits in review until a session of another key '
@@ -95,7 +134,7 @@ REQUIRE_CHECKS_HELP = ("Refuse a completion whose evidence reports a failed chec
                        "reported).")
 
 
-class PlanStepIn(RequestSchema):
+class PlanStepIn(RelationsIn):
     key: str | None = Field(None, description="The step's name within its plan: later "
                             "steps of this request use it in depends_on, and `<plan>/<key>` "
                             "names the step wherever a step id is accepted. 1-64 letters, "
@@ -109,7 +148,7 @@ class PlanStepIn(RequestSchema):
                                   examples=[["s4"]])
     paths: PathsIn = Field(default_factory=list, description=PATHS_HELP,
                            examples=[["internal/auth/**"]])
-    priority: int | None = Field(default=None, ge=0, le=4, description=PRIORITY_HELP,
+    priority: PriorityIn = Field(default=None, ge=0, le=4, description=PRIORITY_HELP,
                                  examples=[1])
     review: Review | None = Field(default=None, description=REVIEW_HELP)
 
@@ -127,19 +166,19 @@ class PlanIn(RequestSchema):
         return c.CreatePlan(self.slug, self.title, actor, tuple(self.constraints.items()),
                             tuple(c.NewStep(s.title, s.body, tuple(s.depends_on), s.key,
                                             path_specs(s.paths), s.priority,
-                                            s.review == "required")
+                                            s.review == "required", **s.relations())
                                   for s in self.steps), self.require_checks_pass,
                             self.review == "required")
 
 
-class StepIn(RequestSchema):
+class StepIn(RelationsIn):
     title: str = Field(examples=["Emit metrics and an alert for refresh-reuse revocations"])
     body: str = ""
     depends_on: list[str] = Field(default_factory=list, description="Ids or references "
                                   "(`<plan>#<number>`, `<plan>/<key>`) of steps of the plan.",
                                   examples=[[STEP]])
     paths: PathsIn = Field(default_factory=list, description=PATHS_HELP)
-    priority: int | None = Field(default=None, ge=0, le=4, description=PRIORITY_HELP,
+    priority: PriorityIn = Field(default=None, ge=0, le=4, description=PRIORITY_HELP,
                                  examples=[1])
     review: Review | None = Field(default=None, description=REVIEW_HELP)
     key: str | None = Field(default=None, description="The step's name within its plan "
@@ -148,7 +187,7 @@ class StepIn(RequestSchema):
     def command(self, plan: str, actor: str) -> c.AddStep:
         return c.AddStep(plan, self.title, actor, self.body, tuple(self.depends_on),
                          path_specs(self.paths), self.priority, self.review == "required",
-                         self.key)
+                         self.key, **self.relations())
 
 
 class StepRevisionIn(RequestSchema):
@@ -157,7 +196,7 @@ class StepRevisionIn(RequestSchema):
     paths: PathsIn | None = Field(default=None, description=PATHS_HELP + " All of them, replacing "
                                   "the step's (`[]` declares none); a claim holding the step "
                                   "keeps what it reserved until it ends.")
-    priority: int | None = Field(default=None, ge=0, le=4, description=PRIORITY_HELP,
+    priority: PriorityIn = Field(default=None, ge=0, le=4, description=PRIORITY_HELP,
                                  examples=[1])
 
     def command(self, step_id: str, actor: str) -> c.ReviseStep:
@@ -388,6 +427,11 @@ class SessionEndOut(Schema):
     released: list[str] = Field(description="Steps the session held, each released.")
 
 
+class LinkOut(Schema):
+    kind: str = Field(examples=["related"])
+    target: str = Field(description="As given (not resolved).", examples=["bd-a1b2"])
+
+
 class StepRefOut(StepAnswer):
     key: str | None = Field(default=None, description="The step's key within its plan "
                             "(`<plan>/<key>` names it).")
@@ -396,6 +440,14 @@ class StepRefOut(StepAnswer):
     priority: int = Field(default=2, description="0 (highest) .. 4.")
     depends_on: list[str] = Field(default_factory=list)
     paths: list[PathOut] = Field(default_factory=list)
+    parent: str | None = Field(None, exclude_if=lambda parent: parent is None,
+                               description="The step it belongs under, by id (present when "
+                               "it has one).")
+    discovered_from: str | None = Field(None, exclude_if=lambda origin: origin is None,
+                                        description="The step it was found while working "
+                                        "on, by id (present when it has one).")
+    labels: list[str] = Field(default_factory=list, exclude_if=lambda labels: not labels)
+    links: list[LinkOut] = Field(default_factory=list, exclude_if=lambda links: not links)
 
 
 class PlanCreatedOut(Schema):
@@ -508,6 +560,26 @@ class StepOut(StepAnswer):
     reviewer: str | None = Field(None, exclude_if=lambda reviewer: reviewer is None,
                                  description="In review: the session reviewing it now "
                                  "(present while one holds it).")
+    parent: str | None = Field(None, exclude_if=lambda parent: parent is None,
+                               description="The step it belongs under (an epic), by id "
+                               "(present when it has one).")
+    parent_ref: str | None = Field(None, exclude_if=lambda ref: ref is None,
+                                   description="The parent's reference, `<plan>#<number>`.")
+    discovered_from: str | None = Field(None, exclude_if=lambda origin: origin is None,
+                                        description="The step it was found while working "
+                                        "on, by id (present when it has one).")
+    discovered_from_ref: str | None = Field(None, exclude_if=lambda ref: ref is None,
+                                            description="That step's reference.")
+    labels: list[str] = Field(default_factory=list, exclude_if=lambda labels: not labels,
+                              description="Free labels (present when it has any).")
+    links: list[LinkOut] = Field(default_factory=list, exclude_if=lambda links: not links,
+                                 description="Other relations, kept as given (present when "
+                                 "it has any).")
+    children: str | None = Field(None, exclude_if=lambda line: line is None,
+                                 description='A parent\'s roll-up of its children, e.g. "2/5 '
+                                 'children done"; it is claimable only once none is open '
+                                 "(present when it has children).",
+                                 examples=["2/5 children done"])
 
 
 class PlanOut(PlanSummaryOut):

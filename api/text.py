@@ -15,6 +15,9 @@ from typing import Any
 from pydantic import BeforeValidator
 from pydantic_core import PydanticCustomError
 
+from planledger.ledger.domain import errors
+from planledger.ledger.domain.plans import priority_from_text
+
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 MESSAGE = ("is not valid text: it holds a lone surrogate ({char} at character {at}); "
@@ -55,3 +58,18 @@ def check_text(value: Any) -> Any:
 # For a choice (`Annotated[Literal[...], TEXT_FIRST]`): checked before the choice is, since
 # "Input should be 'a' or 'b'" would not say that the text itself is broken.
 TEXT_FIRST = BeforeValidator(check_text)
+
+
+def _priority(value: Any) -> Any:
+    """A priority given as text (`"1"`, beads' `"P1"`) as its number; any other value as
+    it is, for the field's own type to judge."""
+    if isinstance(value, str):
+        try:
+            return priority_from_text(value)
+        except errors.InvalidInput as refused:
+            raise PydanticCustomError("priority", "{why}", {"why": refused.problem}) from None
+    return value
+
+
+# For a priority (`Annotated[int | None, PRIORITY_TEXT]`): beads' `P0`..`P4` read too.
+PRIORITY_TEXT = BeforeValidator(_priority)

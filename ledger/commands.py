@@ -19,8 +19,8 @@ from planledger.ledger.domain.events import HolderRelease
 from planledger.ledger.domain.evidence import Evidence
 from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId
 from planledger.ledger.domain.paths import PathSpec
+from planledger.ledger.domain.state import Link as Link  # noqa: PLC0414 (NewStep's, AddStep's)
 from planledger.ledger.domain.state import (
-    Link,
     Note,
     PlanState,
     SessionState,

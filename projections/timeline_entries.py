@@ -167,8 +167,8 @@ def _plan_entry(event: ev.LedgerEvent, entry: EntryFn, ref: RefFn) -> Entry | No
     if isinstance(event, ev.StepAdded):
         after = f" (waits on {', '.join(ref(d) for d in event.depends_on)})" \
             if event.depends_on else ""
-        return entry("step_added", f'added {ref(event.step_id)} "{event.title}"{after}',
-                     event.step_id)
+        return entry("step_added", f'added {ref(event.step_id)} "{event.title}"{after}'
+                     f"{_relations(event, ref)}", event.step_id)
     if isinstance(event, ev.StepRevised):
         return entry("step_revised", f"revised {ref(event.step_id)}", event.step_id)
     if isinstance(event, ev.DependenciesDeclared):
@@ -176,6 +176,16 @@ def _plan_entry(event: ev.LedgerEvent, entry: EntryFn, ref: RefFn) -> Entry | No
         return entry("dependencies_declared", f"{ref(event.step_id)} now waits on "
                      f"{waits}", event.step_id)
     return None
+
+
+def _relations(event: ev.StepAdded, ref: RefFn) -> str:
+    """What a new step's relations add to its entry (ledger.domain.relations)."""
+    said = [f"under {ref(event.parent)}"] if event.parent else []
+    if event.discovered_from:
+        said.append(f"discovered while working on {ref(event.discovered_from)}")
+    if event.labels:
+        said.append("labels " + ", ".join(event.labels))
+    return "; " + "; ".join(said) if said else ""
 
 
 def _session_entry(
@@ -237,10 +247,7 @@ def _step_entry(
         return entry("released", f"{ref(step)} {why}", step, holder=event.holder,
                      fence=event.fence)
     if isinstance(event, ev.StepCompleted):
-        if event.evidence is None:
-            return entry("completed", f"completed {ref(step)}", step, fence=event.fence)
-        return entry("completed", f"completed {ref(step)}: {_evidence(event.evidence)}", step,
-                     fence=event.fence, evidence=event.evidence)
+        return _completed(event, entry, ref)
     if isinstance(event, ev.StepSubmitted):
         shown = f": {_evidence(event.evidence)}" if event.evidence is not None else ""
         return entry("submitted", f"completed {ref(step)}, for review{shown}", step,
@@ -260,6 +267,18 @@ def _step_entry(
     if isinstance(event, ev.StepNoted):
         return entry("noted", f"note on {ref(step)}: {_first_line(event.text)}", step)
     return None
+
+
+def _completed(event: ev.StepCompleted, entry: EntryFn, ref: RefFn) -> Entry:
+    step = event.originator_id
+    if event.reason is not None:  # closed with no claim (ledger.domain.relations)
+        said = ("closed: its last child finished" if event.reason == "last_child"
+                else "arrived done")
+        return entry("completed", f"{ref(step)} {said}", step, fence=event.fence)
+    if event.evidence is None:
+        return entry("completed", f"completed {ref(step)}", step, fence=event.fence)
+    return entry("completed", f"completed {ref(step)}: {_evidence(event.evidence)}", step,
+                 fence=event.fence, evidence=event.evidence)
 
 
 def _evidence(record: dict[str, object]) -> str:

@@ -188,6 +188,27 @@ VERBS = (
          (STEP,), (*_CLOSING, *ACTING)),
     Verb(("note",), _CALLS, "Leave a handoff note on STEP for whoever picks it up next.",
          (STEP, Argument("text", "TEXT", "The note.")), ACTING),
+    Verb(("add",), _CALLS,
+         "Add a step to PLAN: work found on the way (say where with --discovered-from), "
+         "or a child of an epic (--parent).\n\nA parent is claimable only once none of "
+         "its children is open, and closes itself when its last child is done.",
+         (PLAN, Argument("title", "TITLE", "What the step does, in one line.")),
+         (Option("--body", "body", "Details: acceptance criteria, files, notes.",
+                 metavar="TEXT"),
+          Option("--depends-on", "depends_on", "A step that must be done (or dropped) "
+                 "first: its reference or id.", kind="list",
+                 metavar="STEP"),
+          Option("--parent", "parent", "The step it belongs under (an epic of the plan).",
+                 metavar="STEP"),
+          Option("--discovered-from", "discovered_from", "The step you found it while "
+                 "working on.", metavar="STEP"),
+          Option("--label", "label", "A free label.", kind="list",
+                 metavar="LABEL"),
+          Option("--priority", "priority", "0 (highest) .. 4, or beads' P0 .. P4 "
+                 "(default 2).", metavar="P"),
+          Option("--key", "key", "Its name within the plan: `<plan>/<key>` names it.",
+                 metavar="KEY"),
+          *ACTING)),
     Verb(("paths", "check"), _CALLS,
          "Who holds what: the live reservations GLOBs overlap or --file paths fall under "
          "(every live one when none are given), each with its holder, step and the "

@@ -138,6 +138,27 @@ def claim_paths(exclusive: list[str] | None, shared: list[str] | None) -> list[A
             + [PathSpec(p, "shared") for p in shared or ()])
 
 
+def _new_step(v: Values) -> SimpleNamespace:
+    """`planledger add`'s values as the request table reads an AddStep's fields (the
+    priority as typed, `1` or beads' `P1`: the server reads both)."""
+    return SimpleNamespace(plan=v["plan"], title=v["title"], body=v["body"] or "",
+                           depends_on=v["depends_on"] or [], paths=[], key=v["key"],
+                           priority=v["priority"], parent=v["parent"],
+                           discovered_from=v["discovered_from"], labels=v["label"] or [])
+
+
+def _add(client: "Client", v: Values) -> Any:
+    from planledger.api.schemas import StepIn
+    from planledger.ledger.domain.plans import priority_from_text
+
+    new = _new_step(v)
+    priority = None if new.priority is None else priority_from_text(new.priority)
+    return client.add_step(new.plan, StepIn(
+        title=new.title, body=new.body, depends_on=new.depends_on, key=new.key,
+        priority=priority, parent=new.parent, discovered_from=new.discovered_from,
+        labels=new.labels))
+
+
 def _closing(action: str) -> "Callable[[Client, Values], Any]":
     return lambda c, v: getattr(c, action)(v["step_id"], v["fence"], v["note"])
 
@@ -205,6 +226,7 @@ CALLS: dict[tuple[str, ...], Call] = {
     ("drop",): Call(_write("drop"), _closing("drop"), "change"),
     ("note",): Call(_write("note"), lambda c, v: c.add_note(v["step_id"], v["text"]),
                     "note_added"),
+    ("add",): Call(lambda v: REQUESTS["step.add"](_new_step(v)), _add, "step_added"),
     ("paths", "check"): Call(
         _read("paths.check"), lambda c, v: c.check_paths(
             v["patterns"] or [], v["file"] or [], v["exclusive_only"], v["but"]),

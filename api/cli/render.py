@@ -42,10 +42,28 @@ def _state(step: Fields) -> tuple[str, str]:
         return status, named(step["holder"], step.get("holder_name"))
     if step["lapsed_holder"]:
         return status, f"lapsed: {step['lapsed_holder']}"
+    rollup = f" ({step['children']})" if step.get("children") else ""
     if step["blockers"]:
         return status, "waits on " + ", ".join(f'{ref(b)} "{b["title"]}"'
-                                               for b in step["blockers"])
-    return status, ""
+                                               for b in step["blockers"]) + rollup
+    return status, rollup.strip(" ()")
+
+
+def relations(step: Fields) -> list[str]:
+    """A step's relations (ledger.domain.relations), a line each, by reference."""
+    lines = []
+    if step.get("parent"):
+        lines.append(f"parent: {step.get('parent_ref') or step['parent']}")
+    if step.get("children"):
+        lines.append(f"children: {step['children']}")
+    if step.get("discovered_from"):
+        lines.append("discovered while working on "
+                     f"{step.get('discovered_from_ref') or step['discovered_from']}")
+    if step.get("labels"):
+        lines.append("labels: " + ", ".join(step["labels"]))
+    for link in step.get("links") or ():
+        lines.append(f"{link['kind']}: {link['target']}")
+    return lines
 
 
 def ref(step: Fields) -> str:
@@ -105,6 +123,8 @@ def ready(shown: Fields) -> None:
 
 def step(shown: Fields) -> None:
     steps_table(f"step of {shown['plan']}", [shown])
+    for line in relations(shown):
+        output.line(line)
     if shown["body"]:
         for text in shown["body"].splitlines():
             output.line(text)
@@ -116,6 +136,11 @@ def step(shown: Fields) -> None:
             detail += ", with evidence (below)"
         if e["type"] == "StepNoted":
             detail = _note_line(e["data"]["text"], e["data"].get("after"))
+        elif e["type"] == "StepAdded" and relations(shown):
+            detail = "; ".join(line for line in relations(shown)
+                               if not line.startswith("children"))
+        elif e["type"] == "StepCompleted" and e["data"].get("reason"):
+            detail = CLOSED_BY.get(e["data"]["reason"], detail)
         rows.append((_when(e["at"]), e["type"], e["session_id"] or "", detail))
     output.table(("at", "event", "session", "detail"), rows, "history", cut=(3,))
     for e in shown["history"]:
@@ -127,6 +152,10 @@ def step(shown: Fields) -> None:
         for e in notes:
             _note(e["at"], e["actor"] or e["session_id"], e["data"]["text"],
                   e["data"].get("after"))
+
+
+# Why a step closed with no claim (ledger.domain.events.ClosedBy), as its history says it.
+CLOSED_BY = {"last_child": "closed: its last child finished", "created": "arrived done"}
 
 
 def _note_line(text: str, after: str | None) -> str:
@@ -223,6 +252,13 @@ def session(shown: Fields) -> None:
     for h in shown["holds"]:
         output.line(f'  holds {h["step_id"]} "{h["title"]}" fence {h["fence"]}, '
                     f"{int(h['seconds_left'] or 0)} s left")
+
+
+def step_added(added: Fields) -> None:
+    """A step added: its reference and id, then its relations."""
+    output.line(f'added {ref(added)} "{added["title"]}" ({added["step_id"]})')
+    for line in relations(added):
+        output.line(f"  {line}")
 
 
 def note_added(added: Fields) -> None:

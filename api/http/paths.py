@@ -28,13 +28,29 @@ def _part(text: str) -> str:
 def _step_of(new: Any) -> dict[str, Any]:
     return {"key": new.key, "title": new.title, "body": new.body,
             "depends_on": list(new.depends_on),
-            **({"paths": _paths(new.paths)} if new.paths else {}), **_settings(new)}
+            **({"paths": _paths(new.paths)} if new.paths else {}), **_settings(new),
+            **_relations(new)}
+
+
+def _relations(new: Any) -> dict[str, Any]:
+    """A new step's relations and arrival (ledger.commands.NewStep's), as the API takes
+    them (when set); the command line's values carry only some of them."""
+    found: dict[str, Any] = {name: value for name in ("parent", "discovered_from", "note")
+                             if (value := getattr(new, name, None)) is not None}
+    if labels := getattr(new, "labels", None):
+        found["labels"] = list(labels)
+    if links := getattr(new, "links", None):
+        found["links"] = [k if isinstance(k, dict) else {"kind": k.kind, "target": k.target}
+                          for k in links]
+    if getattr(new, "done", False):
+        found["done"] = True
+    return found
 
 
 def _settings(new: Any) -> dict[str, Any]:
     """A new step's priority and review setting, as the API takes them (when set)."""
     return {**({"priority": new.priority} if new.priority is not None else {}),
-            **({"review": "required"} if new.review_required else {})}
+            **({"review": "required"} if getattr(new, "review_required", False) else {})}
 
 
 def _plan(command: Any) -> dict[str, Any]:
@@ -79,7 +95,8 @@ REQUESTS: Mapping[str, Callable[[Any], Request]] = {
     "plan.create": lambda f: Request("POST", "/api/plans", _plan(f)),
     "step.add": lambda f: Request("POST", f"/api/plans/{_part(f.plan)}/steps", {
         "title": f.title, "body": f.body, "depends_on": list(f.depends_on),
-        "paths": _paths(f.paths), **_settings(f), **({"key": f.key} if f.key else {})}),
+        "paths": _paths(f.paths), **_settings(f), **({"key": f.key} if f.key else {}),
+        **_relations(f)}),
     "step.revise": lambda f: Request("PATCH", f"/api/steps/{_part(f.step_id)}", {
         "title": f.title, "body": f.body, "paths": _paths(f.paths)}),
     "step.depend": lambda f: Request("POST", f"/api/steps/{_part(f.step_id)}/dependencies",

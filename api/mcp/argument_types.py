@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field
 
 from planledger.api.schemas import REVIEW_HELP, Review
-from planledger.api.text import check_text
+from planledger.api.text import PRIORITY_TEXT, check_text
 from planledger.ledger.commands import MAX_WAIT_SECONDS
 from planledger.ledger.domain.claims import (
     DEFAULT_LEASE_SECONDS,
@@ -19,6 +19,7 @@ from planledger.ledger.domain.claims import (
 )
 from planledger.ledger.domain.plans import SLUG_PATTERN
 from planledger.ledger.domain.references import STEP_TEXT_PATTERN
+from planledger.ledger.domain.relations import MAX_LABELS
 
 ID_PATTERN = r"^[0-9A-Za-z_-]{1,64}$"  # the HTTP API's StepPath/SessionPath pattern
 # Free text must be text (api.text): a lone surrogate is refused naming the argument. The
@@ -57,10 +58,15 @@ Fence = Annotated[int | None, Field(
     description="The fence your claim was granted (tasks_claim returned it). If you lost the "
     "claim meanwhile (your lease lapsed and another session claimed), the call is refused "
     "as stale instead of closing work you no longer hold.")]
-Priority = Annotated[int | None, Field(
-    ge=0, le=4, description="0 (highest) .. 4: ready lists and tasks_claim_next take higher "
-    "priorities first (then tasks_ready the oldest, tasks_claim_next the longest chain). "
-    "Default 2.")]
+Priority = Annotated[int | None, PRIORITY_TEXT, Field(
+    ge=0, le=4, description="0 (highest) .. 4 (also read as beads writes it, \"P0\" .. "
+    "\"P4\"): ready lists and tasks_claim_next take higher priorities first (then "
+    "tasks_ready the oldest, tasks_claim_next the longest chain). Default 2.")]
+RelatedStep = Annotated[str | None, Field(
+    pattern=STEP_TEXT_PATTERN, description="A step of the same plan, by id or reference "
+    "(`<plan>#<number>`, `<plan>/<key>`).", examples=["auth-refresh#3"])]
+Labels = Annotated[list[Annotated[str, Text]] | None, Field(
+    max_length=MAX_LABELS, description="Free labels, one line each.", examples=[["ui"]])]
 NoteArg = Annotated[str | None, Text, Field(
     max_length=20000, description="A handoff note left with it, for whoever picks the step "
     "up next (they read it in their claim's answer).")]

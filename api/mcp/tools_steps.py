@@ -10,11 +10,13 @@ from planledger.api import reads
 from planledger.api.mcp.argument_types import (
     After,
     Fence,
+    Labels,
     Lease,
     MaybePlan,
     PageLimit,
     Priority,
     ReadyLimit,
+    RelatedStep,
     ReviewArg,
     SessionArg,
     Status,
@@ -90,17 +92,28 @@ class StepTools(Tools):
                   plan: MaybePlan = None, depends_on: StepIds | None = None,
                   paths: Paths = None, priority: Priority = None, review: ReviewArg = None,
                   key: StepKey = None,
+                  parent: Annotated[RelatedStep, Field(description="The step it belongs "
+                                    "under (an epic), by id or reference: a parent is "
+                                    "claimable only once none of its children is open, and "
+                                    "closes itself when its last child is done.")] = None,
+                  discovered_from: Annotated[RelatedStep, Field(description="The step you "
+                                             "found this work while working on, by id or "
+                                             "reference (shown in its history and the "
+                                             "timeline).")] = None,
+                  labels: Labels = None,
                   session_id: SessionArg = None, token: TokenArg = None) -> StepAddedOut:
-        """Add a step to a plan (work you found that the plan lacks). `depends_on` lists
-        the steps (ids or references) that must be done (or dropped) before it is ready;
-        `key` names the new step within its plan (`<plan>/<key>`). A dependency that is
-        unknown, on the step itself or that would close a cycle is refused by name. A
-        `plan` that does not exist yet is created (titled by its slug), and the answer
-        says so (`plan_created`), so a misspelt plan name shows at once. `paths`: the files
-        the step will touch, reserved for whoever claims it (see tasks_claim)."""
+        """Add a step to a plan (work you found that the plan lacks: say where with
+        `discovered_from`). `depends_on` lists the steps (ids or references) that must be
+        done (or dropped) before it is ready; `key` names the new step within its plan
+        (`<plan>/<key>`); `parent` groups it under an epic. A dependency that is unknown,
+        on the step itself or that would close a cycle is refused by name. A `plan` that
+        does not exist yet is created (titled by its slug), and the answer says so
+        (`plan_created`), so a misspelt plan name shows at once. `paths`: the files the
+        step will touch, reserved for whoever claims it (see tasks_claim)."""
         actor = self.author(ctx, session_id, token)
         step = StepIn(title=title, body=body or "", depends_on=depends_on or [],
-                      paths=paths or [], priority=priority, review=review, key=key or None)
+                      paths=paths or [], priority=priority, review=review, key=key or None,
+                      parent=parent, discovered_from=discovered_from, labels=labels or [])
         slug = self.plan_or_only(plan)
         add = step.command(slug, actor)
         if plan is not None and not self._exists(slug):
@@ -121,7 +134,9 @@ class StepTools(Tools):
         """The step and the plan it names, created together (titled by the slug): a step
         that is refused leaves no plan behind."""
         new = c.NewStep(add.title, add.body, add.depends_on, add.key, paths=add.paths,
-                        priority=add.priority)
+                        priority=add.priority, parent=add.parent,
+                        discovered_from=add.discovered_from, labels=add.labels,
+                        links=add.links, done=add.done, note=add.note)
         made = self.service.answer(c.CreatePlan(add.plan, add.plan, add.actor, steps=(new,)),
                                    PlanCreatedOut)
         note = (f'plan "{add.plan}" did not exist: created it (titled "{add.plan}"); check '

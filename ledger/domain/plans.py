@@ -4,7 +4,7 @@ import re
 from collections.abc import Container, Mapping, Sequence
 from datetime import datetime
 
-from planledger.ledger.domain import errors, relations
+from planledger.ledger.domain import errors, relations, texts
 from planledger.ledger.domain import events as ev
 from planledger.ledger.domain.ids import (
     Actor,
@@ -16,6 +16,10 @@ from planledger.ledger.domain.ids import (
 )
 from planledger.ledger.domain.references import check_key
 from planledger.ledger.domain.state import Link, PlanState
+
+# The checks of written text (ledger.domain.texts), where the plan's rules were first kept.
+check_line = texts.check_line
+check_text = texts.check_text
 
 SLUG_PATTERN = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")
 MAX_TITLE = 300
@@ -33,49 +37,6 @@ def check_slug(slug: str) -> PlanSlug:
             "slug", f"{slug[:80]!r} is not 1-64 lowercase letters, digits and inner hyphens"
         )
     return PlanSlug(slug)
-
-
-# Characters that are no part of any written text: the C0 controls but tab and line
-# breaks, DEL and the C1 controls. A terminal acts on them (moves the cursor, clears).
-_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
-# What a one-line text (a title, a session name) must not hold besides: line breaks and
-# tabs, which let it forge further lines of a listing, and the bidirectional controls,
-# which show its characters in another order than they are stored.
-_OFF_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029"
-                       "\u202a-\u202e\u2066-\u2069]")
-
-
-def check_text(field: str, value: str, limit: int, *, required: bool) -> str:
-    """A text of several lines (a body, a note): within `limit`, no control characters."""
-    _check_size(field, value, limit, required)
-    if (found := _CONTROL.search(value)) is not None:
-        raise errors.InvalidInput(field, f"contains the control character "
-                                         f"U+{ord(found.group()):04X}")
-    return value
-
-
-def check_line(field: str, value: str, limit: int, *, required: bool) -> str:
-    """A one-line text (a title, a name): as `check_text`, and no line break, tab or
-    bidirectional control either."""
-    _check_size(field, value, limit, required)
-    if (found := _OFF_LINE.search(value)) is not None:
-        raise errors.InvalidInput(field, f"holds U+{ord(found.group()):04X}; a {field} is one "
-                                         "line of plain text (no line breaks, tabs, control "
-                                         "or bidirectional characters)")
-    return value
-
-
-def shown_on_one_line(value: str) -> str:
-    """`value` safe to print as one line: each character a one-line text may not hold is
-    written as its escape (`\\u202e`), for texts stored before they were refused."""
-    return _OFF_LINE.sub(lambda found: f"\\u{ord(found.group()):04x}", value)
-
-
-def _check_size(field: str, value: str, limit: int, required: bool) -> None:
-    if required and not value.strip():
-        raise errors.InvalidInput(field, "must not be empty")
-    if len(value) > limit:
-        raise errors.InvalidInput(field, f"is {len(value)} characters; the limit is {limit}")
 
 
 def check_constraints(constraints: Mapping[str, str]) -> dict[str, str]:
@@ -120,6 +81,16 @@ def check_priority(priority: int | None) -> int | None:
     if priority is not None and (isinstance(priority, bool) or not 0 <= priority <= 4):
         raise errors.InvalidInput("priority", f"{priority!r} is not 0 (highest) .. 4")
     return priority
+
+
+def priority_from_text(text: str) -> int:
+    """A priority as people write it: its number (`0`..`4`), or as beads writes it
+    (`P0`..`P4`)."""
+    said = text.strip()
+    digits = said[1:] if said[:1] in ("P", "p") else said
+    if len(digits) == 1 and digits in "01234":
+        return int(digits)
+    raise errors.InvalidInput("priority", f"{said[:20]!r} is not 0 (highest) .. 4, nor P0 .. P4")
 
 
 def decide_add_step(

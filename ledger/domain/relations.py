@@ -19,10 +19,11 @@ changed after.
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
-from planledger.ledger.domain import errors, plans
+from planledger.ledger.domain import errors
 from planledger.ledger.domain import events as ev
 from planledger.ledger.domain.ids import Actor, StepId, acting_session
 from planledger.ledger.domain.state import SATISFYING, Link, PlanState, StepDef, StepState
+from planledger.ledger.domain.texts import check_line
 
 MAX_LABELS = 50
 MAX_LABEL = 100
@@ -39,7 +40,7 @@ def check_labels(labels: Sequence[str]) -> list[str]:
     for label in labels:
         if not isinstance(label, str):
             raise errors.InvalidInput("labels", f"{label!r} is not text")
-        plans.check_line("label", label, MAX_LABEL, required=True)
+        check_line("label", label, MAX_LABEL, required=True)
     return list(dict.fromkeys(labels))
 
 
@@ -51,8 +52,8 @@ def check_links(links: Sequence[Link]) -> list[dict[str, str]]:
     for link in links:
         if not isinstance(link, Link):
             raise errors.InvalidInput("links", "each link has a kind and a target")
-        plans.check_line("link kind", link.kind, MAX_LINK_KIND, required=True)
-        plans.check_line("link target", link.target, MAX_LINK_TARGET, required=True)
+        check_line("link kind", link.kind, MAX_LINK_KIND, required=True)
+        check_line("link target", link.target, MAX_LINK_TARGET, required=True)
         records.append({"kind": link.kind, "target": link.target})
     return records
 
