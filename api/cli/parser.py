@@ -136,14 +136,18 @@ def _rows(pairs: Sequence[tuple[str, str]]) -> list[str]:
         if len(lead) > column - 2:
             lines.append(lead)
             lead = ""
+        # Never break inside a word at its hyphen: `--discovered-from` and `in-progress`
+        # must read (and be found by a search) whole.
         lines.append(textwrap.fill(text, WIDTH, initial_indent=f"{lead:<{column}}",
-                                   subsequent_indent=" " * column) if text else lead)
+                                   subsequent_indent=" " * column, break_on_hyphens=False)
+                     if text else lead)
     return lines
 
 
 def _paragraphs(text: str) -> list[str]:
     return [textwrap.fill(" ".join(p.split()), WIDTH, initial_indent="  ",
-                          subsequent_indent="  ") for p in text.split("\n\n")]
+                          subsequent_indent="  ", break_on_hyphens=False)
+            for p in text.split("\n\n")]
 
 
 def usage_line(verb: Verb) -> str:

@@ -24,8 +24,10 @@ How an issue becomes a step:
 
 Written back (`write_beads`), each step is an issue with the same fields where both hold
 them: id, title, description, status (`closed` for done and dropped, `in_progress` for a
-held step), priority, labels and dependencies. A step without a key is written as
-`<plan>-<number>`.
+held step), priority, labels and dependencies; a step with children is an `epic`, any
+other a `task`. A step without a key is written as `<plan>-<number>`. An issue that was
+`in_progress` in beads comes back `open`: here a claim is a live session's, and who held
+it in beads is in the step's note.
 """
 
 import json
@@ -266,16 +268,17 @@ def _issue(plan: PlanOut, step: StepOut, ids: Mapping[str, str]) -> dict[str, An
     issue: dict[str, Any] = {"id": me, "title": step.title}
     if step.body:
         issue["description"] = step.body
-    issue |= {"status": status, "priority": step.priority, "issue_type": "task"}
+    # A step with children is what beads calls an epic; beads' other types are not held.
+    issue |= {"status": status, "priority": step.priority,
+              "issue_type": "epic" if step.children else "task"}
     if step.holder_name and status == "in_progress":
         issue["assignee"] = step.holder_name
     issue |= {"created_at": stamp, "updated_at": stamp}
     if status == "closed":
         issue["closed_at"] = stamp
         issue["close_reason"] = step.status
-    labels = list(getattr(step, "labels", None) or ())
-    if labels:
-        issue["labels"] = labels
+    if step.labels:
+        issue["labels"] = list(step.labels)
     dependencies = [{"issue_id": me, "depends_on_id": ids.get(target, target), "type": kind}
                     for kind, target in _edges(step)]
     if dependencies:
@@ -285,18 +288,11 @@ def _issue(plan: PlanOut, step: StepOut, ids: Mapping[str, str]) -> dict[str, An
 
 def _edges(step: StepOut) -> list[tuple[str, str]]:
     """The step's relations as beads' dependency types, each to a step id (or, for a
-    link, whatever it names)."""
+    link, the text it was given)."""
     edges = [(BLOCKS, d) for d in step.depends_on]
-    for kind, name in ((PARENT, "parent"), (ORIGIN, "discovered_from")):
-        if target := getattr(step, name, None):
-            edges.append((kind, str(target)))
-    for link in getattr(step, "links", None) or ():
-        edges.append((str(_field(link, "kind")), str(_field(link, "target"))))
-    return edges
-
-
-def _field(value: Any, name: str) -> Any:
-    return value.get(name) if isinstance(value, dict) else getattr(value, name)
+    edges += [(kind, target) for kind, target in ((PARENT, step.parent),
+                                                  (ORIGIN, step.discovered_from)) if target]
+    return edges + [(link.kind, link.target) for link in step.links]
 
 
 def _stamp(moment: datetime) -> str:

@@ -87,6 +87,7 @@ def test_an_export_gives_the_same_issues_back_field_for_field(db: Path,
         # beads' design, acceptance criteria and notes are kept in the body, after the
         # description, under their headings: written back, they are in the description.
         assert back.get("description", "").startswith(issue.get("description", ""))
+    assert after["bd-a1b2"]["issue_type"] == "epic"  # it has children
     assert after["bd-c3d4"]["description"] == (
         "Migration and model.\n\n## Design\n\nOne row per family; revoked_at nullable.")
     again = planledger(db, "import", "beads", str(exported), "--plan", "auth")
