@@ -256,8 +256,8 @@ def write_beads(plan: PlanOut) -> str:
 
 
 def issue_id(slug: str, step: StepOut) -> str:
-    """The beads id a step is written as: its key, else `<plan>-<number>`."""
-    return step.key or f"{slug}-{step.position}"
+    """The beads id a step is written as: its key, else `<plan>-<number>` (`plan#N`'s N)."""
+    return step.key or f"{slug}-{step.position + 1}"  # `position` counts from 0
 
 
 def _issue(plan: PlanOut, step: StepOut, ids: Mapping[str, str]) -> dict[str, Any]:

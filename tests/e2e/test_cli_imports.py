@@ -17,6 +17,7 @@ from planledger.api.cli.imports import MAX_SOURCE_BYTES
 from planledger.api.client import LocalClient
 from planledger.api.runtime import Runtime
 from planledger.main import run as app
+from tests.e2e.test_cli_embedded import Cli
 from tests.support.cli_runner import CliRunner
 from tests.support.live_server import live_server
 
@@ -192,3 +193,25 @@ def test_an_import_over_url_is_one_authored_write_on_the_server(rt: Runtime,
     added = [e for e in reads.log_page(rt, 0, 100).events if e.type == "PlanCreated"]
     author = reads.session(rt, added[0].actor or "")
     assert author.name is not None and author.name.endswith("(plan create)")
+
+
+def test_a_plan_made_here_is_exported_with_its_numbers_holders_and_closes(
+    tmp_path: Path,
+) -> None:
+    cli = Cli(str(tmp_path / "ledger.sqlite"))
+    plan_file = tmp_path / "plan.md"
+    plan_file.write_text("# Docs\nslug: docs\n## Steps\n- Write the intro\n"
+                         "- Write the tutorial (after: 1)\n- Draw the diagram\n")
+    cli.run("plan", "create", str(plan_file))
+    agent = cli.json("session", "start", "--name", "agent A")["session_id"]
+    cli.run("claim", "docs#1", "--session", agent)
+    cli.run("drop", "docs#3")
+    cli.run("add", "docs", "Fix a typo found on the way", "--discovered-from", "docs#1")
+    issues = _issues(cli.run("export", "beads", "--plan", "docs"))
+    assert sorted(issues) == ["1", "2", "3", "docs-4"]  # the file keyed 1..3; no key: N
+    assert (issues["1"]["status"], issues["1"]["assignee"]) == ("in_progress", "agent A")
+    assert issues["2"]["dependencies"] == [
+        {"issue_id": "2", "depends_on_id": "1", "type": "blocks"}]
+    assert (issues["3"]["status"], issues["3"]["close_reason"]) == ("closed", "dropped")
+    assert issues["docs-4"]["dependencies"] == [
+        {"issue_id": "docs-4", "depends_on_id": "1", "type": "discovered-from"}]
