@@ -19,7 +19,7 @@ from typing import Any
 from planledger.api.cli import output
 from planledger.api.cli.common import answering_errors, open_client
 from planledger.api.cli.grammar import Values
-from planledger.api.client import Client
+from planledger.api.client import Client, RemoteError
 from planledger.api.imports import beads, claude_tasks
 from planledger.api.imports.steps import (
     Imported,
@@ -28,7 +28,8 @@ from planledger.api.imports.steps import (
     listed,
     ordered,
 )
-from planledger.ledger.domain.errors import InvalidInput
+from planledger.api.schemas import PlanCreatedOut
+from planledger.ledger.domain.errors import InvalidInput, PlanExists
 from planledger.ledger.domain.plans import check_slug
 
 MAX_SOURCE_BYTES = 64 * 1024 * 1024  # a beads export of ~50,000 issues
@@ -99,14 +100,8 @@ def _import(v: Values, source: str, path: Path, imported: Imported, title: str) 
         if not steps:
             raise InvalidInput(source, f"{path} holds no issue to import")
     slug = v["plan"]
-    made = None
     with open_client(v["db"], v["url"], v["session"], v["token"]) as client:
-        if not _already_there(client, slug, steps):
-            try:
-                made = client.create_plan(create_plan(slug, title, "", steps))
-            except Exception:
-                if not _already_there(client, slug, steps):  # another import made it now
-                    raise
+        made = _write(client, slug, title, steps)
     answer: dict[str, Any] = {
         "plan": slug, "added": 0 if made is None else len(made.steps),
         "issues": len(steps), "done": sum(s.done for s in steps),
@@ -117,6 +112,19 @@ def _import(v: Values, source: str, path: Path, imported: Imported, title: str) 
         output.echo(json.dumps(answer, indent=2))
     else:
         _say(answer, path)
+
+
+def _write(client: Client, slug: str, title: str,
+           steps: tuple[ImportedStep, ...]) -> PlanCreatedOut | None:
+    """The plan created with every step, or None: it holds them all already."""
+    if _already_there(client, slug, steps):
+        return None
+    try:
+        return client.create_plan(create_plan(slug, title, "", steps))
+    except (PlanExists, RemoteError):
+        if _already_there(client, slug, steps):  # another import made it just now
+            return None
+        raise
 
 
 def _already_there(client: Client, slug: str, steps: tuple[ImportedStep, ...]) -> bool:

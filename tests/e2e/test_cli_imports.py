@@ -215,3 +215,20 @@ def test_a_plan_made_here_is_exported_with_its_numbers_holders_and_closes(
     assert (issues["3"]["status"], issues["3"]["close_reason"]) == ("closed", "dropped")
     assert issues["docs-4"]["dependencies"] == [
         {"issue_id": "docs-4", "depends_on_id": "1", "type": "discovered-from"}]
+
+
+def test_two_imports_at_once_write_the_plan_once_and_both_say_what_they_did(
+    db: Path,
+) -> None:
+    planledger(db, "plan", "list")  # the store exists before the two race for it
+    args = [sys.executable, "-m", "planledger", "import", "beads", str(BEADS), "--plan",
+            "auth", "--db", str(db)]
+    racing = [subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True) for _ in range(2)]
+    said = [(*p.communicate(timeout=120), p.returncode) for p in racing]
+    assert [code for _, _, code in said] == [0, 0], said
+    outs = sorted(out.split(" ", 1)[0] for out, _, _ in said)
+    assert outs == ["imported", "nothing"]
+    with LocalClient(db=str(db)) as client:
+        created = [e for e in client.log(limit=1000).events if e.type == "PlanCreated"]
+        assert len(created) == 1 and len(client.plan("auth").steps) == 6
