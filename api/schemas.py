@@ -490,7 +490,7 @@ class StepOut(StepAnswer):
                             "has one: `<plan>/<key>` names it).")
     title: str
     priority: int = Field(default=2, description="0 (highest) .. 4.")
-    body: str
+    body: str = Field(default="", description="What the step asks, beyond its title.")
     depends_on: list[str]
     status: Status
     claimable: bool = Field(description="A claim would be granted now.")
