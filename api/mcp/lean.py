@@ -3,10 +3,11 @@
 An agent pays for every byte of an answer. A page of steps over HTTP keeps its fixed shape
 (every field, `null` and `[]` included, and `id` beside `step_id`): scripts and generated
 clients read it so. Over MCP, a step leaves out each field that is empty: null, an empty
-list or mapping, and a flag or count at its default of false or 0. It also leaves out
-`id`, which only repeated `step_id`. The tool's output schema says the same: those fields
-are not required, and `id` is not listed. The SDK's client validates each answer against
-that schema, so the schema must allow every answer that is left lean.
+list or mapping, and a flag or count at its default of false or 0. The tool's output
+schema says the same: those fields are not required. The SDK's client validates each
+answer against that schema, so the schema must allow every answer that is left lean.
+`id` stays beside `step_id`, though it repeats it: agents that came from other task queues
+(Seamless's) read a task's `id`, and a contract is not broken to save 35 bytes a step.
 
 A step is an object whose schema lists both `step_id` and `id` (api.schemas.StepAnswer and
 every answer built on it).
@@ -27,8 +28,7 @@ def is_step(schema: Schema) -> bool:
 
 
 def lean_schema(schema: Schema | None) -> Schema | None:
-    """The output schema with every step object's empty-able fields made optional and its
-    `id` unlisted."""
+    """The output schema with every step object's empty-able fields made optional."""
     if schema is None:
         return None
     lean = copy.deepcopy(schema)
@@ -45,7 +45,6 @@ def _lean_objects(node: Any) -> None:
         return
     if is_step(node):
         properties: Schema = node["properties"]
-        del properties["id"]
         required = [name for name in node.get("required", [])
                     if name in properties and not may_be_empty(properties[name])]
         node["required"] = required
@@ -93,7 +92,7 @@ def _lean(value: Any, schema: Schema, defs: Schema) -> Any:
     kept = {}
     for name, item in value.items():
         prop = _resolved(properties.get(name, {}), defs)
-        if step and (name == "id" or _empty(item, prop)):
+        if step and _empty(item, prop):
             continue
         kept[name] = _lean(item, prop, defs)
     return kept

@@ -1,7 +1,7 @@
 """Lean step answers over MCP, on a real `planledger serve` process through the official SDK
-client: a step leaves out what is empty and the `id` that repeated `step_id`, the tools'
-output schemas say so (the SDK client validates every answer against them), and HTTP keeps
-its whole shape."""
+client: a step leaves out what is empty (keeping `id` beside `step_id`, which agents from
+other task queues read), the tools' output schemas say so (the SDK client validates every
+answer against them), and HTTP keeps its whole shape."""
 
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,7 +25,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Replica]:
 def lean(step: dict[str, Any]) -> dict[str, Any]:
     """A step as HTTP answers it, with what MCP leaves out left out."""
     return {k: v for k, v in step.items()
-            if k != "id" and v not in (None, [], {}) and not (k == "body" and v == "")}
+            if v not in (None, [], {}) and not (k == "body" and v == "")}
 
 
 def test_steps_over_mcp_leave_out_what_is_empty_and_http_keeps_every_field(
@@ -50,7 +50,7 @@ def test_steps_over_mcp_leave_out_what_is_empty_and_http_keeps_every_field(
     assert (root["id"], root["holder"], root["paths"], root["blockers"]) == (
         root["step_id"], None, [], [])  # HTTP: the same shape as ever
     assert [lean(s) for s in over_http["steps"]] == shown["steps"]
-    assert all("id" not in s for s in [*made, held, *shown["steps"]])
+    assert all(s["id"] == s["step_id"] for s in [*made, held, *shown["steps"]])
     first, second, third = shown["steps"]
     assert "holder" not in first and "paths" not in first and first["body"] == "Lay it down"
     assert (second["holder"], second["reserved"]) == (held["holder"], held["paths"])
@@ -58,7 +58,7 @@ def test_steps_over_mcp_leave_out_what_is_empty_and_http_keeps_every_field(
     assert '"holder":null' not in words and '"paths":[]' not in words
 
 
-def test_output_schemas_list_no_id_and_require_only_what_every_step_carries(
+def test_output_schemas_require_only_what_every_step_carries(
     server: Replica,
 ) -> None:
     async def listing() -> dict[str, Any]:
@@ -68,12 +68,12 @@ def test_output_schemas_list_no_id_and_require_only_what_every_step_carries(
 
     schemas = anyio.run(listing)
     step = schemas["plans_show"]["$defs"]["StepOut"]
-    assert "id" not in step["properties"] and step["additionalProperties"] is False
+    assert "id" in step["properties"] and step["additionalProperties"] is False
     assert set(step["required"]) == {"step_id", "plan", "position", "title", "status",
                                      "claimable", "fence"}
     assert "left out" in step["description"]
     claim = schemas["tasks_claim"]
-    assert "id" not in claim["properties"]
+    assert "id" in claim["properties"]
     assert {"paths", "notes", "took_over_from", "warnings"}.isdisjoint(claim["required"])
     assert {"step_id", "holder", "fence", "expires_at", "renewed"} <= set(claim["required"])
     # What is no step keeps its shape: a plan's page still requires its steps.

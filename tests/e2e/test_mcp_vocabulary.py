@@ -121,33 +121,30 @@ def test_a_raw_json_rpc_call_saying_id_claims_the_step(server: LiveServer) -> No
     assert not result.get("isError"), result
     claimed = result["structuredContent"]
     assert [json.loads(c["text"]) for c in result["content"]] == [claimed]
-    assert (claimed["step_id"], claimed["holder"]) == (steps[0], started["session_id"])
-    assert "id" not in claimed  # over MCP `step_id` alone names the step (api.mcp.lean)
+    assert (claimed["step_id"], claimed["id"], claimed["holder"]) == (
+        steps[0], steps[0], started["session_id"])
 
 
-def test_answers_say_step_id_once_and_a_claim_reads_in_progress_held_by_you(
+def test_answers_say_step_id_and_id_and_a_claim_reads_in_progress_held_by_you(
     server: LiveServer,
 ) -> None:
-    """Over MCP a step is named by `step_id` alone: `id`, its copy, costs every step of a
-    page and is left out, as the tools' output schemas say (HTTP keeps both)."""
     async def story(a: Agent) -> None:
         first, second, third = await three_steps(a)
         claimed = await a.ok("tasks_claim", step_id=first)
-        assert (claimed["step_id"], claimed["status"], claimed["holder"]) == (
+        assert (claimed["id"], claimed["status"], claimed["holder"]) == (
             first, "in_progress", a.session_id)
         assert "claimed_by" not in claimed
         nxt = (await a.ok("tasks_claim_next", plan="vocab"))["claimed"]
-        assert (nxt["step_id"], nxt["status"], nxt["holder"]) == (
-            second, "in_progress", a.session_id)
+        assert (nxt["step_id"], nxt["id"], nxt["status"], nxt["holder"]) == (
+            second, second, "in_progress", a.session_id)
         ready = await a.ok("tasks_ready", plan="vocab")
-        assert [s["step_id"] for s in ready["ready"]] == [third]
-        held = {s["step_id"]: s["holder"] for s in ready["held"]}
+        assert [(s["step_id"], s["id"]) for s in ready["ready"]] == [(third, third)]
+        held = {s["id"]: s["holder"] for s in ready["held"]}
         assert held == {first: a.session_id, second: a.session_id}
         done = await a.ok("tasks_complete", step_id=first)
-        assert (done["step_id"], done["status"]) == (first, "done")
+        assert (done["step_id"], done["id"], done["status"]) == (first, first, "done")
         added = await a.ok("tasks_add", plan="vocab", title="fourth")
-        answers = [claimed, nxt, *ready["ready"], *ready["held"], done, added]
-        assert all("id" not in answer for answer in answers)
+        assert added["id"] == added["step_id"]
 
     run(server, 1, story)
 
