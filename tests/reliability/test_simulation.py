@@ -1,6 +1,9 @@
 """The deterministic simulator (bench.simulation): a CI-sized run breaks no invariant, the
 same seed replays the same history, faults of every kind are met, and a planted bug (a
-store that acknowledges commits it never wrote) is caught, named and shrunk.
+store that acknowledges commits it never wrote) is caught, named and shrunk. Worlds that
+require review meet every verdict and refusal, and planted bugs in the review gate (an
+author's own approval written, a review shared, a review skipped, a step granted past a
+dependency in review) are each caught by their invariant.
 
 PLANLEDGER_SIM_OPS sets the CI run's size: by default the issue's 1,000,000 actions, which
 took 96.6 s of wall time on two idle cores (188.5 CPU s, 5,305 actions a CPU second; 134 s
@@ -217,5 +220,8 @@ def test_a_ledger_that_breaks_the_review_gate_is_caught_by_its_invariant(
             world.close()
     assert caught is not None and caught.startswith(rule), caught
     assert run_world(seed).violation is None  # the same world on an honest ledger passes
-    again, _ = replay(seed, list(world.history), store_class=store_class)
+    history = list(world.history)
+    again, _ = replay(seed, history, store_class=store_class)
     assert again == caught  # the same seed and history: the same violation, exactly
+    shrunk = shrink(seed, history, caught, seconds=20, store_class=store_class)
+    assert len(shrunk) <= 10, shrunk  # sessions, a claim, a completion, a review or two
