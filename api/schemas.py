@@ -359,6 +359,8 @@ def paths_out(paths: Iterable[PathSpec]) -> list[PathOut]:
 
 class HeldOut(Schema):
     step_id: str
+    ref: str | None = Field(default=None, description="The step's reference in its plan "
+                            "(`<plan>#<number>`).", examples=["auth-refresh#5"])
     plan: str
     title: str
     fence: int
