@@ -28,6 +28,7 @@ from planledger.api.schemas import (
 )
 from planledger.ledger import commands as c
 from planledger.ledger.domain.access import OPEN_ROLE, KeyState
+from planledger.ledger.domain.paths import wide_patterns
 from planledger.ledger.domain.references import step_reference
 from planledger.ledger.domain.state import Note, SessionState
 
@@ -38,7 +39,7 @@ def claim_out(grant: c.Grant) -> ClaimOut:
                     holder=grant.session_id, fence=grant.fence, expires_at=grant.expires_at,
                     renewed=grant.renewed, took_over_from=grant.took_over_from,
                     notes=[note_out(n) for n in grant.notes],
-                    notes_left_out=grant.notes_left_out,
+                    notes_left_out=grant.notes_left_out, warnings=list(grant.warnings),
                     status="in_review" if grant.review else "in_progress")
 
 
@@ -88,12 +89,15 @@ def plan_created_out(made: c.PlanCreated) -> PlanCreatedOut:
                        key=k or None, plan=plan.slug, title=plan.steps[i].title,
                        priority=plan.steps[i].priority,
                        depends_on=list(plan.steps[i].depends_on),
-                       paths=paths_out(plan.steps[i].paths))
+                       paths=paths_out(plan.steps[i].paths),
+                       warnings=wide_patterns(plan.steps[i].paths))
             for i, k in zip(made.step_ids, made.keys, strict=True)]
     return PlanCreatedOut(slug=plan.slug, title=plan.title,
                           constraints=dict(plan.constraints), steps=refs,
                           require_checks_pass=plan.require_checks_pass,
-                          review_required=plan.review_required)
+                          review_required=plan.review_required,
+                          warnings=[f"step {s.ref}: {said}" for s in refs
+                                    for said in s.warnings])
 
 
 def step_ref_out(defined: c.StepDefined) -> StepRefOut:
@@ -101,7 +105,7 @@ def step_ref_out(defined: c.StepDefined) -> StepRefOut:
     return StepRefOut(step_id=step.id, ref=step_reference(defined.plan, step.position),
                       key=step.key, plan=defined.plan, title=step.title,
                       priority=step.priority, depends_on=list(step.depends_on),
-                      paths=paths_out(step.paths))
+                      paths=paths_out(step.paths), warnings=wide_patterns(step.paths))
 
 
 # Each result type's answer: `(runtime, result) -> schema`.
