@@ -151,3 +151,16 @@ def test_discovered_from_names_a_step_of_the_plan_by_reference(rt: Runtime) -> N
     added = c.AddStep(PLAN, "found", OPERATOR, discovered_from="epic#2", parent="epic/epic")
     made = rt.ledger.execute(with_step_ids(added, rt.ledger.resolve_step))
     assert (made.step.discovered_from, made.step.parent) == (a, epic)
+
+
+def test_a_completion_that_closes_a_parent_answers_the_steps_waiting_on_the_parent(
+    rt: Runtime,
+) -> None:
+    _, a, b, after = _epic(rt, c.NewStep("ship", depends_on=("epic",)))
+    agent = rt.ledger.start_session("agent")
+    answered = []
+    for child in (a, b):
+        rt.ledger.claim(child, agent.id)
+        rt.ledger.complete(child, agent.id)
+        answered.append(reads.unblocked(rt, child))
+    assert answered == [[], [after]]  # the epic waited on b after a: nothing then
