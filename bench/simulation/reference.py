@@ -28,6 +28,7 @@ class RefStep:
     fence: int = 0
     expires: datetime | None = None
     last_time: datetime | None = None
+    children: tuple[str, ...] = ()  # a parent waits on its children as on dependencies
 
 
 @dataclass
@@ -39,6 +40,7 @@ class Reference:
     ended: set[str] = field(default_factory=set)
     violations: list[str] = field(default_factory=list)
     _defs: dict[str, tuple[datetime, tuple[str, ...]]] = field(default_factory=dict)
+    _parents: dict[str, str] = field(default_factory=dict)  # a child's parent
 
     # --- the claim rule -------------------------------------------------------------
 
@@ -51,7 +53,8 @@ class Reference:
         return step.holder
 
     def blocked(self, step_id: str) -> bool:
-        return any(self.steps[d].status not in CLOSED for d in self.steps[step_id].deps)
+        step = self.steps[step_id]
+        return any(self.steps[d].status not in CLOSED for d in (*step.deps, *step.children))
 
     def ready(self, plan: str, now: datetime) -> list[str]:
         return [s for s in self.plans.get(plan, ()) if self.steps[s].status not in CLOSED
@@ -103,7 +106,7 @@ class Reference:
         waiting: dict[str, list[str]] = {s: [] for s in steps}
         for s in steps:
             if self.steps[s].status not in CLOSED:
-                for dep in self.steps[s].deps:
+                for dep in (*self.steps[s].deps, *self.steps[s].children):
                     waiting[dep].append(s)
         levels: dict[str, int] = {}
 
@@ -140,12 +143,17 @@ class Reference:
             self.ended.add(event.originator_id)
         elif isinstance(event, ev.StepAdded):
             self._defs[event.step_id] = (event.timestamp, tuple(event.depends_on))
+            if event.parent is not None:
+                self._parents[event.step_id] = event.parent
         elif isinstance(event, ev.DependenciesDeclared):
             step = self.steps[event.step_id]
             step.deps = step.deps + tuple(d for d in event.depends_on if d not in step.deps)
         elif isinstance(event, ev.StepOpened):
             added_at, deps = self._defs[event.originator_id]
             self.steps[event.originator_id] = RefStep(event.plan, added_at, deps)
+            parent = self.steps.get(self._parents.get(event.originator_id, ""))
+            if parent is not None:
+                parent.children = (*parent.children, event.originator_id)
             order = self.plans.setdefault(event.plan, [])
             order.append(event.originator_id)
             order.sort(key=lambda s: (self.steps[s].added_at, s))
@@ -189,6 +197,9 @@ class Reference:
 
     def _on_close(self, step: RefStep, event: ev.LedgerEvent, holder: str | None) -> None:
         name = event.originator_id
+        if isinstance(event, ev.StepCompleted) and event.reason is not None:
+            self._on_closed_unheld(step, event, holder)
+            return
         if step.status in CLOSED:
             self._violate(f"step {name}: {type(event).__name__} while {step.status}")
         fence = getattr(event, "fence", None)
@@ -204,6 +215,17 @@ class Reference:
         step.holder, step.expires = None, None
         step.status = ("done" if isinstance(event, ev.StepCompleted) else
                        "dropped" if isinstance(event, ev.StepDropped) else "open")
+
+    def _on_closed_unheld(self, step: RefStep, event: ev.StepCompleted,
+                          holder: str | None) -> None:
+        """A step done with no claim: arrived done, or a parent whose last child closed."""
+        name = event.originator_id
+        if step.status != "open" or holder is not None:
+            self._violate(f"step {name}: closed with no claim while {step.status}, held by "
+                          f"{holder}")
+        if event.reason == "last_child" and (not step.children or self.blocked(name)):
+            self._violate(f"step {name}: closed as a parent while a child is open")
+        step.status = "done"
 
     def _violate(self, what: str) -> None:
         self.violations.append(what)

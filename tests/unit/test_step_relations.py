@@ -6,6 +6,7 @@ import pytest
 
 from planledger.api import reads
 from planledger.api.runtime import Runtime
+from planledger.bench.simulation.reference import Reference
 from planledger.ledger import commands as c
 from planledger.ledger.domain import errors
 from planledger.ledger.domain import events as ev
@@ -164,3 +165,19 @@ def test_a_completion_that_closes_a_parent_answers_the_steps_waiting_on_the_pare
         rt.ledger.complete(child, agent.id)
         answered.append(reads.unblocked(rt, child))
     assert answered == [[], [after]]  # the epic waited on b after a: nothing then
+
+
+def test_the_simulators_reference_model_reads_parents_as_the_ledger_does(rt: Runtime) -> None:
+    epic, a, b = _epic(rt, c.NewStep("old", parent="epic", done=True))[:3]
+    agent = rt.ledger.start_session("agent")
+    reference = Reference()
+    for child in (a, b):
+        reference.fold(list(rt.store.log_after(0, 1000)))
+        now = rt.reads.clock.now()
+        assert reference.ready(PLAN, now) == list(rt.reads.ready(PLAN))
+        assert reference.claim(epic, agent.id, now) == "blocked"
+        rt.ledger.claim(child, agent.id)
+        rt.ledger.complete(child, agent.id)
+    reference.fold(list(rt.store.log_after(0, 1000)))
+    assert reference.violations == []
+    assert reference.steps[epic].status == "done"
