@@ -144,15 +144,25 @@ def nothing_ready(runtime: Runtime, slug: str) -> tuple[NothingReady, str]:
 
 
 def unblocked(runtime: Runtime, step_id: str) -> list[str]:
-    """The steps waiting on `step_id` that wait on nothing unfinished now, in plan order."""
+    """The steps waiting on `step_id` that wait on nothing unfinished now, in plan order;
+    through a parent that its completion closed (ledger.domain.relations), the steps
+    waiting on that parent too."""
     with runtime.reads.reading() as (view, _):
         found = []
-        for dependent in view.dependents.get(StepId(step_id), ()):
-            definition, state = view.definition(dependent), view.steps.get(dependent)
-            if (definition is None or state is None or state.status in SATISFYING
-                    or any(view.status_of(d) not in SATISFYING for d in definition.waits_on)):
-                continue
-            found.append((definition.position, dependent))
+        closing = [StepId(step_id)]
+        while closing:
+            closed = closing.pop()
+            for dependent in view.dependents.get(closed, ()):
+                definition, state = view.definition(dependent), view.steps.get(dependent)
+                if definition is None or state is None:
+                    continue
+                if state.status in SATISFYING:
+                    if closed in definition.children and state.status == "done":
+                        closing.append(dependent)  # a parent it closed: bounded by the plan
+                    continue
+                if any(view.status_of(d) not in SATISFYING for d in definition.waits_on):
+                    continue
+                found.append((definition.position, dependent))
     return [s for _, s in sorted(found)]
 
 

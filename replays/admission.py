@@ -26,7 +26,7 @@ from typing import Any
 from eventsourcing.persistence import StoredEvent
 
 from planledger.ledger.chain import Broken, Entry, verify
-from planledger.ledger.domain import access, errors
+from planledger.ledger.domain import access, errors, relations
 from planledger.ledger.domain import events as ev
 from planledger.ledger.domain.access import KeyState
 from planledger.ledger.domain.claims import assess, check_lease, live_holder, reviewer
@@ -61,6 +61,7 @@ from planledger.ledger.domain.reservations import (
 from planledger.ledger.domain.review import check_verdict, needs_review, own_work
 from planledger.ledger.domain.state import (
     SATISFYING,
+    Link,
     PlanState,
     SessionState,
     StepState,
@@ -225,8 +226,30 @@ def _step_added(folded: _Folded, event: ev.StepAdded) -> None:
             d.key == check_key(event.key) for d in plan.steps.values()):
         raise Refused(f"key {event.key!r} names another step of plan {plan.slug} already")
     _check_dependencies(plan, step, event.depends_on)
+    _check_relations(plan, step, event)
     folded.added[step] = plan.slug
     folded.plans[plan.id] = evolve_plan(plan, event)
+
+
+def _check_relations(plan: PlanState, step: StepId, event: ev.StepAdded) -> None:
+    """A new step's relations as the ledger checks them (ledger.domain.relations): its
+    parent and origin steps of the plan, no cycle through its parent, labels and links
+    within bounds and as the ledger keeps them."""
+    parent = relations.check_related(plan, "parent", _related(event.parent))
+    relations.check_related(plan, "discovered_from", _related(event.discovered_from))
+    cycle = relations.parent_cycle(plan, step, parent, [StepId(d) for d in event.depends_on])
+    if cycle:
+        raise errors.DependencyCycle(cycle)
+    if event.labels is not None and relations.check_labels(event.labels) != event.labels:
+        raise Refused("its labels are not as the ledger keeps them (each once)")
+    if event.links is not None:
+        links = [Link(str(k.get("kind")), str(k.get("target"))) for k in event.links]
+        if relations.check_links(links) != event.links:
+            raise Refused("its links are not as the ledger keeps them (a kind and a target)")
+
+
+def _related(value: str | None) -> StepId | None:
+    return None if value is None else StepId(value)
 
 
 def _step_revised(folded: _Folded, event: ev.StepRevised) -> None:
@@ -338,9 +361,33 @@ def _step_released(folded: _Folded, event: ev.StepReleased) -> None:
     folded.steps[step.id] = evolve_step(step, event)
 
 
+def _closed_unheld(folded: _Folded, event: ev.StepCompleted) -> None:
+    """A step done with no claim (ledger.domain.relations): one that arrived done, right
+    after its StepOpened, or a parent whose children are all done or dropped, open and
+    unheld, at its current fence."""
+    step = _step(folded, event)
+    plan = folded.plans[plan_stream(step.plan)]
+    if event.evidence is not None:
+        raise Refused("a step closed with no claim carries no evidence")
+    if event.reason == "created":
+        if step.version != 1 or event.fence != 0:
+            raise Refused("a step arrives done only in the write that opens it")
+    else:
+        if step.status != "open" or event.fence != step.fence:
+            raise Refused(f"step is {step.status}: only an open, unheld parent closes itself")
+        children = plan.steps[step.id].children
+        status = _status_of(folded)
+        if not children or any(status(c) not in SATISFYING for c in children):
+            raise Refused("a parent closes itself only once every child is done or dropped")
+    folded.steps[step.id] = evolve_step(step, event)
+
+
 def _step_completed(folded: _Folded, event: ev.StepCompleted | ev.StepSubmitted) -> None:
     """A completion, or a submission for review: by the live holder at its fence, with
     evidence as the ledger keeps it; which of the two the step's review setting says."""
+    if isinstance(event, ev.StepCompleted) and event.reason is not None:
+        _closed_unheld(folded, event)
+        return
     step = _held_live(folded, event, event.fence, event.session_id)
     plan = folded.plans[plan_stream(step.plan)]
     if needs_review(plan, plan.steps[step.id]) != isinstance(event, ev.StepSubmitted):

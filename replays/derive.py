@@ -55,8 +55,15 @@ def _continues(last: CommandRecord, prev: ev.LedgerEvent, event: ev.LedgerEvent)
         return isinstance(prev, ev.StepAdded) and prev.step_id == event.originator_id
     if isinstance(event, ev.StepAdded):
         return (last.name == "create_plan"
-                and isinstance(prev, ev.StepOpened | ev.PlanCreated | ev.PathsDeclared)
+                and isinstance(prev, ev.StepOpened | ev.PlanCreated | ev.PathsDeclared
+                               | ev.StepCompleted | ev.StepNoted)
                 and event.originator_id == f"plan:{last.args['slug']}")
+    if _arriving(event):  # a new step done, or noted, in the write that adds it
+        return (last.name in ("create_plan", "add_step")
+                and isinstance(prev, ev.StepOpened | ev.PathsDeclared | ev.StepCompleted)
+                and last.ids[-1] == event.originator_id)
+    if isinstance(event, ev.StepCompleted) and event.reason == "last_child":
+        return isinstance(prev, ev.StepCompleted | ev.StepReviewed | ev.StepNoted)
     if isinstance(event, ev.PathsDeclared):  # a step's paths, with its addition or revision
         return (isinstance(prev, ev.StepOpened | ev.StepRevised)
                 and getattr(prev, "step_id", prev.originator_id) == event.step_id)
@@ -74,7 +81,19 @@ def _continues(last: CommandRecord, prev: ev.LedgerEvent, event: ev.LedgerEvent)
     return isinstance(event, ev.SessionEnded) and ending
 
 
+def _arriving(event: ev.LedgerEvent) -> bool:
+    """Whether the event follows a new step's StepOpened in the write that adds it."""
+    return ((isinstance(event, ev.StepCompleted) and event.reason == "created")
+            or (isinstance(event, ev.StepNoted) and event.after == "add"))
+
+
 def _extend(command: CommandRecord, event: ev.LedgerEvent) -> CommandRecord:
+    if _arriving(event):
+        said = {"done": True} if isinstance(event, ev.StepCompleted) else {
+            "note": event.text}  # type: ignore[attr-defined]
+        return _with_last_step(command, said)
+    if isinstance(event, ev.StepCompleted):  # a parent its last child closed: re-decided
+        return command
     if isinstance(event, ev.StepNoted):
         return replace(command, args={**command.args, "note": event.text})
     if isinstance(event, ev.PathsDeclared | ev.PathsReserved):
@@ -83,7 +102,7 @@ def _extend(command: CommandRecord, event: ev.LedgerEvent) -> CommandRecord:
         return replace(command, args={**command.args, "findings": event.findings})
     if isinstance(event, ev.StepAdded):
         step = {"title": event.title, "body": event.body, "depends_on": list(event.depends_on),
-                **_priority(event), **_review(event), **_key(event)}
+                **_priority(event), **_review(event), **_key(event), **_relations(event)}
         return replace(command, args={**command.args, "steps": [*command.args["steps"], step]},
                        ids=(*command.ids, event.step_id))
     return command
@@ -91,11 +110,15 @@ def _extend(command: CommandRecord, event: ev.LedgerEvent) -> CommandRecord:
 
 def _with_paths(command: CommandRecord, paths: list[dict[str, str]]) -> CommandRecord:
     """The command with the paths it declared or reserved (a plan's: its last step's)."""
+    return _with_last_step(command, {"paths": list(paths)})
+
+
+def _with_last_step(command: CommandRecord, args: Args) -> CommandRecord:
+    """The command with more arguments: a new plan's on its last step, else its own."""
     if command.name != "create_plan":
-        return replace(command, args={**command.args, "paths": list(paths)})
+        return replace(command, args={**command.args, **args})
     *earlier, last = command.args["steps"]
-    return replace(command, args={**command.args,
-                                  "steps": [*earlier, {**last, "paths": list(paths)}]})
+    return replace(command, args={**command.args, "steps": [*earlier, {**last, **args}]})
 
 
 def _reserving(event: ev.LedgerEvent) -> Start | None:
@@ -141,7 +164,7 @@ def _structure(event: ev.LedgerEvent) -> Start | None:
     if isinstance(event, ev.StepAdded):
         added = {"plan": event.originator_id.removeprefix("plan:"), "title": event.title,
                  "body": event.body, "depends_on": list(event.depends_on), "actor": actor,
-                 **_priority(event), **_review(event), **_key(event)}
+                 **_priority(event), **_review(event), **_key(event), **_relations(event)}
         return "add_step", who, added, [event.step_id]
     if isinstance(event, ev.StepRevised):
         return "revise_step", who, {"step_id": event.step_id, "title": event.title,
@@ -261,10 +284,30 @@ def _key(event: ev.StepAdded) -> Args:
     return {} if event.key is None else {"key": event.key}
 
 
+def _relations(event: ev.StepAdded) -> Args:
+    """A step's relations (ledger.domain.relations), those it has (recordings before
+    relations: none)."""
+    found: Args = {name: value for name in ("parent", "discovered_from", "labels", "links")
+                   if (value := getattr(event, name)) is not None}
+    return found
+
+
+def _arrival(a: Args) -> Args:
+    """A new step's relations and arrival, as NewStep and AddStep take them (a file is
+    untrusted: the ledger checks them again as it re-executes)."""
+    links = a.get("links") or []
+    if not isinstance(links, list) or not all(isinstance(k, dict) for k in links):
+        raise RecordingError("a step's links are a list of {kind, target}")
+    return {"parent": a.get("parent"), "discovered_from": a.get("discovered_from"),
+            "labels": tuple(a.get("labels") or ()),
+            "links": tuple(c.Link(str(k.get("kind")), str(k.get("target"))) for k in links),
+            "done": a.get("done") is True, "note": a.get("note")}
+
+
 def _create_plan(a: Args) -> c.CreatePlan:
     steps = tuple(c.NewStep(s["title"], s["body"], tuple(s["depends_on"]), s.get("key"),
                             paths=_paths(s), priority=s.get("priority"),
-                            review_required=s.get("review_required") is True)
+                            review_required=s.get("review_required") is True, **_arrival(s))
                   for s in a["steps"])
     return c.CreatePlan(a["slug"], a["title"], _actor(a), tuple(a["constraints"].items()),
                         steps, a.get("require_checks_pass") is True,
@@ -289,7 +332,7 @@ BUILDERS: dict[str, tuple[tuple[str, ...], Build]] = {
     "create_plan": (("slug", "title", "constraints", "steps"), _create_plan),
     "add_step": (("plan", "title", "body", "depends_on"), lambda a: c.AddStep(
         a["plan"], a["title"], _actor(a), a["body"], tuple(a["depends_on"]), _paths(a),
-        a.get("priority"), a.get("review_required") is True, a.get("key"))),
+        a.get("priority"), a.get("review_required") is True, a.get("key"), **_arrival(a))),
     "revise_step": (("step_id", "title", "body"), lambda a: c.ReviseStep(
         a["step_id"], _actor(a), a["title"], a["body"],
         _paths(a) if a.get("paths") is not None else None, a.get("priority"))),

@@ -189,9 +189,10 @@ VERBS = (
     Verb(("note",), _CALLS, "Leave a handoff note on STEP for whoever picks it up next.",
          (STEP, Argument("text", "TEXT", "The note.")), ACTING),
     Verb(("add",), _CALLS,
-         "Add a step to PLAN: work found on the way (say where with --discovered-from), "
-         "or a child of an epic (--parent).\n\nA parent is claimable only once none of "
-         "its children is open, and closes itself when its last child is done.",
+         "Add a step to PLAN: work found on the way, or a child of an epic.\n\nSay where "
+         "you found it with --discovered-from; --parent puts it under an epic, which is "
+         "claimable only once none of its children is open, and closes itself when its "
+         "last child is done.",
          (PLAN, Argument("title", "TITLE", "What the step does, in one line.")),
          (Option("--body", "body", "Details: acceptance criteria, files, notes.",
                  metavar="TEXT"),

@@ -34,6 +34,7 @@ class RefStep:
     expires: datetime | None = None
     last_time: datetime | None = None
     author: str | None = None  # in review: the session that submitted the work
+    children: tuple[str, ...] = ()  # a parent waits on its children as on dependencies
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ class Reference:
     violations: list[str] = field(default_factory=list)
     _defs: dict[str, tuple[datetime, tuple[str, ...], bool]] = field(default_factory=dict)
     _reviewed_plans: set[str] = field(default_factory=set)
+    _parents: dict[str, str] = field(default_factory=dict)  # a child's parent
 
     # --- the claim rule -------------------------------------------------------------
 
@@ -91,7 +93,8 @@ class Reference:
         return session == author or (key is not None and self.keys.get(session) == key)
 
     def blocked(self, step_id: str) -> bool:
-        return any(self.steps[d].status not in CLOSED for d in self.steps[step_id].deps)
+        step = self.steps[step_id]
+        return any(self.steps[d].status not in CLOSED for d in (*step.deps, *step.children))
 
     def ready(self, plan: str, now: datetime) -> list[str]:
         return [s for s in self.plans.get(plan, ()) if self.steps[s].status in WORKABLE
@@ -179,7 +182,7 @@ class Reference:
         waiting: dict[str, list[str]] = {s: [] for s in steps}
         for s in steps:
             if self.steps[s].status not in CLOSED:
-                for dep in self.steps[s].deps:
+                for dep in (*self.steps[s].deps, *self.steps[s].children):
                     waiting[dep].append(s)
         levels: dict[str, int] = {}
 
@@ -222,6 +225,8 @@ class Reference:
         elif isinstance(event, ev.StepAdded):
             self._defs[event.step_id] = (event.timestamp, tuple(event.depends_on),
                                          bool(event.review_required))
+            if event.parent is not None:
+                self._parents[event.step_id] = event.parent
         elif isinstance(event, ev.DependenciesDeclared):
             step = self.steps[event.step_id]
             step.deps = step.deps + tuple(d for d in event.depends_on if d not in step.deps)
@@ -229,6 +234,9 @@ class Reference:
             added_at, deps, review = self._defs[event.originator_id]
             review = review or event.plan in self._reviewed_plans
             self.steps[event.originator_id] = RefStep(event.plan, added_at, deps, review)
+            parent = self.steps.get(self._parents.get(event.originator_id, ""))
+            if parent is not None:
+                parent.children = (*parent.children, event.originator_id)
             order = self.plans.setdefault(event.plan, [])
             order.append(event.originator_id)
             order.sort(key=lambda s: (self.steps[s].added_at, s))
@@ -350,6 +358,9 @@ class Reference:
 
     def _on_close(self, step: RefStep, event: ev.LedgerEvent, holder: str | None) -> None:
         name = event.originator_id
+        if isinstance(event, ev.StepCompleted) and event.reason is not None:
+            self._on_closed_unheld(step, event, holder)
+            return
         if step.status not in WORKABLE:
             self._violate(f"step {name}: {type(event).__name__} while {step.status}")
         if isinstance(event, ev.StepCompleted) and step.review:
@@ -376,6 +387,17 @@ class Reference:
             return
         step.status = ("done" if isinstance(event, ev.StepCompleted) else
                        "dropped" if isinstance(event, ev.StepDropped) else "open")
+
+    def _on_closed_unheld(self, step: RefStep, event: ev.StepCompleted,
+                          holder: str | None) -> None:
+        """A step done with no claim: arrived done, or a parent whose last child closed."""
+        name = event.originator_id
+        if step.status != "open" or holder is not None:
+            self._violate(f"step {name}: closed with no claim while {step.status}, held by "
+                          f"{holder}")
+        if event.reason == "last_child" and (not step.children or self.blocked(name)):
+            self._violate(f"step {name}: closed as a parent while a child is open")
+        step.status = "done"
 
     def _violate(self, what: str, rule: str = "the claim rule") -> None:
         self.violations.append(f"{rule}: {what}")

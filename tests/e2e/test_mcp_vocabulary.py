@@ -425,7 +425,8 @@ def test_every_tool_schema_is_inline_and_each_argument_has_a_description_and_a_t
         assert lease["type"] == ["integer", "null"]
         step = by_name["plans_create"]["properties"]["steps"]["anyOf"][0]["items"]["anyOf"][0]
         assert set(step["properties"]) == {"key", "title", "body", "depends_on", "paths",
-                                           "priority", "review"}
+                                           "priority", "review", "parent", "discovered_from",
+                                           "labels", "links", "done", "note"}
 
         # the inlined step objects are still what the tool takes
         made = await a.ok("plans_create", plan="inline", title="Inline", steps=[

@@ -6,6 +6,7 @@ import pytest
 
 from planledger.api import reads
 from planledger.api.runtime import Runtime
+from planledger.bench.simulation.reference import Reference
 from planledger.ledger import commands as c
 from planledger.ledger.domain import errors
 from planledger.ledger.domain import events as ev
@@ -151,3 +152,32 @@ def test_discovered_from_names_a_step_of_the_plan_by_reference(rt: Runtime) -> N
     added = c.AddStep(PLAN, "found", OPERATOR, discovered_from="epic#2", parent="epic/epic")
     made = rt.ledger.execute(with_step_ids(added, rt.ledger.resolve_step))
     assert (made.step.discovered_from, made.step.parent) == (a, epic)
+
+
+def test_a_completion_that_closes_a_parent_answers_the_steps_waiting_on_the_parent(
+    rt: Runtime,
+) -> None:
+    _, a, b, after = _epic(rt, c.NewStep("ship", depends_on=("epic",)))
+    agent = rt.ledger.start_session("agent")
+    answered = []
+    for child in (a, b):
+        rt.ledger.claim(child, agent.id)
+        rt.ledger.complete(child, agent.id)
+        answered.append(reads.unblocked(rt, child))
+    assert answered == [[], [after]]  # the epic waited on b after a: nothing then
+
+
+def test_the_simulators_reference_model_reads_parents_as_the_ledger_does(rt: Runtime) -> None:
+    epic, a, b = _epic(rt, c.NewStep("old", parent="epic", done=True))[:3]
+    agent = rt.ledger.start_session("agent")
+    reference = Reference()
+    for child in (a, b):
+        reference.fold(list(rt.store.log_after(0, 1000)))
+        now = rt.reads.clock.now()
+        assert reference.ready(PLAN, now) == list(rt.reads.ready(PLAN))
+        assert reference.claim(epic, agent.id, now) == "blocked"
+        rt.ledger.claim(child, agent.id)
+        rt.ledger.complete(child, agent.id)
+    reference.fold(list(rt.store.log_after(0, 1000)))
+    assert reference.violations == []
+    assert reference.steps[epic].status == "done"
