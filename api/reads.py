@@ -191,8 +191,8 @@ def step_detail(runtime: Runtime, step_id: str) -> StepDetailOut:
 def session(runtime: Runtime, session_id: str) -> SessionOut:
     """A session and its live claims, soonest expiry first."""
     state = runtime.store.session(SessionId(session_id))
-    holds = [HeldOut(step_id=h.step_id, plan=h.plan, title=h.title, fence=h.fence,
-                     expires_at=h.expires_at, seconds_left=h.seconds_left,
+    holds = [HeldOut(step_id=h.step_id, ref=h.ref, plan=h.plan, title=h.title,
+                     fence=h.fence, expires_at=h.expires_at, seconds_left=h.seconds_left,
                      lease_seconds=h.lease_seconds)
              for h in runtime.reads.holdings_of(state.id)]
     holds = with_reserved_paths(runtime, holds)

@@ -29,6 +29,7 @@ from planledger.api.schemas import (
 )
 from planledger.ledger import commands as c
 from planledger.ledger.domain.access import OPEN_ROLE, KeyState
+from planledger.ledger.domain.paths import wide_patterns
 from planledger.ledger.domain.references import step_reference
 from planledger.ledger.domain.state import Note, SessionState, StepDef
 
@@ -39,7 +40,7 @@ def claim_out(grant: c.Grant) -> ClaimOut:
                     holder=grant.session_id, fence=grant.fence, expires_at=grant.expires_at,
                     renewed=grant.renewed, took_over_from=grant.took_over_from,
                     notes=[note_out(n) for n in grant.notes],
-                    notes_left_out=grant.notes_left_out,
+                    notes_left_out=grant.notes_left_out, warnings=list(grant.warnings),
                     status="in_review" if grant.review else "in_progress")
 
 
@@ -90,7 +91,9 @@ def plan_created_out(made: c.PlanCreated) -> PlanCreatedOut:
     return PlanCreatedOut(slug=plan.slug, title=plan.title,
                           constraints=dict(plan.constraints), steps=refs,
                           require_checks_pass=plan.require_checks_pass,
-                          review_required=plan.review_required)
+                          review_required=plan.review_required,
+                          warnings=[f"step {s.ref}: {said}" for s in refs
+                                    for said in s.warnings])
 
 
 def step_ref_out(defined: c.StepDefined) -> StepRefOut:
@@ -103,7 +106,8 @@ def _step_ref(plan: str, step: StepDef, key: str | None) -> StepRefOut:
                       depends_on=list(step.depends_on), paths=paths_out(step.paths),
                       parent=step.parent, discovered_from=step.discovered_from,
                       labels=list(step.labels),
-                      links=[LinkOut(kind=k.kind, target=k.target) for k in step.links])
+                      links=[LinkOut(kind=k.kind, target=k.target) for k in step.links],
+                      warnings=wide_patterns(step.paths))
 
 
 # Each result type's answer: `(runtime, result) -> schema`.

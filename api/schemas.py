@@ -314,6 +314,12 @@ class ReviewIn(RequestSchema):
 # --- responses -----------------------------------------------------------------------
 
 
+WARNINGS: Any = Field(default_factory=list, exclude_if=lambda said: not said,
+                      description="What the paths should make you check: a pattern such as "
+                      "`**` reserves the whole repository, so every claim whose paths meet "
+                      "it bounces (present when there is any).")
+
+
 class StepAnswer(Schema):
     """An answer about one step: `step_id`, also as `id` (what agents used to other task
     queues read)."""
@@ -398,6 +404,8 @@ def paths_out(paths: Iterable[PathSpec]) -> list[PathOut]:
 
 class HeldOut(Schema):
     step_id: str
+    ref: str | None = Field(default=None, description="The step's reference in its plan "
+                            "(`<plan>#<number>`).", examples=["auth-refresh#5"])
     plan: str
     title: str
     fence: int
@@ -440,6 +448,7 @@ class StepRefOut(StepAnswer):
     priority: int = Field(default=2, description="0 (highest) .. 4.")
     depends_on: list[str] = Field(default_factory=list)
     paths: list[PathOut] = Field(default_factory=list)
+    warnings: list[str] = WARNINGS
     parent: str | None = Field(None, exclude_if=lambda parent: parent is None,
                                description="The step it belongs under, by id (present when "
                                "it has one).")
@@ -457,6 +466,10 @@ class PlanCreatedOut(Schema):
     steps: list[StepRefOut]
     require_checks_pass: bool = Field(default=False, description=REQUIRE_CHECKS_HELP)
     review_required: bool = Field(default=False, description=REVIEW_HELP)
+    warnings: list[str] = Field(default_factory=list, exclude_if=lambda said: not said,
+                                description="What the steps' paths should make you check, "
+                                "each naming its step: a pattern such as `**` reserves the "
+                                "whole repository (present when there is any).")
 
 
 ProgressOut = Progress  # answered as the read model computes it: one type, not a mirror
@@ -531,7 +544,7 @@ class StepOut(StepAnswer):
                             "has one: `<plan>/<key>` names it).")
     title: str
     priority: int = Field(default=2, description="0 (highest) .. 4.")
-    body: str
+    body: str = Field(default="", description="What the step asks, beyond its title.")
     depends_on: list[str]
     status: Status
     claimable: bool = Field(description="A claim would be granted now.")
@@ -657,8 +670,8 @@ class ClaimOut(StepAnswer):
     took_over_from: str | None = Field(None, description="The lapsed holder this grant "
                                        "replaced, if any.")
     paths: list[PathOut] = Field(default_factory=list, description="The paths this claim "
-                                 "reserved (the step's and its own; a heartbeat that adds "
-                                 "none answers none, and they stay reserved).")
+                                 "holds reserved (the step's and its own; a heartbeat "
+                                 "answers all that the claim still holds).")
     notes: list[NoteOut] = Field(default_factory=list, description="A new claim: the notes "
                                  "left on the step since it was last claimed (why the last "
                                  "holder let go, what it tried), oldest first: the newest "
@@ -667,6 +680,7 @@ class ClaimOut(StepAnswer):
     notes_left_out: int = Field(0, description="Older notes left since the last claim that "
                                 "this answer does not carry: the plan's timeline and the log "
                                 "have them.")
+    warnings: list[str] = WARNINGS
 
 
 NothingReady = Literal["all_held", "all_blocked", "all_done", "empty", "none_ready",

@@ -21,6 +21,7 @@ from typing import Any
 
 try:
     from planledger.bench import (
+        answer_bytes,
         backup,
         claim_order,
         claims,
@@ -51,7 +52,7 @@ from planledger.bench.table import rows, table
 # Every benchmark, by its module's name, in name order: a new one is added here.
 BENCHMARKS: dict[str, ModuleType] = {
     module.__name__.rpartition(".")[2]: module
-    for module in (backup, claim_order, claims, console, console_streams, contention,
+    for module in (answer_bytes, backup, claim_order, claims, console, console_streams, contention,
                    disk_full, failover, heartbeat, http, mcp, memory, pg_outage, postgres,
                    ready_latency, rebuild, soak, startup, swarm, timeline)
 }

@@ -37,7 +37,13 @@ from planledger.ledger.domain.state import (
 )
 from planledger.ledger.execution import Execution, Outcome
 from planledger.ledger.parents import with_parents_closed
-from planledger.ledger.reserving import collides, reserve, with_kept, with_reserved
+from planledger.ledger.reserving import (
+    collides,
+    reserve,
+    with_kept,
+    with_reserved,
+    with_warnings,
+)
 from planledger.ledger.review_handlers import claim_next_review, claim_review
 
 
@@ -105,8 +111,10 @@ def _claim(run: Execution, step_id: str, session_id: str, lease_seconds: int | N
         decision = reserve(run, decision, step, definition, session, paths, lease, now)
         granted = _grant(decision, verdict, session.id, step.plan, definition, step.notes)
         if granted is not None and granted.renewed and not paths:
-            return Outcome(decision, with_kept(run, granted, step))
-        return Outcome(decision, with_reserved(granted, decision))
+            granted = with_kept(run, granted, step)
+        else:
+            granted = with_reserved(granted, decision)
+        return Outcome(decision, with_warnings(granted, definition.paths, paths))
 
     return run.decide_on_cached_step(attempt, step_id)
 

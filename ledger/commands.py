@@ -59,6 +59,8 @@ class Grant:
     paths: tuple[PathSpec, ...] = ()  # what the claim holds reserved (ledger.domain.paths)
     review: bool = False  # a reviewer's hold on a step in review (ledger.domain.review)
     ref: str | None = None  # the step's reference, `plan#N` (ledger.domain.references)
+    # What the claim should know of its paths (ledger.domain.paths: wide_patterns)
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

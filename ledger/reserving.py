@@ -16,7 +16,7 @@ from planledger.ledger import commands as c
 from planledger.ledger.domain import events as ev
 from planledger.ledger.domain.claims import Decision
 from planledger.ledger.domain.ids import SessionId, StepId
-from planledger.ledger.domain.paths import OverBudget, PathSpec
+from planledger.ledger.domain.paths import OverBudget, PathSpec, kept_exclusive, wide_patterns
 from planledger.ledger.domain.references import step_reference
 from planledger.ledger.domain.reservations import (
     Reservation,
@@ -98,6 +98,19 @@ def with_kept(run: Execution, grant: c.Grant, step: StepState) -> c.Grant:
     if kept is None or kept.session != grant.session_id or kept.fence != grant.fence:
         return grant
     return replace(grant, paths=kept.paths)
+
+
+def with_warnings(grant: c.Grant | None, declared: Sequence[PathSpec],
+                  given: Sequence[PathSpec]) -> c.Grant | None:
+    """The grant with what its holder should know of its paths: a pattern that reserves
+    the whole repository (or every name at a depth), and on a new claim, a pattern given as
+    shared that the step keeps exclusive."""
+    if grant is None:
+        return None
+    said = wide_patterns(grant.paths)
+    if not grant.renewed:
+        said += kept_exclusive(declared, given)
+    return replace(grant, warnings=tuple(said)) if said else grant
 
 
 def with_reserved(grant: c.Grant | None, decision: Decision) -> c.Grant | None:

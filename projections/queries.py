@@ -13,6 +13,7 @@ from datetime import datetime
 from planledger.ledger.domain import errors
 from planledger.ledger.domain.claims import Verdict, live_holder, reviewer
 from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId
+from planledger.ledger.domain.references import step_reference
 from planledger.projections.index import PlanIndex
 from planledger.projections.results import (
     BlockedStep,
@@ -202,7 +203,8 @@ def holding(view: LedgerView, step_id: StepId, now: datetime) -> Holding | None:
     session = view.sessions.get(holder)
     return Holding(step_id, step.plan, definition.title if definition else "", holder,
                    session.name if session else None, step.fence, step.lease_seconds,
-                   step.expires_at, (step.expires_at - now).total_seconds())
+                   step.expires_at, (step.expires_at - now).total_seconds(),
+                   step_reference(step.plan, definition.position) if definition else None)
 
 
 def progress(view: LedgerView, plan: PlanSlug, now: datetime) -> Progress:

@@ -71,6 +71,7 @@ class Holding:
     lease_seconds: int
     expires_at: datetime
     seconds_left: float
+    ref: str | None = None  # the step's reference in its plan (`plan#N`)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,8 @@ about a plan's claimable steps, and told to the `Signals`:
 
 - `freed(plan, count)`: `count` steps of the plan may have become claimable (one opened,
   released, reopened or rejected in review; the dependents a completed, approved or
-  dropped step no longer blocks);
+  dropped step no longer blocks); `EVERY_WAITER` when that step was the plan's last
+  open one: every waiter answers "all done" now rather than at its deadline;
   plan `None`: of any plan (an event about a step the view does not hold, or one that
   reserved paths, which steps of any plan may collide with);
 - `leased(plan, until)`: a lease of the plan (`None`: one that reserved paths) now ends at
@@ -23,6 +24,7 @@ that waits once does not poll for ever after).
 """
 
 import logging
+import sys
 import threading
 import time
 from datetime import datetime
@@ -39,6 +41,7 @@ from planledger.projections.view import LedgerView
 log = logging.getLogger(__name__)
 
 LINGER_SECONDS = 30.0
+EVERY_WAITER = sys.maxsize  # a `freed` count: the plan is finished, all its waiters answer
 _FREEING = (ev.StepOpened, ev.StepReleased, ev.StepCompleted, ev.StepDropped,
             ev.StepReopened, ev.StepReviewed)
 _LEASING = (ev.StepClaimed, ev.LeaseRenewed)
@@ -62,6 +65,10 @@ def tell(signals: Signals, event: object, view: LedgerView) -> None:
                      else event.originator_id)
     step = view.steps.get(step_id)
     plan = step.plan if step is not None and step_id not in view.reservations else None
+    if step is not None and _finishes_its_plan(event, view, step):
+        signals.freed(step.plan, EVERY_WAITER)
+    # (A plan that retires as it finishes is told as any plan's, below: its first waiter
+    # answers "all done", and each that answers hands the news to the next.)
     if isinstance(event, _LEASING):
         signals.leased(plan, event.expires_at)
     elif isinstance(event, ev.PathsReserved):
@@ -71,11 +78,21 @@ def tell(signals: Signals, event: object, view: LedgerView) -> None:
         signals.freed(plan, max(count, 1))
 
 
+def _finishes_its_plan(event: object, view: LedgerView, step: StepState) -> bool:
+    """Whether the event closed the last open step of the step's plan."""
+    index = view.indexes.get(step.plan)
+    return _closing(event) and index is not None and index.unclosed == 0
+
+
+def _closing(event: object) -> bool:
+    approved = isinstance(event, ev.StepReviewed) and event.verdict == "approve"
+    return approved or isinstance(event, ev.StepCompleted | ev.StepDropped)
+
+
 def _freed_by(event: object, view: LedgerView, step_id: StepId) -> int:
     """How many steps the event may have made claimable: a completed or dropped step's
     dependents that wait on nothing else now; the step itself otherwise."""
-    approved = isinstance(event, ev.StepReviewed) and event.verdict == "approve"
-    if not (approved or isinstance(event, ev.StepCompleted | ev.StepDropped)):
+    if not _closing(event):
         return 1  # the step itself (a rejected review opens it again)
     return sum(1 for d in view.dependents.get(step_id, ()) if _unblocked(view, d))
 

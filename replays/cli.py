@@ -152,6 +152,9 @@ def explore_command(v: Values) -> None:
 
 
 def demo(v: Values) -> None:
+    if v["audit"] is not None:
+        audit_demo(v)
+        return
     race, record, example = v["race"], v["record"], v["example"]
     record = Path(record) if record is not None else None
     example = Path(example) if example is not None else None
@@ -181,3 +184,25 @@ def demo(v: Values) -> None:
         output.line(f"recorded to {record}: `planledger replay run {record}` re-executes it")
     if not race:
         output.line("`planledger demo --race`: two agents race for step 5")
+
+
+def audit_demo(v: Values) -> None:
+    """`demo --audit DIR`: the example made, then audited; the exit code is the audit's."""
+    from planledger.api.cli.audit_git import audit_git
+    from planledger.replays.git_audit_demo import write_story
+    from planledger.replays.verbs import CLOCK_BOUND
+
+    if v["race"] or v["record"] or v["example"]:
+        output.line("--audit makes its own store: it takes no --race, --record or --example",
+                    stderr=True)
+        raise SystemExit(EXIT_ERROR)
+    folder = Path(v["audit"])
+    with _refusing():
+        story = write_story(folder)
+    told = v["json"]  # (then stdout is the audit's JSON alone)
+    output.line(f"made {story.repo} (agents A and B, plan auth) and its store {story.db}",
+                stderr=told)
+    output.line(f"$ planledger audit git --repo {story.repo} --db {story.db}", stderr=told)
+    raise SystemExit(audit_git({"db": str(story.db), "url": None, "token": None,
+                                "clock_bound": CLOCK_BOUND, "repo": str(story.repo),
+                                "since": None, "json": v["json"]}))

@@ -5,6 +5,7 @@ table beside the interfaces'."""
 from planledger.api.cli.grammar import DB, JSON, TOKEN, URL, Argument, Group, Option, Verb
 
 _CLI = "planledger.replays.cli"
+CLOCK_BOUND = 120.0  # seconds: `audit git --clock-bound`'s default
 _PLAN = Option("--plan", "plan", "Only this plan's entries.", metavar="PLAN")
 _SESSIONS = Option("--session", "sessions", "Only this session's.", kind="list",
                    metavar="SESSION")
@@ -79,7 +80,11 @@ VERBS = (
           JSON,
           Option("--example", "example", "With --race: write the run's recording, both "
                  "agents' transcripts (Claude Code format) and the merged HTML page into "
-                 "this folder.", metavar="DIR"))),
+                 "this folder.", metavar="DIR"),
+          Option("--audit", "audit", "Instead: make the auditor's example in this new "
+                 "folder (a git repository with the guard's hooks, a store, two agents' "
+                 "commits, three of them escaping their claims) and audit it as "
+                 "`planledger audit git` does.", metavar="DIR"))),
     Verb(("audit", "verify"), "planledger.replays.audit_cli:verify_command",
          "Check that every event carries a hash chained to the event before it in its "
          "stream; name the first event changed, removed or reordered.\n\nOn a store, "
@@ -108,6 +113,6 @@ VERBS = (
                  "reaches is left out).", metavar="REV"),
           Option("--clock-bound", "clock_bound", "Seconds a commit's date may disagree "
                  "with the ledger's clock before it is a finding.", kind="float",
-                 default=120.0),
+                 default=CLOCK_BOUND),
           DB, URL, TOKEN, JSON)),
 )

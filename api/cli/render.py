@@ -106,6 +106,14 @@ def created(made: Fields) -> None:
                  [(ref(s), s["key"] or "", s["step_id"],
                    ", ".join(refs.get(d, d) for d in s["depends_on"]), s["title"])
                   for s in made["steps"]], cut=(4,))
+    warn(made)
+
+
+def warn(answer: Fields) -> None:
+    """The answer's warnings (a path pattern that reserves the whole repository), each on
+    its own line on stderr: the write went through, and the person should look."""
+    for said in answer.get("warnings") or []:
+        output.line(f"warning: {said}", stderr=True)
 
 
 def ready(shown: Fields) -> None:
@@ -207,6 +215,7 @@ def claim(granted: Fields) -> None:
         reserved = ", ".join(p["pattern"] + (" (shared)" if p["mode"] == "shared" else "")
                              for p in granted["paths"])
         output.line(f"  reserved: {reserved}")
+    warn(granted)
     if granted["notes"]:
         output.line("notes left since the step was last claimed:")
         for note in granted["notes"]:

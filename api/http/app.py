@@ -17,6 +17,7 @@ from eventsourcing.persistence import PersistenceError
 from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi_offline import FastAPIOffline
 from pydantic.warnings import UnsupportedFieldAttributeWarning
 from starlette.exceptions import HTTPException
 
@@ -33,7 +34,7 @@ from planledger.api.http import (
 )
 from planledger.api.http.deadline import AnswerDeadline
 from planledger.api.http.full_store import RefuseWhileFull
-from planledger.api.http.gate import CredentialGate
+from planledger.api.http.gate import DOCS_ASSETS, CredentialGate
 from planledger.api.http.latency import LatencyObserver
 from planledger.api.http.limits import BodyLimit
 from planledger.api.http.origin import OriginGuard
@@ -60,7 +61,9 @@ def create_app(runtime: Runtime, settings: Settings, identity: Identity | None =
                ) -> FastAPI:
     """The HTTP API over `runtime`. CORS stays closed: no cross-origin headers are sent."""
     identity = identity or Identity(runtime.secret, settings.admin_token)
-    app = FastAPI(title="planledger", version=__version__, description=DESCRIPTION)
+    # /docs and /redoc load their scripts from the package, not a CDN: they work offline.
+    app = FastAPIOffline(title="planledger", version=__version__, description=DESCRIPTION,
+                         static_url=DOCS_ASSETS)
     app.state.service = Service(runtime, settings, identity)
     # The routes join the app's own table (their paths carry their prefixes already):
     # `include_router` wraps each router in a layer that re-derives its routes' context on

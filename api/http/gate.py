@@ -23,7 +23,8 @@ CALLER = "planledger.caller"  # the scope key the proven caller is kept under
 # Paths that serve no ledger data: health, the console's page and assets, the API docs.
 OPEN_PATHS = frozenset({"/healthz", "/", "/favicon.ico", "/docs", "/docs/oauth2-redirect",
                         "/redoc", "/openapi.json"})
-OPEN_PREFIXES = ("/console/",)
+DOCS_ASSETS = "/docs-assets"  # the API docs' scripts and styles (served from the package)
+OPEN_PREFIXES = ("/console/", f"{DOCS_ASSETS}/")
 
 
 def credential_of(authorization: str | None) -> str | None:

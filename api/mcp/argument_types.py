@@ -52,7 +52,9 @@ TokenArg = Annotated[str | None, Text, Field(
     "server has one, authors plan and step changes as the admin.")]
 Lease = Annotated[int | None, Field(
     description=f"Lease length in seconds ({MIN_LEASE_SECONDS}..{MAX_LEASE_SECONDS}); the "
-    f"server default ({DEFAULT_LEASE_SECONDS} s unless configured) when left out.",
+    f"server default ({DEFAULT_LEASE_SECONDS} s unless configured) when left out. On a "
+    "heartbeat, the lease ends that long from now or when it already ended, whichever is "
+    "later: a heartbeat never shortens a lease.",
     examples=[900])]
 Fence = Annotated[int | None, Field(
     description="The fence your claim was granted (tasks_claim returned it). If you lost the "

@@ -47,6 +47,7 @@ from planledger.api.errors import problem
 from planledger.api.mcp.acting import Connections, mcp_connection
 from planledger.api.mcp.argument_aliases import normalized
 from planledger.api.mcp.handshake import INSTRUCTIONS
+from planledger.api.mcp.lean import lean_answer, lean_schema
 from planledger.api.mcp.portable import portable
 from planledger.api.mcp.tools_claims import ClaimTools
 from planledger.api.mcp.tools_paths import PathTools
@@ -66,7 +67,10 @@ class LedgerMCP(Server[Any]):
     def __init__(self, connections: Connections, tools: list[Tool]) -> None:
         self.connections = connections
         self.tools = {tool.name: tool for tool in tools}
-        self.listed = ListToolsResult(tools=[listed(tool) for tool in tools])
+        # Each tool's output schema as listed and as its answers are left lean by (api.mcp.lean)
+        self.schemas = {tool.name: lean_schema(tool.output_schema) for tool in tools}
+        self.listed = ListToolsResult(tools=[listed(tool, self.schemas[tool.name])
+                                             for tool in tools])
         super().__init__(
             "planledger", title="planledger", version=__version__, instructions=INSTRUCTIONS,
             get_tool_input_schema=self.input_schema,
@@ -122,23 +126,25 @@ class LedgerMCP(Server[Any]):
 
 async def answer(tool: Tool, arguments: dict[str, Any], context: Context[Any, Any],
                  ) -> CallToolResult | InputRequiredResult:
-    """The tool's answer as one JSON block. The SDK's `Tool.run` validates the arguments,
-    runs the tool and wraps its failures as the SDK does; the SDK's conversion is left out
-    when the tool answers its declared model: that conversion rendered the answer as
-    indented JSON text that `one_json_block` replaced, and checked the model against
-    itself (pydantic passes an instance of the model through unchanged)."""
+    """The tool's answer as one JSON block, its steps lean (api.mcp.lean). The SDK's
+    `Tool.run` validates the arguments, runs the tool and wraps its failures as the SDK
+    does; the SDK's conversion is left out when the tool answers its declared model: that
+    conversion rendered the answer as indented JSON text that `one_json_block` replaced,
+    and checked the model against itself (pydantic passes an instance of the model through
+    unchanged)."""
     result = await tool.run(arguments, context)
     model = tool.fn_metadata.output_model
     if (isinstance(model, type) and isinstance(result, model)
             and isinstance(result, BaseModel) and not tool.fn_metadata.wrap_output):
-        return answer_of(result)
-    return one_json_block(tool.fn_metadata.convert_result(result))
+        return answer_of(result, tool.output_schema)
+    return one_json_block(tool.fn_metadata.convert_result(result), tool.output_schema)
 
 
-def listed(tool: Tool) -> ListedTool:
-    """The tool as tools/list shows it (what MCPServer lists for it)."""
+def listed(tool: Tool, output_schema: dict[str, Any] | None) -> ListedTool:
+    """The tool as tools/list shows it (what MCPServer lists for it), with `output_schema`
+    (its lean one)."""
     return ListedTool(name=tool.name, title=tool.title, description=tool.description,
-                      input_schema=tool.parameters, output_schema=tool.output_schema,
+                      input_schema=tool.parameters, output_schema=output_schema,
                       annotations=tool.annotations, icons=tool.icons, _meta=tool.meta)
 
 
@@ -172,22 +178,26 @@ async def unknown_prompt(ctx: Request, params: GetPromptRequestParams) -> GetPro
     raise ValueError(f"Unknown prompt: {params.name}")  # what MCPServer raises
 
 
-def answer_of(model: BaseModel) -> CallToolResult:
-    """A tool's model as its structured content and, equal to it, one JSON text block."""
-    structured = model.model_dump(mode="json", by_alias=True)
+def answer_of(model: BaseModel, schema: dict[str, Any] | None = None) -> CallToolResult:
+    """A tool's model as its structured content and, equal to it, one JSON text block; its
+    steps lean by `schema`, the tool's output schema (api.mcp.lean)."""
+    structured = lean_answer(model.model_dump(mode="json", by_alias=True), schema)
     text = json.dumps(structured, ensure_ascii=False, separators=(",", ":"))
     return CallToolResult(content=[TextContent(type="text", text=text)],
                           structured_content=structured)
 
 
 def one_json_block(result: CallToolResult | InputRequiredResult,
-                   ) -> CallToolResult | InputRequiredResult:
+                   schema: dict[str, Any] | None = None) -> CallToolResult | InputRequiredResult:
     """The answer as one JSON text block equal to its structured content, also when that
-    is empty (a client that reads only the text sees the whole answer, `[]` included)."""
+    is empty (a client that reads only the text sees the whole answer, `[]` included); its
+    steps lean by `schema`, the tool's output schema (api.mcp.lean)."""
     if not isinstance(result, CallToolResult) or result.structured_content is None:
         return result
-    text = json.dumps(result.structured_content, ensure_ascii=False, separators=(",", ":"))
-    return result.model_copy(update={"content": [TextContent(type="text", text=text)]})
+    structured = lean_answer(result.structured_content, schema)
+    text = json.dumps(structured, ensure_ascii=False, separators=(",", ":"))
+    return result.model_copy(update={"content": [TextContent(type="text", text=text)],
+                                     "structured_content": structured})
 
 
 def refusal_result(cause: BaseException | None) -> CallToolResult | None:

@@ -16,11 +16,18 @@ from planledger.bench.simulation.faults import FAULTS, Fault
 Kind = Literal[
     "start", "claim", "heartbeat", "complete", "release", "drop", "next", "end", "reopen",
     "retry", "tick", "pause", "crash", "outage",
+    "review", "review_next", "approve", "reject", "self_review",
 ]
 FenceMode = Literal["known", "none", "stale"]
+# A reviewer's actions (the review gate, in worlds that require reviews): take a step in
+# review by id or by claim-next, give a verdict, or (the author) review its own work.
+REVIEWS: frozenset[str] = frozenset({"review", "review_next", "approve", "reject",
+                                     "self_review"})
 # The kinds of action that are calls to the ledger (the rest are the world's doing).
 LEDGER_CALLS: frozenset[str] = frozenset(
-    {"start", "claim", "heartbeat", "complete", "release", "drop", "next", "end", "reopen"})
+    {"start", "claim", "heartbeat", "complete", "release", "drop", "next", "end", "reopen",
+     *REVIEWS})
+REVIEW_SHARE = 0.25  # of the actions of a world that requires reviews
 LEASES = (20, 60, 180)
 
 # How often each action is chosen (the rest of the mix follows from these weights).
@@ -32,6 +39,10 @@ _WEIGHTS: dict[Kind, int] = {
 _KINDS: list[Kind] = list(_WEIGHTS)
 _CUMULATIVE = [sum(list(_WEIGHTS.values())[: i + 1]) for i in range(len(_WEIGHTS))]
 _TOTAL = float(_CUMULATIVE[-1])
+_REVIEW_WEIGHTS: dict[Kind, int] = {
+    "review_next": 8, "review": 4, "approve": 7, "reject": 3, "self_review": 3,
+}
+_REVIEW_KINDS: list[Kind] = list(_REVIEW_WEIGHTS)
 
 
 @dataclass(frozen=True)
@@ -51,10 +62,13 @@ class Action:
         if self.kind == "crash":
             return f"crash process {self.agent}"
         words = [self.kind, f"agent {self.agent}"]
-        if self.kind in ("claim", "heartbeat", "complete", "release", "drop", "reopen"):
+        if self.kind in ("claim", "heartbeat", "complete", "release", "drop", "reopen",
+                         "review", "approve", "reject", "self_review"):
             words.append(f"step {self.step}")
-        if self.kind in ("claim", "heartbeat", "next"):
+        if self.kind in ("claim", "heartbeat", "next", "review", "review_next"):
             words.append(f"lease {self.lease}s")
+        if self.kind in REVIEWS and self.fence == "stale":
+            words.append("any step")
         if self.kind in ("complete", "release", "drop"):
             words.append(f"fence {self.fence}")
         if self.keyed:
@@ -80,6 +94,17 @@ def choose(rng: random.Random, agents: int, steps: int, processes: int,
     fault = rng.choice(FAULTS) if rng.random() < fault_rate else None
     roll = rng.random()
     fence: FenceMode = "known" if roll < 0.8 else "none" if roll < 0.93 else "stale"
+    return Action(kind, agent=rng.randrange(agents), step=rng.randrange(steps),
+                  lease=rng.choice(LEASES), fence=fence, keyed=rng.random() < 0.3,
+                  fault=fault)
+
+
+def choose_review(rng: random.Random, agents: int, steps: int, fault_rate: float) -> Action:
+    """A reviewer's action, drawn from the world's review generator. Its `fence` "stale"
+    aims it at any step (index `step`), not at one in review."""
+    kind = rng.choices(_REVIEW_KINDS, weights=list(_REVIEW_WEIGHTS.values()))[0]
+    fault = rng.choice(FAULTS) if rng.random() < fault_rate else None
+    fence: FenceMode = "stale" if rng.random() < 0.1 else "known"
     return Action(kind, agent=rng.randrange(agents), step=rng.randrange(steps),
                   lease=rng.choice(LEASES), fence=fence, keyed=rng.random() < 0.3,
                   fault=fault)

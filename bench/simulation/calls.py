@@ -15,4 +15,5 @@ class Request:
     plan: str | None = None
     lease: int = 60
     fence: int | None = None
-    key: str | None = None
+    key: str | None = None  # an idempotency key
+    access: str | None = None  # a session start: the access key it is started with

@@ -3,6 +3,11 @@
 After each action (cheap, incremental):
 - the log's new events keep the claim rule (the reference model folds them: at most one
   live holder per step, fences grow by one per grant, closes by the live holder only);
+- they keep the review gate: a step that requires review is done only by a reviewer's
+  approval, and no verdict or claim to review is by the work's author or a session of
+  the author's key ("four eyes"); two reviewers never hold one review at once ("one
+  reviewer"); no step is granted while a step it depends on is neither done nor dropped,
+  in review included ("dependencies");
 - a command's answer is the reference model's (taken on the log as it stood just before),
   unless it replays an earlier answer or the store was unavailable;
 - an acknowledged write is in the log at once (its events are noted, and looked for again
@@ -12,11 +17,13 @@ After each action (cheap, incremental):
   the clock moved since that process's lists last agreed with the reference model's).
 Every `every` actions and at the end (full): every process's ready lists; each read model
 rebuilt from the log (decoding every event afresh) equals the one kept incrementally; each
-process's write-side state of every step is the reference model's; every acknowledged
-event is still in the log.
+process's write-side state of every step is the reference model's (its author in review
+too); every acknowledged event is still in the log; the auditor's fold of the whole log
+(projections.claim_history) names the grants and completions the reference model folded,
+and the log requires review of exactly the steps the world asked it of.
 """
 
-from collections.abc import Sequence, Sized
+from collections.abc import Collection, Iterator, Sequence, Sized
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -27,7 +34,8 @@ from planledger.bench.simulation.reference import Reference
 from planledger.ledger.domain.ids import PlanSlug, StepId
 from planledger.ledger.ports import Clock
 from planledger.ledger.store import EventStore
-from planledger.projections.log import page_after
+from planledger.projections.claim_history import claim_history
+from planledger.projections.log import decode, page_after
 from planledger.projections.queries import ready_ids
 from planledger.projections.readmodel import ReadModel
 
@@ -57,9 +65,16 @@ class Watched(Protocol):
     @property
     def processes(self) -> Sequence[Replica]: ...
 
+    @property
+    def reviewed(self) -> Collection[str]: ...  # the steps the world made require review
+
     def sync(self) -> list[tuple[int, object]]: ...
 
     def recorded_answer(self, request: Request) -> Reply | None: ...
+
+
+# The requests whose answer is a grant (a claim, or a claim to review).
+GRANTS = frozenset({"claim", "heartbeat", "next", "review_claim", "review_next"})
 
 
 class Violation(Exception):
@@ -96,6 +111,12 @@ class Checks:
             return ref.close(request.op, step, actor, request.fence, now)
         if request.op == "next":
             return ref.claim_next(request.plan or "", actor, now)
+        if request.op == "review_next":
+            return ref.review_next(request.plan or "", actor, now)
+        if request.op == "review_claim":
+            return ref.review_claim(step, actor, now)
+        if request.op in ("approve", "reject"):
+            return ref.review(step, actor, now)
         if request.op == "end":
             return ref.end_session(actor)
         if request.op == "reopen":
@@ -107,7 +128,7 @@ class Checks:
         world = self.world
         new = world.sync()
         if world.reference.violations:
-            raise Violation(f"the log breaks the claim rule: {world.reference.violations[0]}")
+            raise Violation(f"the log breaks {world.reference.violations[0]}")
         if request is not None and answer is not None:
             self._answered(request, answer, expected, new)
         self._ready(world.processes[len(world.history) % len(world.processes)].reads)
@@ -139,8 +160,8 @@ class Checks:
     def _in_log(self, request: Request, answer: Reply) -> None:
         """An acknowledged write's effect is in the log the moment it is answered."""
         ref, body = self.world.reference, answer[1]
-        claimed: Any = body.get("claimed", body) if request.op == "next" else body
-        if request.op in ("claim", "heartbeat", "next") and claimed:
+        claimed: Any = body.get("claimed", body) if request.op.endswith("next") else body
+        if request.op in GRANTS and claimed:
             step = ref.steps[claimed["step_id"]]
             expires = datetime.fromisoformat(claimed["expires_at"])
             if (step.holder, step.fence, step.expires) != (request.actor, claimed["fence"],
@@ -148,7 +169,9 @@ class Checks:
                 raise Violation(f"an acknowledged grant of {claimed['step_id']} (fence "
                                 f"{claimed['fence']}) is not what the log says: holder "
                                 f"{step.holder}, fence {step.fence}, until {step.expires}")
-        status = {"complete": "done", "drop": "dropped", "release": "open", "reopen": "open"}
+        status = {"complete": "in_review" if ref.steps[request.step or ""].review else "done",
+                  "drop": "dropped", "release": "open", "reopen": "open", "approve": "done",
+                  "reject": "open"} if request.step else {}
         if request.op in status and ref.steps[request.step or ""].status != status[request.op]:
             raise Violation(f"an acknowledged {request.op} of {request.step} is not in the log")
         if request.op == "end" and request.actor not in ref.ended:
@@ -188,11 +211,32 @@ class Checks:
                                 "from the one kept incrementally")
             for _, step_id in world.steps:
                 state, ref = process.store.step(StepId(step_id)), world.reference.steps[step_id]
-                if (state.status, state.holder, state.fence, state.expires_at) != (
-                        ref.status, ref.holder, ref.fence, ref.expires):
+                if (state.status, state.holder, state.fence, state.expires_at, state.author
+                        ) != (ref.status, ref.holder, ref.fence, ref.expires, ref.author):
                     raise Violation(f"process {number}: step {step_id} is {state} on the "
                                     f"write side; the reference model has {ref}")
         self._all_acknowledged_kept()
+        self._audit_agrees()
+
+    def _audit_agrees(self) -> None:
+        """The auditor's fold of the whole log (projections.claim_history: every grant,
+        to reviewers too, and every completion or submission for review) names what the
+        reference model folded, and the steps that require review are the world's."""
+        world, ref = self.world, self.world.reference
+        audit = claim_history(pages_of(world.processes[0].store))
+        granted = {at: claim.session_id for at, claim in audit.claims.items()}
+        if granted != ref.grants:
+            wrong = sorted(set(granted.items()) ^ set(ref.grants.items()))[:3]
+            raise Violation(f"the audit's claims differ from the log's: {wrong}")
+        finished = [(done.step_id, done.session_id or "", done.fence)
+                    for done in audit.completions]
+        if finished != ref.finished:
+            raise Violation(f"the audit's completions differ from the log's: {finished[:3]} "
+                            f"against {ref.finished[:3]}")
+        reviewed = {s for s, r in ref.steps.items() if r.review}
+        if reviewed != set(world.reviewed):
+            raise Violation(f"the log requires review of steps {sorted(reviewed)}; the world "
+                            f"asked it of {sorted(world.reviewed)}")
 
     def _all_acknowledged_kept(self) -> None:
         store, after = self.world.processes[0].store, 0
@@ -209,8 +253,16 @@ def _outcome(op: str, answer: Reply) -> str:
     status, body = answer
     if status != 200:
         return str(body.get("reason"))
-    if op in ("claim", "heartbeat"):
+    if op in ("claim", "heartbeat", "review_claim"):
         return "renewed" if body["renewed"] else "granted"
-    if op == "next":
+    if op in ("next", "review_next"):
         return f"granted {body['claimed']['step_id']}" if body["claimed"] else "nothing"
     return "ok"
+
+
+def pages_of(store: EventStore) -> Iterator[tuple[int, object]]:
+    """Every event of the log, decoded, with its position."""
+    after = 0
+    while notes := page_after(store, after, 1000):
+        yield from decode(store, notes)
+        after = notes[-1].id

@@ -12,7 +12,7 @@ import random
 import tempfile
 import traceback
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,14 @@ from planledger.api.metrics import Metrics
 from planledger.api.runtime import Runtime
 from planledger.api.service import Service
 from planledger.api.settings import Settings
-from planledger.bench.simulation.actions import LEDGER_CALLS, Action, choose
+from planledger.bench.simulation.actions import (
+    LEDGER_CALLS,
+    REVIEW_SHARE,
+    REVIEWS,
+    Action,
+    choose,
+    choose_review,
+)
 from planledger.bench.simulation.calls import Reply, Request
 from planledger.bench.simulation.checks import Checks, Violation
 from planledger.bench.simulation.clock import EPOCH, CountingIds, VirtualClock
@@ -47,6 +54,7 @@ SECRET = b"planledger-simulation-secret-0123456789"
 OPERATOR = local_operator("simulator")
 _NOT_RECORDED = ("token", "replayed", "note")
 _PAGE = 1000  # only a session start's first answer has these
+REVIEW_WORLDS = 0.5  # the share of worlds with no review gate at all
 
 
 @dataclass
@@ -63,6 +71,7 @@ class Agent:
     held: dict[str, int] = field(default_factory=dict)  # step -> the fence it was granted
     unanswered: Request | None = None  # the last keyed request that got no answer
     last_keyed: Request | None = None
+    reviewing: dict[str, int] = field(default_factory=dict)  # step -> its review grant's fence
 
 
 @dataclass(frozen=True)
@@ -73,6 +82,16 @@ class Shape:
     agents: int
     plans: tuple[tuple[tuple[int, ...], ...], ...]  # per plan, per step: its dependencies
     fault_rate: float
+    # The review gate: per plan, whether the plan requires review, and per step whether
+    # the step does; how many access keys the agents share (0: none, agent i holds key
+    # i % keys, so two agents of one key are one pair of eyes).
+    review_plans: tuple[bool, ...] = ()
+    review_steps: tuple[tuple[bool, ...], ...] = ()
+    keys: int = 0
+
+    @property
+    def reviews(self) -> bool:
+        return any(self.review_plans) or any(any(steps) for steps in self.review_steps)
 
     @staticmethod
     def of(seed: int) -> "Shape":
@@ -82,8 +101,20 @@ class Shape:
             count = rng.randint(3, 8)
             plans.append(tuple(tuple(sorted({rng.randrange(i) for _ in range(rng.randint(0, 2))}))
                                if i and rng.random() < 0.4 else () for i in range(count)))
-        return Shape(processes=rng.choice((1, 1, 2, 2, 3)), agents=rng.randint(2, 6),
-                     plans=tuple(plans), fault_rate=rng.choice((0.0, 0.05, 0.15, 0.3)))
+        shape = Shape(processes=rng.choice((1, 1, 2, 2, 3)), agents=rng.randint(2, 6),
+                      plans=tuple(plans), fault_rate=rng.choice((0.0, 0.05, 0.15, 0.3)))
+        return shape.with_reviews(random.Random(seed * 7919 + 3))
+
+    def with_reviews(self, rng: random.Random) -> "Shape":
+        """Half the worlds require reviews: of a whole plan, or of some of its steps. Their
+        own generator, so the other half are the worlds they were before the review gate."""
+        if rng.random() < REVIEW_WORLDS:
+            return self
+        whole = tuple(rng.random() < 0.3 for _ in self.plans)
+        steps = tuple(tuple(not w and rng.random() < 0.5 for _ in deps)
+                      for w, deps in zip(whole, self.plans, strict=True))
+        return replace(self, review_plans=whole, review_steps=steps,
+                       keys=rng.choice((0, 2, 3)))
 
 
 class World:
@@ -112,6 +143,8 @@ class World:
         self.agents = [Agent(process=i % self.shape.processes) for i in range(self.shape.agents)]
         self.plans: list[str] = []
         self.steps: list[tuple[str, str]] = []  # (plan, step id), every plan's steps
+        self.reviewed: set[str] = set()  # the steps whose completion waits for a review
+        self._issue_keys()
         self._create_plans()
         self.reference = Reference()
         self.checks = Checks(self, check_every)
@@ -148,15 +181,29 @@ class World:
         if self._tmp is not None:
             self._tmp.cleanup()
 
+    def _issue_keys(self) -> None:
+        """The shape's access keys, a planner's each (the role the simulator's agents act
+        with when no key is live)."""
+        for number in range(self.shape.keys):
+            self.processes[0].service.issue_key(f"key-{number}", "planner", OPERATOR)
+
+    def key_of(self, agent: int) -> str | None:
+        return f"key-{agent % self.shape.keys}" if self.shape.keys else None
+
     def _create_plans(self) -> None:
-        ledger = self.processes[0].service.ledger
-        for number, deps in enumerate(self.shape.plans):
+        ledger, shape = self.processes[0].service.ledger, self.shape
+        for number, deps in enumerate(shape.plans):
             slug = f"plan-{number}"
-            steps = [NewStep(f"step {i}", key=str(i), depends_on=tuple(str(d) for d in ds))
-                     for i, ds in enumerate(deps)]
-            _, ids = ledger.create_plan(slug, f"plan {number}", steps=steps, actor=OPERATOR)
+            whole = bool(shape.review_plans) and shape.review_plans[number]
+            own = shape.review_steps[number] if shape.review_steps else (False,) * len(deps)
+            steps = [NewStep(f"step {i}", key=str(i), depends_on=tuple(str(d) for d in ds),
+                             review_required=own[i]) for i, ds in enumerate(deps)]
+            made = ledger.execute(c.CreatePlan(slug, f"plan {number}", OPERATOR,
+                                               steps=tuple(steps), review_required=whole))
+            ids = list(made.step_ids)
             self.plans.append(slug)
             self.steps += [(slug, s) for s in ids]
+            self.reviewed.update(s for i, s in enumerate(ids) if whole or own[i])
 
     # --- running -----------------------------------------------------------------
 
@@ -164,9 +211,16 @@ class World:
         """Run `count` actions drawn from the world's seed."""
         rng = random.Random(self.seed * 7919 + 1)
         shape = self.shape
+        # Reviews are drawn from a generator of their own, so a world without them draws
+        # the actions it drew before the review gate
+        reviews = random.Random(self.seed * 7919 + 2) if shape.reviews else None
         for _ in range(count):
-            self.act(choose(rng, shape.agents, len(self.steps), shape.processes,
-                            shape.fault_rate))
+            if reviews is not None and reviews.random() < REVIEW_SHARE:
+                self.act(choose_review(reviews, shape.agents, len(self.steps),
+                                       shape.fault_rate))
+            else:
+                self.act(choose(rng, shape.agents, len(self.steps), shape.processes,
+                                shape.fault_rate))
 
     def replay(self, actions: Iterable[Action]) -> None:
         for action in actions:
@@ -206,9 +260,11 @@ class World:
         if action.kind == "reopen":
             return Request("reopen", OPERATOR, step=self.steps[action.step][1], key=key)
         if agent.session is None:  # an agent's first act is to start a session
-            return Request("start", None, key=key)
+            return Request("start", None, key=key, access=self.key_of(action.agent))
         if action.kind == "start":
             return None
+        if action.kind in REVIEWS:
+            return self._review_request(agent, action, key)
         plan, step = self._target(agent, action)
         if action.kind == "next":
             return Request("next", agent.session, plan=plan, lease=action.lease, key=key)
@@ -220,6 +276,23 @@ class World:
             fence = known if action.fence == "known" else max(0, known - 1)
         return Request(action.kind, agent.session, step=step, plan=plan, lease=action.lease,
                        fence=fence, key=key)
+
+    def _review_request(self, agent: Agent, action: Action, key: str | None) -> Request:
+        """A reviewer's request: mostly about a step in review (one it reviews, for a
+        verdict; its own work, for a self-review that four eyes must refuse)."""
+        ref, session = self.reference, agent.session
+        if action.kind == "review_next":
+            plan = self.steps[action.step][0]
+            return Request("review_next", session, plan=plan, lease=action.lease, key=key)
+        waiting = [s for _, s in self.steps if ref.steps[s].status == "in_review"]
+        if action.kind == "self_review":
+            waiting = [s for s in waiting if ref.own_work(s, session or "")]
+        elif action.kind in ("approve", "reject") and agent.reviewing:
+            waiting = sorted(agent.reviewing)
+        step = (waiting[action.step % len(waiting)] if waiting and action.fence != "stale"
+                else self.steps[action.step][1])
+        op = {"review": "review_claim", "self_review": "approve"}.get(action.kind, action.kind)
+        return Request(op, session, step=step, lease=action.lease, key=key)
 
     def _target(self, agent: Agent, action: Action) -> tuple[str, str]:
         """The step an action is about: mostly one the agent holds, when it acts on its
@@ -264,13 +337,20 @@ class World:
             return
         status, body = answer
         if request.op == "start" and status == 200:
-            agent.session, agent.held = body["session_id"], {}
+            agent.session, agent.held, agent.reviewing = body["session_id"], {}, {}
+        elif status == 200 and request.op in ("review_claim", "review_next"):
+            claimed = body.get("claimed", body) if request.op == "review_next" else body
+            if claimed:
+                agent.reviewing[claimed["step_id"]] = claimed["fence"]
+        elif request.op in ("approve", "reject"):
+            if status == 200 or body.get("reason") in ("not_in_review", "already_claimed"):
+                agent.reviewing.pop(request.step or "", None)
         elif status == 200 and request.op in ("claim", "heartbeat", "next"):
             claimed = body.get("claimed", body) if request.op == "next" else body
             if claimed:
                 agent.held[claimed["step_id"]] = claimed["fence"]
         elif request.op == "end" and (status == 200 or body.get("reason") == "session_ended"):
-            agent.session, agent.held = None, {}
+            agent.session, agent.held, agent.reviewing = None, {}, {}
         elif request.step is not None and request.op != "reopen" and (
                 status == 200 or body.get("reason") in ("not_holder", "stale_fence", "closed")):
             agent.held.pop(request.step, None)
@@ -321,7 +401,8 @@ def _told(answer: Reply | None) -> str:
 
 def _call(service: Service, r: Request) -> BaseModel:
     if r.op == "start":
-        return service.start_session(c.StartSession(), key=r.key)
+        command = c.StartSession(key=r.access, role="planner" if r.access else None)
+        return service.start_session(command, key=r.key)
     return service.execute(_command(r), key=r.key)
 
 
@@ -337,6 +418,10 @@ def _command(r: Request) -> c.Command[Any]:
         "drop": lambda: c.Drop(step, actor, r.fence),
         "end": lambda: c.EndSession(actor),
         "reopen": lambda: c.Reopen(step, actor),
+        "review_claim": lambda: c.Claim(step, actor, r.lease, review=True),
+        "review_next": lambda: c.ClaimNext(r.plan or "", actor, r.lease, review=True),
+        "approve": lambda: c.Review(step, actor, "approve"),
+        "reject": lambda: c.Review(step, actor, "reject", note="rejected: try again"),
     }
     if r.op not in built:
         raise ValueError(f"unknown request {r.op}")

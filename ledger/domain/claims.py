@@ -108,7 +108,7 @@ class Decision:
 
 def renew(step: StepState, session: SessionId, lease_seconds: int,
           now: datetime) -> ev.LeaseRenewed:
-    """The holder's heartbeat (a reviewer's too): the same fence, a lease that ends
+    """The holder's heartbeat (a reviewer's claim to review, too): the same fence, a lease that ends
     `lease_seconds` from now, or later. A heartbeat extends the lease, never shortens it: a
     shorter `lease_seconds` (a default that changed, say) keeps the expiry granted."""
     expires_at = lease_end(now, lease_seconds)
@@ -136,7 +136,7 @@ def decide_claim(
     gives a session's name (a bounce names the holder by id and by name); `refs` a step's
     reference in its plan (`plan#N`), which a refusal's message names steps by (the
     refusal's event keeps ids)."""
-    if verdict.kind in ("held", "in_review") and verdict.holder == session:
+    if verdict.kind == "held" and verdict.holder == session:
         return Decision([renew(step, session, lease_seconds, now)])
     expires_at = lease_end(now, lease_seconds)
     if verdict.kind == "claimable":
@@ -183,8 +183,8 @@ def _refuse_claim(
         refusal = errors.Blocked(
             step.id, definition.title, [(b, titles(b), s) for b, s in verdict.blockers], named
         )
-    elif verdict.kind == "in_review":
-        refusal = errors.InReview(step.id, definition.title)
+    elif verdict.kind == "in_review":  # (its reviewer renews with a claim to review)
+        refusal = errors.InReview(step.id, definition.title, verdict.holder == session)
     else:
         refusal = errors.Closed(step.id, definition.title, step.status, refs(step.id))
     refused = ev.ClaimRefused(

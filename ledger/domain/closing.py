@@ -91,7 +91,11 @@ def decide_drop(
     fence: int | None, holder: SessionId | None, now: datetime,
 ) -> Decision:
     """Drop: by the live holder, or by any author when nobody holds the step. `session` is
-    the actor's session (None for the admin or the local operator)."""
+    the actor's session (None for the admin or the local operator). Not a step in review:
+    dropped, it would stop blocking its dependents with nobody's second look (a reviewer
+    rejects it first)."""
+    if step.status == "in_review":
+        return Decision([], errors.InReview(step.id, definition.title))
     if holder is None and step.status not in SATISFYING and fence is None:
         dropped = ev.StepDropped(step.id, step.version + 1, timestamp=now,
                                  session_id=session.id if session else None, actor=actor,

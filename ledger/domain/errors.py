@@ -264,14 +264,16 @@ class CheckFailed(LedgerError):
 
 
 class InReview(LedgerError):
-    """The step's work is finished and waits for a review: it cannot be claimed, completed
-    or released, only reviewed."""
+    """The step's work is finished and waits for a review: it cannot be claimed, completed,
+    released or dropped, only reviewed. `reviewing`: the caller is its reviewer."""
 
-    def __init__(self, step_id: str, title: str) -> None:
+    def __init__(self, step_id: str, title: str, reviewing: bool = False) -> None:
         self.step_id = step_id
-        super().__init__(f'step {step_id} "{title}" is in review: a reviewer approves or '
-                         "rejects it (tasks_review), or takes it with "
-                         "tasks_claim_next(review=true)")
+        how = ("you review it: renew your review lease with review=true (tasks_claim), "
+               "then give your verdict (tasks_review)" if reviewing else
+               "a reviewer approves or rejects it (tasks_review), or takes it with "
+               "tasks_claim_next(review=true)")
+        super().__init__(f'step {step_id} "{title}" is in review: {how}')
 
 
 class NotInReview(LedgerError):

@@ -154,6 +154,45 @@ def merge(*declarations: Iterable[PathSpec]) -> tuple[PathSpec, ...]:
     return tuple(PathSpec(p, m) for p, m in modes.items())
 
 
+def restated(held: Iterable[PathSpec], given: Iterable[PathSpec]) -> tuple[PathSpec, ...]:
+    """A holder's reservation with its heartbeat's paths: a pattern given again takes the
+    mode given (re-reserving one's own exclusive pattern as shared shares it, as MCP Agent
+    Mail's agents expect), new patterns are added."""
+    modes: dict[str, Mode] = {spec.pattern: spec.mode for spec in held}
+    modes.update((spec.pattern, spec.mode) for spec in given)
+    return tuple(PathSpec(p, m) for p, m in modes.items())
+
+
+def kept_exclusive(declared: Iterable[PathSpec], given: Iterable[PathSpec]) -> list[str]:
+    """A warning for each pattern a new claim gives as shared that its step declares
+    exclusive: the step's declaration stands, and the answer says so."""
+    exclusive = {spec.pattern for spec in declared if spec.exclusive}
+    return [f'"{spec.pattern}" stays exclusive: the step declares it so (its holder may '
+            "share it by renewing the claim with it as shared)"
+            for spec in given if not spec.exclusive and spec.pattern in exclusive]
+
+
+def wide_patterns(paths: Iterable[PathSpec]) -> list[str]:
+    """A warning for each pattern made only of wildcards (`**`, `**/*`, `*`): it reserves
+    the whole repository, or every name at a depth, so every claim whose paths meet it
+    bounces while it is held. MCP Agent Mail flags the same patterns."""
+    warnings = []
+    for spec in paths:
+        segments = spec.pattern.split("/")
+        if not all(set(segment) == {"*"} for segment in segments):
+            continue
+        if "**" in segments:
+            reach = "the whole repository"
+        elif len(segments) == 1:
+            reach = "every file and directory name at the repository root"
+        else:
+            reach = f"every path {len(segments)} segments deep"
+        warnings.append(f'"{spec.pattern}" reserves {reach}: while a claim holds it, every '
+                        "claim whose paths meet it bounces; name the directories the step "
+                        "touches instead")
+    return warnings
+
+
 # --- deciding overlap ----------------------------------------------------------------------
 # A pattern compiles to segments; a segment to tokens. Both levels are the same question,
 # "do two sequences with a star token share a word?", answered by searching the pairs of

@@ -22,7 +22,14 @@ from planledger.ledger.domain import errors
 from planledger.ledger.domain import events as ev
 from planledger.ledger.domain.claims import Decision, live_holder
 from planledger.ledger.domain.ids import Actor, SessionId, StepId, acting_session
-from planledger.ledger.domain.paths import Budget, PathSpec, check_paths, conflict, merge
+from planledger.ledger.domain.paths import (
+    Budget,
+    PathSpec,
+    check_paths,
+    conflict,
+    merge,
+    restated,
+)
 from planledger.ledger.domain.state import PlanState, SessionState, StepState
 
 RESERVATIONS_STREAM = "reservations"
@@ -162,13 +169,16 @@ def decide_reservation(
     now: datetime,
 ) -> Decision:
     """A granted claim with its paths reserved, or bounced off another holder's. A new claim
-    reserves the step's `declared` paths and its `extra` ones; the holder's heartbeat adds
-    `extra` to what it holds (nothing new: a plain heartbeat, the reservations untouched)."""
+    reserves the step's `declared` paths and its `extra` ones (a pattern exclusive in either
+    is exclusive); the holder's heartbeat restates what it holds with `extra`: new patterns
+    are added, and one given again takes the mode given, so an exclusive one given as shared
+    is shared from then on (nothing new: a plain heartbeat, the reservations untouched)."""
     grant = granted.events[0]
     assert isinstance(grant, ev.StepClaimed | ev.LeaseRenewed)
     renewing = isinstance(grant, ev.LeaseRenewed)
     held = seen.current.paths if renewing and seen.current is not None else ()
-    wanted = merge(held, check_paths(extra)) if renewing else merge(declared, check_paths(extra))
+    given = check_paths(extra)
+    wanted = restated(held, given) if renewing else merge(declared, given)
     if not wanted or (renewing and wanted == held):
         return granted
     clashes = conflicts(wanted, seen.others)

@@ -195,3 +195,20 @@ def test_a_command_on_the_embedded_store_loads_no_postgresql_driver_and_no_http_
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                             check=True, timeout=120)
     assert loaded.stdout.strip() == "[]", loaded.stdout + loaded.stderr
+
+
+def test_paths_covering_the_whole_repository_print_a_warning_and_go_through(
+    cli: Cli, tmp_path: Path,
+) -> None:
+    plan_file = tmp_path / "wide.yaml"
+    plan_file.write_text("slug: wide\ntitle: Wide\nsteps:\n  - title: Everything\n"
+                         "    paths: ['**']\n  - title: Docs\n    paths: [docs/]\n")
+    made = cli.runner.invoke(app, ["plan", "create", str(plan_file)], env=cli.env)
+    assert made.exit_code == 0, made.output
+    assert made.stderr.startswith('warning: step wide#1: "**" reserves the whole repository')
+    session = cli.json("session", "start", "--name", "agent A")["session_id"]
+    claimed = cli.runner.invoke(app, ["claim", "wide#2", "--session", session,
+                                      "--path", "**/*"], env=cli.env)
+    assert claimed.exit_code == 0, claimed.output
+    assert claimed.stdout.startswith('claimed wide#2 "Docs"')
+    assert claimed.stderr.startswith('warning: "**/*" reserves the whole repository')

@@ -197,6 +197,28 @@ def test_a_finished_plan_answers_all_done_at_once(runtime: Runtime, service: Ser
     assert (answer.claimed, answer.reason) == (None, "all_done")
 
 
+@pytest.mark.parametrize("review", [False, True])
+def test_every_waiter_answers_all_done_when_the_plan_finishes_while_they_wait(
+    runtime: Runtime, service: Service, review: bool,
+) -> None:
+    (step_id,) = plan_of(runtime, NewStep("only", review_required=review))
+    holder, reviewer, *agents = sessions(runtime, 5)
+    runtime.ledger.claim(step_id, holder)
+    if review:  # in review until approved: nothing to claim, nothing finished yet
+        service.execute(c.Complete(step_id, holder))
+        service.execute(c.Claim(step_id, reviewer, review=True))
+    waiters = in_line(service, [Waiter(service, a) for a in agents])
+
+    if review:
+        service.execute(c.Review(step_id, reviewer, "approve"))
+    else:
+        service.execute(c.Complete(step_id, holder))
+
+    # (The waiters' deadline is 300 s of a clock nobody moves: only a wake-up answers.)
+    assert [(w.result().claimed, w.result().reason) for w in waiters] == [
+        (None, "all_done")] * len(agents)
+
+
 def test_a_waiter_whose_step_is_added_later_claims_it(runtime: Runtime, service: Service,
                                                       ) -> None:
     plan_of(runtime)

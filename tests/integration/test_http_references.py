@@ -124,3 +124,14 @@ def test_a_dependency_naming_no_step_is_refused_as_such_in_a_new_plan_and_a_new_
         assert f'{dependency}' in made.json()["message"]
     assert client.get("/api/plans/billing").status_code == 404  # nothing half-written
     assert len(client.get("/api/plans/auth-refresh").json()["steps"]) == 3
+
+
+def test_a_sessions_holds_name_each_step_by_reference(client: TestClient) -> None:
+    _, ui, _ = _ids(client)
+    agent, as_agent = session(client, "agent A")
+    assert client.post("/api/steps/auth-refresh%231/claim", headers=as_agent).status_code == 200
+    assert client.post(f"/api/steps/{ui}/claim", headers=as_agent).status_code == 200
+
+    holds = client.get(f"/api/sessions/{agent}").json()["holds"]
+
+    assert sorted(h["ref"] for h in holds) == ["auth-refresh#1", "auth-refresh#2"]

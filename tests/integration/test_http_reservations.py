@@ -191,3 +191,52 @@ def test_a_heartbeat_and_a_re_claim_answer_the_paths_the_claim_still_holds(
     assert beat.status_code == 200 and beat.json()["renewed"] is True, beat.text
     assert beat.json()["paths"] == held
     assert again.json()["paths"] == held
+
+
+WHOLE = "reserves the whole repository: while a claim holds it, every claim whose paths meet"
+
+
+def test_paths_covering_the_whole_repository_are_warned_of_and_others_answer_as_ever(
+    client: TestClient,
+) -> None:
+    """MCP Agent Mail flags `*`, `**` and `**/*`: the write goes through, the answer warns."""
+    _, as_a = session(client, "agent A")
+    made = client.post("/api/plans", headers=as_a, json={"slug": "wide", "title": "Wide",
+                                                         "steps": [
+        {"title": "Everything", "paths": ["./**/"]}, {"title": "Docs", "paths": ["docs/"]}]})
+    assert made.status_code == 201, made.text
+    assert made.json()["warnings"] == [f'step wide#1: "**" {WHOLE} it bounces; name the '
+                                       "directories the step touches instead"]
+    everything, docs = made.json()["steps"]
+    assert "warnings" not in docs and everything["warnings"][0].startswith(f'"**" {WHOLE}')
+
+    added = client.post("/api/plans/wide/steps", headers=as_a,
+                        json={"title": "Any file", "paths": ["**/*"]})
+    assert added.status_code == 201 and added.json()["warnings"][0].startswith('"**/*" ')
+    claimed = client.post(f"/api/steps/{docs['step_id']}/claim", headers=as_a,
+                          json={"paths": ["*"]})
+    assert claimed.status_code == 200, claimed.text
+    assert claimed.json()["warnings"][0].startswith('"*" reserves every file and directory')
+
+    steps, _, _, as_b = _b_holds_rotate(client)
+    plain = client.post(f"/api/steps/{steps['rotate']}/heartbeat", headers=as_b).json()
+    assert "warnings" not in plain and "warnings" not in _plan_answer(client, as_a)
+
+
+def _plan_answer(client: TestClient, headers: dict[str, str]) -> dict[str, Any]:
+    made = client.post("/api/plans", headers=headers, json={**PLAN, "slug": "auth-2"})
+    assert made.status_code == 201, made.text
+    answer: dict[str, Any] = made.json()
+    return answer
+
+
+def test_a_holder_re_reserving_its_exclusive_pattern_as_shared_shares_it(
+    client: TestClient,
+) -> None:
+    steps, _, _, as_b = _b_holds_rotate(client)
+    shared = {"pattern": "internal/auth/**", "mode": "shared"}
+    renewed = client.post(f"/api/steps/{steps['rotate']}/claim", headers=as_b,
+                          json={"paths": [shared]})
+    assert renewed.status_code == 200 and renewed.json()["paths"] == [shared], renewed.text
+    held = client.get("/api/reservations").json()
+    assert [r["paths"] for r in held["reserved"]] == [[shared]]

@@ -21,6 +21,7 @@ import pytest
 from planledger.api.runtime import Runtime, open_runtime
 from planledger.ledger.application import NewStep
 from planledger.ledger.domain.paths import PathSpec
+from planledger.replays.git_audit_demo import commit, run_git
 from tests.support import OPERATOR
 from tests.support.fakes import FakeClock
 
@@ -49,31 +50,13 @@ class Scene:
 
     def git(self, *args: str, session: str | None = None, when: datetime | None = None,
             check: bool = True) -> subprocess.CompletedProcess[str]:
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("PLANLEDGER_", "GIT_"))}
-        env.update(GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1",
-                   GIT_AUTHOR_NAME="Dev", GIT_AUTHOR_EMAIL="dev@example.com",
-                   GIT_COMMITTER_NAME="Dev", GIT_COMMITTER_EMAIL="dev@example.com")
-        if session is not None:
-            env["PLANLEDGER_SESSION"] = session
-        if when is not None:
-            env["GIT_COMMITTER_DATE"] = env["GIT_AUTHOR_DATE"] = \
-                f"@{int(when.timestamp())} +0000"
-        return subprocess.run(["git", "-C", str(self.repo), *args], capture_output=True,
-                              text=True, env=env, check=check)
+        return run_git(self.repo, *args, session=session, when=when, check=check)
 
     def commit(self, path: str, message: str, session: str | None, when: datetime,
                *flags: str, hooks: bool = True) -> str:
         """Commit `path` (`flags`: `git commit`'s; `hooks` False: as a clone without the
         guard's hooks would)."""
-        (self.repo / path).parent.mkdir(parents=True, exist_ok=True)
-        (self.repo / path).write_text(f"{message}\n")
-        self.git("add", "--", path)
-        unhooked = () if hooks else ("-c", "core.hooksPath=/dev/null")
-        done = self.git(*unhooked, "commit", "-q", *flags, "-m", message, session=session,
-                        when=when, check=False)
-        assert done.returncode == 0, done.stderr
-        return self.head()
+        return commit(self.repo, path, message, session, when, *flags, hooks=hooks)
 
     def head(self) -> str:
         return self.git("rev-parse", "HEAD").stdout.strip()

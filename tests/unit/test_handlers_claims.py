@@ -488,3 +488,13 @@ def test_a_refused_completion_claims_nothing() -> None:
 
     then.refused(errors.NotHolder)
     assert "StepClaimed" not in then.kinds
+
+
+def test_a_heartbeat_with_a_shorter_lease_keeps_the_expiry_granted() -> None:
+    """MCP Agent Mail's lifecycle tests renew with a shorter lease: tasks_claim says a
+    heartbeat extends the lease, so the expiry never moves earlier."""
+    then = given(*_two_sessions_and(step(A)), claimed(A, by=S1, expires_in=600)).when(
+        c.Heartbeat(A, S1, lease_seconds=5))
+
+    assert then.answer.expires_at == from_now(600)
+    assert then.one(ev.LeaseRenewed).expires_at == from_now(600)

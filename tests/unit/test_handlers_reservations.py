@@ -172,3 +172,33 @@ def test_a_claims_bad_path_is_refused_before_anything_is_decided() -> None:
     then = given(*_held_by_s2()).when(c.Claim(B, S1, paths=(PathSpec("/abs"),)))
     assert then.refused(errors.InvalidInput).field == "paths"
     assert then.events == []  # not even the bounce off B's holder
+
+
+def test_re_reserving_ones_own_exclusive_pattern_as_shared_shares_it() -> None:
+    """MCP Agent Mail's mistake tests: a holder that asks for its pattern as shared gets it
+    shared, not silently kept exclusive; another session may then share it."""
+    shared = PathSpec("internal/auth/**", "shared")
+    d = StepId("D")
+    scene = given(*_held_by_s2(*step(d)))
+    then = scene.when(c.Claim(B, S2, paths=(shared,)))
+    assert then.kinds == ["LeaseRenewed", "PathsReserved"]
+    assert then.answer.paths == (shared,) and then.answer.warnings == ()
+
+    beside = scene.when(c.Claim(d, S1, paths=(PathSpec("internal/auth/token.go", "shared"),)))
+    assert beside.kinds == ["StepClaimed", "PathsReserved"]
+
+
+def test_a_new_claim_giving_its_steps_exclusive_pattern_as_shared_says_it_stays() -> None:
+    then = given(*_held_by_s2()).when(c.Claim(C, S1, paths=(PathSpec("docs/**", "shared"),)))
+    assert then.answer.paths == (PathSpec("docs/**"),)
+    assert then.answer.warnings == ('"docs/**" stays exclusive: the step declares it so (its '
+                                    "holder may share it by renewing the claim with it as "
+                                    "shared)",)
+
+
+def test_a_claim_of_paths_covering_the_whole_repository_warns_and_still_lands() -> None:
+    then = given(started(S1), plan(), *step(A)).when(c.Claim(A, S1, paths=(PathSpec("**/*"),)))
+    assert then.kinds == ["StepClaimed", "PathsReserved"]
+    assert then.answer.warnings == ('"**/*" reserves the whole repository: while a claim '
+                                    "holds it, every claim whose paths meet it bounces; name "
+                                    "the directories the step touches instead",)

@@ -9,6 +9,7 @@ from planledger.ledger import commands as c
 from planledger.ledger.domain import errors
 from planledger.ledger.domain import events as ev
 from planledger.ledger.domain.ids import SessionId, StepId
+from tests.support import OPERATOR
 from tests.support.given import (
     claimed,
     from_now,
@@ -153,6 +154,29 @@ def test_the_reviewers_repeat_claim_renews_its_lease_without_shortening_it() -> 
 
     assert again.renewed and again.fence == first.fence
     assert again.expires_at == first.expires_at == from_now(600)
+
+
+@pytest.mark.parametrize("taken", [False, True])
+def test_a_step_in_review_cannot_be_dropped_by_anyone_even_without_a_fence(taken: bool) -> None:
+    scene = given(*_reviewed_plan(submitted(A, by=AUTHOR)))
+    if taken:
+        scene.when(c.Claim(A, REVIEWER, review=True))
+
+    for who in (AUTHOR, REVIEWER, OTHER, OPERATOR):  # the author would skip the four eyes
+        scene.when(c.Drop(A, who)).refused(errors.InReview)
+    assert scene.store.step(A).status == "in_review"
+    scene.when(c.Claim(B, OTHER)).refused(errors.Blocked)
+
+
+def test_a_reviewers_plain_claim_is_refused_and_says_to_renew_with_review() -> None:
+    scene = given(*_reviewed_plan(submitted(A, by=AUTHOR)))
+    first = scene.when(c.Claim(A, REVIEWER, lease_seconds=60, review=True)).answer
+    scene.clock.advance(30)
+
+    refused = scene.when(c.Claim(A, REVIEWER, lease_seconds=600)).refused(errors.InReview)
+    assert "review=true" in str(refused)
+    assert scene.store.step(A).expires_at == first.expires_at  # the review lease as it was
+    scene.when(c.Heartbeat(A, REVIEWER)).refused(errors.NotHolder)
 
 
 def test_claim_next_for_review_does_not_wait() -> None:

@@ -32,6 +32,8 @@ from planledger.ledger.domain.paths import (
     covers,
     merge,
     overlaps,
+    restated,
+    wide_patterns,
 )
 
 # --- accepted and refused ----------------------------------------------------------------
@@ -215,3 +217,27 @@ def test_file_paths_are_normalized_and_keep_their_characters(given_: str, normal
 def test_bad_file_paths_are_refused(given_: str) -> None:
     with pytest.raises(errors.InvalidInput):
         check_file(given_)
+
+
+@pytest.mark.parametrize(("pattern", "reach"), [
+    ("**", "the whole repository"), ("**/*", "the whole repository"),
+    ("./**/**", "the whole repository"), ("*/**", "the whole repository"),
+    ("*", "every file and directory name at the repository root"),
+    ("*/*", "every path 2 segments deep"),
+])
+def test_patterns_made_only_of_wildcards_are_warned_of(pattern: str, reach: str) -> None:
+    """MCP Agent Mail flags `*`, `**` and `**/*`: they lock (nearly) everything."""
+    (said,) = wide_patterns([PathSpec(check_pattern(pattern))])
+    assert said.startswith(f'"{check_pattern(pattern)}" reserves {reach}: ')
+
+
+@pytest.mark.parametrize("pattern", ["src/**", "**/*.py", "*.md", "a*/**", "internal/auth"])
+def test_patterns_naming_anything_are_not_warned_of(pattern: str) -> None:
+    assert wide_patterns([PathSpec(check_pattern(pattern))]) == []
+
+
+def test_a_heartbeat_restating_a_pattern_takes_the_mode_it_gives() -> None:
+    held = (PathSpec("src/**"), PathSpec("docs/**", "shared"))
+    renewal = (PathSpec("src/**", "shared"), PathSpec("go.mod"))
+    assert restated(held, renewal) == (PathSpec("src/**", "shared"), PathSpec("docs/**", "shared"),
+                                     PathSpec("go.mod"))

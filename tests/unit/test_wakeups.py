@@ -9,7 +9,7 @@ from planledger.api.runtime import open_runtime
 from planledger.ledger.domain import events as ev
 from planledger.ledger.domain.ids import PlanSlug
 from planledger.projections.view import LedgerView
-from planledger.projections.wakeups import Wakeups, tell
+from planledger.projections.wakeups import EVERY_WAITER, Wakeups, tell
 from tests.support.given import PLAN, _numbered, claimed, completed, dropped, from_now, plan, step
 
 
@@ -46,9 +46,16 @@ def test_a_completed_step_frees_the_dependents_it_no_longer_blocks_and_no_others
 
 
 def test_a_completion_that_unblocks_nothing_tells_nobody() -> None:
-    given = [plan(), *step("a"), claimed("a", "s1")]
+    given = [plan(), *step("a"), *step("b"), claimed("a", "s1"), claimed("b", "s2")]
 
     assert told_by(given, [completed("a", "s1")]) == []
+
+
+def test_the_completion_that_finishes_a_plan_tells_every_waiter() -> None:
+    given = [plan(), *step("a"), *step("b"), claimed("a", "s1"), claimed("b", "s2")]
+
+    assert told_by(given, [completed("a", "s1"), dropped("b")]) == [
+        ("freed", PLAN, EVERY_WAITER)]
 
 
 def test_a_dropped_step_frees_its_dependents() -> None:
