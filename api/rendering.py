@@ -104,10 +104,10 @@ def _step_ref(plan: str, step: StepDef, key: str | None) -> StepRefOut:
     return StepRefOut(step_id=step.id, ref=step_reference(plan, step.position), key=key,
                       plan=plan, title=step.title, priority=step.priority,
                       depends_on=list(step.depends_on), paths=paths_out(step.paths),
-                      warnings=wide_patterns(step.paths),
                       parent=step.parent, discovered_from=step.discovered_from,
                       labels=list(step.labels),
-                      links=[LinkOut(kind=k.kind, target=k.target) for k in step.links])
+                      links=[LinkOut(kind=k.kind, target=k.target) for k in step.links],
+                      warnings=wide_patterns(step.paths))
 
 
 # Each result type's answer: `(runtime, result) -> schema`.

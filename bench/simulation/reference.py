@@ -278,7 +278,7 @@ class Reference:
                           f"fence {step.fence}")
         if step.status not in WORKABLE:
             self._violate(f"step {name}: granted while {step.status}")
-        waited = [f"{d} ({self.steps[d].status})" for d in step.deps
+        waited = [f"{d} ({self.steps[d].status})" for d in (*step.deps, *step.children)
                   if self.steps[d].status not in CLOSED]
         if waited:
             self._violate(f"step {name}: granted to {event.session_id} while steps it "
