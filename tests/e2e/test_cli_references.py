@@ -61,8 +61,8 @@ def test_tables_name_steps_by_reference_and_never_cut_an_id(tmp_path: Path) -> N
     plan_file.write_text(PLAN)
     created = cli.run("plan", "create", str(plan_file), **narrow)
     ids = [s["step_id"] for s in cli.json("plan", "show", "auth-refresh")["steps"]]
-    # Steps made together share most of their ids: each must show whole, or not at all.
-    assert len({i[:10] for i in ids}) == 1
+    # Steps made together share most of their ids (their first ten characters, unless the
+    # write crossed a millisecond): each must show whole, or not at all.
     for step_id in ids:
         assert step_id in created
     assert "auth-refresh#3" in created and "auth-refresh#2" in created  # depends on
