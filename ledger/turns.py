@@ -14,7 +14,7 @@ from typing import TypeVar
 
 T = TypeVar("T")
 
-TURN = 16  # items between turns: about a third of a millisecond of encoding a plan's events
+TURN = 16  # items between turns: a slice short enough not to hold up a waiting thread
 
 
 def turns(count: int, size: int = TURN) -> Iterator[slice]:

@@ -23,7 +23,8 @@ __all__ = ["PAGE", "Positioned", "at_positions", "decode", "page_after", "page_f
 def paused_gc() -> Iterator[None]:
     """Pause the cyclic garbage collector while a page is decoded and folded. A page makes
     thousands of small objects that mostly live on (events, states, index entries), and
-    scanning them again and again as "young" costs about a quarter of a rebuild. It is
+    scanning them again and again as "young" is a large share of a rebuild (figure:
+    bench/findings.md). It is
     switched back on after the page (only if it was on), so cycles made meanwhile by other
     threads wait at most one page to be collected."""
     was_on = gc.isenabled()

@@ -195,8 +195,8 @@ class ReadModel(Queryable, CandidateView):
 
     def _checkpoint_due(self) -> bool:
         """Every `checkpoint_every` events, and on a long log every quarter of its length:
-        saving copies the whole state out and holds up readers meanwhile (about a second at
-        1,000,000 events), so its cost per event stays flat as the log grows, and a crash
+        saving copies the whole state out and holds up readers meanwhile (figure:
+        bench/findings.md), so its cost per event stays flat as the log grows, and a crash
         leaves less than a quarter of the log to fold again."""
         position = self._view.position
         return position - self._checkpointed >= max(self.checkpoint_every, position // 4)

@@ -280,9 +280,10 @@ def _answer_here(call: Call, values: Values) -> int | None:
     then asks again, and fails in its own way)."""
     read = call.on_the_store
     assert read is not None
-    # The collector is held off while the store's modules load and the read runs: they make
-    # tens of thousands of objects that live until the process ends, and scanning them as
-    # they come was ~3% of the call (the read's own fold holds it off too: projections.log).
+    # Pause the garbage collector while the store's modules load and the read runs. They
+    # make tens of thousands of objects that live until the process ends, so scanning them
+    # is wasted work (figure: bench/findings.md). The read's fold pauses it too
+    # (projections.log).
     collecting = gc.isenabled()
     gc.disable()
     try:
@@ -312,10 +313,12 @@ _UNREAD = object()  # _read_file's answer where the file cannot be read without 
 
 def _read_file(read: "Callable[[Readable, Values], Any]", db: str | None,
                values: Values) -> Any:
-    """The answer read from the embedded store's file alone (infra.sqlite_reading): the
-    eventsourcing library was a fifth of such a call's start-up. _UNREAD where the store
-    is not such a file, or holds what that reader does not read as the library does (the
-    store is then opened through the library, which answers as always)."""
+    """The answer read from the embedded store's file alone (infra.sqlite_reading).
+
+    This avoids loading the eventsourcing library, a large part of a short call's start-up
+    (figure: bench/findings.md). The result is _UNREAD when the store is not such a file,
+    or holds something that reader cannot read exactly as the library does. The caller
+    then opens the store through the library, which answers as always."""
     import sqlite3
 
     from planledger.infra.sqlite_reading import Unreadable, open_reading
