@@ -1,6 +1,8 @@
-"""Reading the notification log for the read side: decoded pages after a position, and
-the events at chosen positions (ledger.notification_log reads the pages; this only walks
-them), with the collector paused while a page is folded."""
+"""Read the notification log for the read side.
+
+This module gives decoded pages after a position, and the events at chosen positions.
+ledger.notification_log reads the pages; this module only walks them. The garbage
+collector is paused while a page is folded."""
 
 import gc
 from collections.abc import Iterator, Sequence

@@ -4,12 +4,13 @@ Auditors read it to see who held which step when and why a claim bounced. Entrie
 log order, the order the store serialized the writes (which is what decided every race),
 each stamped with the time its command ran. Bounces name the holder they bounced off.
 
-`TimelineModel` follows a store's notification log like the other read models (`catch_up`),
-or is fed events by hand (`apply`) when the log comes from a recording file. Beside a live
-`ReadModel` (a server), a plan's timeline (what the console reads) is read from the log on
-demand, that plan's events only (projections.plan_timelines); the timeline of some sessions
-or of everything folds the log once by itself up to where the read model is, and from then
-on is told each event the read model applies: one fold of the log, not two.
+`TimelineModel` follows a store's notification log like the other read models
+(`catch_up`). When the log comes from a recording file, events are fed to it by hand
+(`apply`). On a server, beside a live `ReadModel`, a plan's timeline (what the console
+reads) is read from the log on demand, with that plan's events only
+(projections.plan_timelines). The timeline of some sessions, or of everything, folds the
+log by itself once, up to the read model's position. After that the read model passes it
+each event it applies, so the log is folded once, not twice.
 """
 
 import bisect
