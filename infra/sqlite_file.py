@@ -212,9 +212,11 @@ class SQLiteFile:
             self._idle.append(conn)
 
     def take_writer(self, eager: bool) -> sqlite3.Connection:
-        """The one connection this process writes on, one unit at a time (the caller lets
-        go with `let_go_of_writer`). Kept open: opening one for every unit cost a tenth of
-        a claim."""
+        """Take the one connection this process writes on, one unit at a time.
+
+        The caller gives it back with `let_go_of_writer`. The connection stays open,
+        because opening one for every unit was a noticeable share of a claim
+        (figure: bench/findings.md)."""
         if not self._writer_lock.acquire(timeout=0 if eager else WRITER_WAIT_SECONDS):
             message = "Timed out waiting for this process's other writes"
             if eager:
