@@ -73,8 +73,8 @@ def http_page() -> str:
         parts.append(f"\n### `{name}`\n\n")
         if schema.get("description"):
             parts.append(" ".join(schema["description"].split()) + "\n\n")
-        parts.append(_fields_table("field", schema) if "properties" in schema
-                     else f"{_type(schema)}\n")
+        parts.append(_fields_table("field", schema, linked=True) if "properties" in schema
+                     else f"{_type(schema, linked=True)}\n")
     return "".join(parts)
 
 
@@ -106,46 +106,52 @@ def _operation(method: str, path: str, operation: Schema) -> str:
                      "| --- |\n")
         for parameter in parameters:
             schema = parameter.get("schema", {})
-            lines.append(f"| `{parameter['name']}` | {parameter['in']} | {_type(schema)} | "
+            lines.append(f"| `{parameter['name']}` | {parameter['in']} | {_type(schema, True)} | "
                          f"{'yes' if parameter.get('required') else 'no'} | "
                          f"{_cell(parameter.get('description') or schema.get('description'))}"
                          " |\n")
         lines.append("\n")
     body = operation.get("requestBody", {}).get("content", {})
     for media, content in body.items():
-        lines.append(f"Body ({media}): {_type(content.get('schema', {}))}\n\n")
+        lines.append(f"Body ({media}): {_type(content.get('schema', {}), linked=True)}\n\n")
     answers = operation.get("responses", {})
     if answers:
-        lines.append("| answer | what |\n| --- | --- |\n")
+        lines.append("| answer | body | what |\n| --- | --- | --- |\n")
         for status, answer in answers.items():
-            lines.append(f"| {status} | {_cell(answer.get('description'))} |\n")
+            shapes = [_type(c.get("schema", {}), linked=True)
+                      for c in answer.get("content", {}).values() if c.get("schema")]
+            lines.append(f"| {status} | {' or '.join(shapes)} | "
+                         f"{_cell(answer.get('description'))} |\n")
     return "".join(lines)
 
 
-def _fields_table(kind: str, schema: Schema) -> str:
+def _fields_table(kind: str, schema: Schema, linked: bool = False) -> str:
     properties: dict[str, Schema] = schema.get("properties", {})
     if not properties:
         return f"No {kind}s.\n"
     required = set(schema.get("required", []))
     rows = [f"| {kind} | type | required | what |\n| --- | --- | --- | --- |\n"]
     for name, field in properties.items():
-        rows.append(f"| `{name}` | {_type(field)} | {'yes' if name in required else 'no'} | "
+        needed = "yes" if name in required else "no"
+        rows.append(f"| `{name}` | {_type(field, linked)} | {needed} | "
                     f"{_cell(field.get('description'))} |\n")
     return "".join(rows)
 
 
-def _type(schema: Schema) -> str:
-    """A schema's type in a few words: `string`, `integer or null`, `StepOut`."""
+def _type(schema: Schema, linked: bool = False) -> str:
+    """A schema's type in a few words: `string`, `integer or null`, `StepOut`. `linked`: a
+    named schema links to its section of the page (the HTTP page lists them all)."""
     if "$ref" in schema:
-        return "`" + str(schema["$ref"]).rsplit("/", 1)[-1] + "`"
+        name = str(schema["$ref"]).rsplit("/", 1)[-1]
+        return f"[`{name}`](#{name.lower()})" if linked else f"`{name}`"
     for key in ("anyOf", "oneOf"):
         if key in schema:
-            return " or ".join(dict.fromkeys(_type(s) for s in schema[key]))
+            return " or ".join(dict.fromkeys(_type(s, linked) for s in schema[key]))
     kind = schema.get("type")
     if isinstance(kind, list):
         return " or ".join(f"`{k}`" for k in kind)
     if kind == "array":
-        return f"list of {_type(schema.get('items', {}))}"
+        return f"list of {_type(schema.get('items', {}), linked)}"
     if "enum" in schema:
         return " · ".join(f"`{json.dumps(v)}`" for v in schema["enum"])
     return f"`{kind}`" if kind else "any"
