@@ -26,5 +26,6 @@ def test_the_site_builds_strictly_with_every_page(tmp_path: Path) -> None:
                  "reference/http", "reference/cli", "bench/RESULTS"):
         assert (site / page / "index.html").is_file(), page
     assert (site / "bench" / "claims_vs_agents.png").is_file()
+    assert (site / "img" / "console.png").is_file()  # python -m planledger.docs_screens
     agents = (site / "agents" / "index.html").read_text(encoding="utf-8")
     assert "Pick up the next step of the plan" in agents  # the README's prompt, included
