@@ -20,8 +20,9 @@ The substitutions, all of them, each because the test cannot do the real thing:
 - `python3 -m venv DIR`, `. DIR/bin/activate` and `pip install …` do nothing: the package
   under test is already installed, and the test checks that `planledger` on PATH is it;
 - a block whose last command is a foreground `planledger serve` (which runs until Ctrl-C)
-  runs it in the background, waits until /healthz answers, then stops it, as the reader
-  who saw it serving and pressed Ctrl-C;
+  runs it in the background and waits until /healthz answers: the reader leaves it
+  serving in that terminal and pastes the next blocks into a second one, in the same
+  folder (the page's later blocks run in the folder that block ended in);
 - `curl` is called with `--fail-with-body`, so an HTTP error (a 401 for a token left
   as `<token>`) fails the block instead of passing unnoticed.
 
@@ -107,11 +108,12 @@ def as_run(block: Block, port: int) -> str:
         text = pattern.sub(replacement, text)
     lines = text.rstrip().splitlines()
     last = FOREGROUND_SERVE.search(lines[-1]) if lines else None
-    if last:  # runs until stopped: let it come up, then stop it (itself, not a subshell)
+    if last:  # serves until the page ends: the reader's first terminal
         before = lines[-1][: last.start()].strip()
         lines[-1:] = [*([before] if before else []),
-                      f"planledger serve{last['args']} > serve-{block.line}.log 2>&1 &",
-                      f"_pl_healthy {port}", "kill $! && wait $! || true"]
+                      f"planledger serve{last['args']} > \"$HOME/serve-{block.line}.log\""
+                      " 2>&1 &",
+                      f"_pl_healthy {port}"]
     return "\n".join(lines)
 
 
