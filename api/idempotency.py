@@ -1,26 +1,28 @@
-"""Idempotent writes: a retried command with the same key gets the first answer and
-appends nothing. A middleware around `Ledger.execute`, the same for every command.
+"""Idempotent writes: a retry with the same key gets the first answer and appends nothing.
 
-The answer is kept as an `Answer` under a key named by the acting session and the
-caller's key, attached to the append of the outcome that answers the command
-(`ledger.execution.Attach`); the store writes it to a table beside the log, in the same
-transaction (ledger.answers). So it lands atomically with the write or not at all,
-survives restarts, and every replica sees it; two concurrent retries conflict on that key:
-one lands, the other reads its answer. A refusal is an answer too, and replays as the
-same error. A command answered with no decision of its own (a refusal before any
-decision, a claim-next that found nothing) records it on its own.
+This is one middleware around `Ledger.execute`, the same for every command.
 
-Answers are kept for a retention window (`PLANLEDGER_IDEMPOTENCY_RETENTION`, seconds,
-default a day), by the ledger's clock: a retry within it gets its first answer byte for
-byte; after it, the key is forgotten and the request is taken as a new one (each write of
-an answer drops the expired ones). So the log holds the ledger's facts only, and the
-answers take one window's room however long a server runs. Stores written before kept
-answers in the log (`AnswerRecorded`): those are still read, and expire the same way.
+The answer is stored as an `Answer` under a key made from the acting session and the
+caller's Idempotency-Key. It is attached to the append that carries the command's outcome
+(`ledger.execution.Attach`). The store writes it to a table beside the event log, in the
+same transaction (`ledger.answers`). So the answer lands with the write or not at all, it
+survives restarts, and every replica sees it. Two concurrent retries conflict on the key:
+one lands, and the other reads the first one's answer. A refusal is an answer too, and a
+retry gets the same error. Some commands answer without a decision of their own: a refusal
+before any decision, or a claim-next that found nothing. Their answer is recorded alone.
 
-The key is a MAC of the session and the caller's key under a key derived from the store's
-secret: a bare hash of a key could be matched offline against guessed keys by whoever
-reads the store. A caller learns whether its answer is the first or a replay
-(`Answered.replayed`), so an operation can withhold what only the first caller may see.
+Answers are kept for a retention window, measured on the ledger's clock
+(`PLANLEDGER_IDEMPOTENCY_RETENTION`, in seconds; default one day). A retry inside the
+window gets its first answer byte for byte. After the window the key is forgotten, and the
+request counts as new. Each recorded answer also drops the expired ones. This keeps the
+event log for ledger facts only, and keeps the answers table at one window's size however
+long a server runs. Older stores kept answers in the log as `AnswerRecorded` events; those
+are still read, and they expire the same way.
+
+The key is an HMAC of the session and the caller's key, under a key derived from the
+store's secret. A plain hash would let anyone who reads the store test guessed keys
+offline. The caller learns whether its answer is the first or a replay
+(`Answered.replayed`), so an operation can hide what only the first caller may see.
 """
 
 import hashlib
@@ -55,8 +57,10 @@ MIN_RETENTION_SECONDS = 60
 
 @dataclass(frozen=True)
 class Answered(Generic[M]):
-    """A write's answer, and whether it was recorded before this call (by an earlier try
-    or a concurrent twin) rather than by it."""
+    """A write's answer, and whether it is a replay.
+
+    `replayed` is true when an earlier try or a concurrent retry recorded the answer,
+    and false when this call recorded it."""
 
     model: M
     replayed: bool
@@ -68,8 +72,10 @@ class AlreadyAnswered(Exception):
 
 @dataclass(frozen=True)
 class Write(Generic[R, M]):
-    """One command to answer idempotently: run it (attaching the answer record to the
-    outcome that answers it), render its result, and read a recorded answer back."""
+    """One command to answer idempotently.
+
+    `run` executes the command with an attachment for the answer record, `render` turns
+    its result into a response schema, and `out` reads a recorded answer back."""
 
     run: Callable[[Attach | None], R]
     render: Callable[[R], M]
@@ -84,12 +90,13 @@ def check_key(key: str) -> str:
 
 
 def fingerprint(command: Command[Any]) -> str:
-    """What makes two tries the same request: the operation and its arguments (the
-    actor is the key's scope already)."""
+    """A hash of the operation and its arguments; equal hashes mean the same request.
+
+    The actor is left out because the key is already scoped to the actor."""
     fields: dict[str, Any] | None = getattr(command, "__dict__", None)
     if fields is not None and all(map(_plain, fields.values())):
-        # What asdict would give, without its deep copy: most commands hold strings and
-        # numbers only, and the JSON text of either is the same.
+        # This equals what asdict gives, without its deep copy. Most commands hold only
+        # strings and numbers, and their JSON text is the same either way.
         args = {k: v for k, v in fields.items() if k != "actor"}
     else:
         args = {k: v for k, v in asdict(command).items() if k != "actor"}  # type: ignore[call-overload]
@@ -101,8 +108,9 @@ _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def _plain(value: object) -> bool:
-    """Whether asdict leaves the value as JSON would see it anyway: a scalar, or a tuple
-    of scalars."""
+    """Whether the value is a scalar or a tuple of scalars.
+
+    For such values asdict changes nothing that JSON would see."""
     kind = type(value)
     return kind in _SCALARS or (kind is tuple and all(
         type(item) in _SCALARS for item in value))  # type: ignore[attr-defined]
@@ -121,7 +129,7 @@ class Idempotency:
     def __init__(self, runtime: Runtime, retention: timedelta | None = None) -> None:
         self.runtime = runtime
         self.retention = retention if retention is not None else retention_from_env()
-        self._key: bytes | None = None  # derived when first needed, as the secret is read
+        self._key: bytes | None = None  # derived on first use, because that reads the secret
 
     def stream(self, scope: str | None, key: str) -> str:
         if self._key is None:
@@ -141,7 +149,7 @@ class Idempotency:
 
     def answer(self, write: Write[R, M], key: str, scope: str | None, request: str,
                ) -> Answered[M]:
-        """The write's answer: recorded by this call, or replayed from the first time."""
+        """The write's answer: either recorded by this call, or replayed from an earlier one."""
         stream = self.stream(scope, key)
         if (found := self.lookup(stream)) is not None:
             return Answered(self._replay(write, found, request), replayed=True)
@@ -152,23 +160,23 @@ class Idempotency:
             result = write.run(rider)
         except (LedgerError, AlreadyAnswered) as error:
             failure = error
-        # Ours when the last outcome offered carried our record and its append held (the
-        # command returned, or raised that outcome's own refusal after it): the record is
-        # kept as we made it, so it answers without being read back.
+        # Our record landed if the last outcome carried it and its append held. That is
+        # the case when the command returned, or raised that outcome's own refusal. We
+        # still hold the record we built, so we answer without reading it back.
         offered = rider.offered
         if offered is not None and (failure is None or failure is offered.decision.refusal):
             assert rider.given is not None, "an offered outcome carries our record"
             return Answered(_first(write, rider.given), replayed=False)
-        if (found := self.lookup(stream)) is not None:  # a concurrent twin's
+        if (found := self.lookup(stream)) is not None:  # a concurrent retry recorded it
             return Answered(self._replay(write, found, request), replayed=True)
         if isinstance(failure, AlreadyAnswered):
-            raise RuntimeError("an idempotent answer vanished")  # cannot happen: logged, 500
+            raise RuntimeError("an idempotent answer vanished")  # a bug: logged as a 500
         given = _answer(write, result, failure)
         if given.status >= 500 and failure is not None:
-            raise failure  # a passing failure (contention) is not the answer: retry afresh
+            raise failure  # a transient failure (contention) is not recorded; a retry runs again
         try:
             self.runtime.store.append([self._record(stream, scope, request, given)])
-        except ConflictError:  # a concurrent twin recorded it first
+        except ConflictError:  # a concurrent retry recorded it first
             return Answered(self._replay(write, self._must(stream), request), replayed=True)
         return Answered(_first(write, given), replayed=False)
 
@@ -196,8 +204,9 @@ class Idempotency:
 
 @dataclass(frozen=True)
 class _Given(Generic[M]):
-    """An answer this process made and recorded: its status and body (as recorded), and
-    the schema it was rendered as (None for a refusal), whose dump the body is."""
+    """An answer this process built for its record.
+
+    `body` is the recorded dump of `model`; `model` is None for a refusal."""
 
     status: int
     body: dict[str, Any]
@@ -213,9 +222,11 @@ def _answer(write: Write[R, M], result: R | None, failure: Exception | None) -> 
 
 
 def _first(write: Write[R, M], given: _Given[M]) -> M:
-    """The first answer, as a replay of its record gives it: the refusal raised as
-    replayed, or the schema rendered, whose dump the record holds (validating that dump
-    back gives an equal schema; any other type is read back as a replay reads it)."""
+    """The first answer, exactly as a later replay of its record would give it.
+
+    A refusal is raised as `Replayed`. A result is returned as the rendered schema when
+    its type is `write.out`, since validating its dump would give an equal value. Any
+    other type is validated from the body, as a replay does."""
     if given.status >= 400:
         raise Replayed(given.status, given.body)
     if type(given.model) is write.out:
@@ -231,8 +242,8 @@ class _Rider:
         self.owner, self.write, self.stream = owner, write, stream
         self.scope, self.request = scope, request
         self.calls = 0
-        self.offered: Outcome[Any] | None = None  # the latest outcome, if it carries our record
-        self.given: _Given[Any] | None = None  # the answer that record holds
+        self.offered: Outcome[Any] | None = None  # latest outcome, if it carries our record
+        self.given: _Given[Any] | None = None  # the answer in that record
 
     def __call__(self, outcome: Outcome[Any]) -> list[Answer]:
         self.calls += 1

@@ -1,12 +1,12 @@
 """Read answers as plain fields: the dicts the API's schemas are made from (api.schemas'
 StepOut, ReadyOut, PlanSummaryOut), built without pydantic.
 
-api.reads makes its schemas from these; the command line's short path on the embedded
-store (api.cli.calls) prints them as they are, so an embedded `planledger ready` or
-`planledger plan list` loads neither pydantic nor the schemas: they were ~130 ms of a
-~300 ms call (issue 19). Each dict holds every field of its schema, defaults included, in
-the schema's order, with the values its `model_dump()` gives (moments as datetimes);
-tests/unit/test_plain_answers.py holds the two equal.
+api.reads makes its schemas from these. The command line's short path on the embedded
+store (api.cli.calls) prints them as they are. So an embedded `planledger ready` or
+`planledger plan list` loads neither pydantic nor the schemas, which were a large part of
+such a call (figure: bench/findings.md). Each dict holds every field of its schema,
+defaults included, in the schema's order, with the values its `model_dump()` gives
+(moments as datetimes). tests/unit/test_plain_answers.py holds the two equal.
 """
 
 from collections.abc import Callable, Iterable, Sequence

@@ -4,7 +4,8 @@ to one server over HTTP/1.1, on one kept-alive socket.
 A command line call to a server (`planledger claim … --url …`) makes one or two requests,
 and its start-up is most of its time: httpx (its async and TLS stacks) cost more than the
 rest of such a call, and even the standard library's `http.client` loads the email
-package and TLS (~25 ms, as much as the interpreter's own start; issue 19). What a client
+package and TLS, which costs about as much as the interpreter's own start (figure:
+bench/findings.md). What a client
 of our server needs is small: a base URL, headers, a timeout per request, query
 parameters, a JSON body, an answer with a length or in chunks, and every way the server
 can fail to answer as one error; so it is written here on a socket, TLS loaded only for

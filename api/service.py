@@ -1,12 +1,13 @@
-"""What every interface calls (HTTP, MCP, the CLI, the console): a command value in, its
-answer schema out.
+"""The one entry point that every interface calls: HTTP, MCP, the CLI and the console.
 
-`execute` runs the command's one handler (`Ledger.execute`) through the middleware every
-command shares, once: the deployment's limits and defaults, the metrics, and, given an
-idempotency key, recording or replaying its answer. The result is rendered once
-(`api.rendering`). Identity is settled before: a command's `actor` is who the caller
-proved it speaks for (a session, a key, the admin or the local operator); the role that
-actor holds is checked here against what the command needs (`api.access`).
+An interface passes in a command value and gets back the command's answer schema.
+
+`execute` runs the command's handler (`Ledger.execute`) inside middleware that every
+command shares: the deployment's limits and defaults, the metrics, and idempotency when
+the caller gives a key. The result is rendered in one place (`api.rendering`). Identity
+is settled before a command arrives here. Its `actor` is whoever the caller proved to be:
+a session, a key, the admin or the local operator. This module checks that the actor's
+role allows the command (`api.access`).
 """
 
 import logging
@@ -51,7 +52,7 @@ log = logging.getLogger("planledger.service")
 
 
 class Service:
-    """`Service(runtime, settings, identity)`: what HTTP, MCP, the CLI and the console call."""
+    """The operations that HTTP, MCP, the CLI and the console call."""
 
     def __init__(self, runtime: Runtime, settings: Settings, identity: Identity,
                  metrics: Metrics | None = None) -> None:
@@ -63,13 +64,14 @@ class Service:
         self.pasted = PastedCredentials(identity, runtime.reads)
         self.metrics = metrics or Metrics()
         self.idempotency = Idempotency(runtime)
-        self.timelines = TimelineModel(runtime.store, reads=runtime.reads)  # one fold
+        self.timelines = TimelineModel(runtime.store, reads=runtime.reads)  # one fold for all
         self.waiting = Waiting(runtime.reads, runtime.ledger.clock)
 
     def execute(self, command: Command[Any], key: Key = None) -> BaseModel:
-        """The command's answer: run now, or replayed given a key used before. A claim-next
-        with `wait_seconds` blocks until it claims or its time is up (`execute_async` waits
-        without holding a thread)."""
+        """Run the command and return its answer, or replay the answer for a reused key.
+
+        A claim-next with `wait_seconds` blocks until it claims a step or its time is up.
+        `execute_async` does the same wait without holding a thread."""
         return self._execute_within_limits(self._within_limits(command), key)
 
     def _execute_within_limits(self, command: Command[Any], key: Key) -> BaseModel:
@@ -78,8 +80,10 @@ class Service:
         return self._answered(command, key).model
 
     async def execute_async(self, command: Command[Any], key: Key = None) -> BaseModel:
-        """`execute` from an event loop: the command runs on a worker thread; a claim-next
-        that waits does its waiting on the loop, holding no thread (api.waiting)."""
+        """`execute` for callers on an event loop.
+
+        The command runs on a worker thread. A waiting claim-next waits on the loop
+        itself, so it holds no thread while it waits (`api.waiting`)."""
         command = self._within_limits(command)
         if _waits(command):
             return await self.waiting.claim_next(command, self._attempt(command, key),
@@ -87,20 +91,22 @@ class Service:
         return await to_thread.run_sync(self._execute_within_limits, command, key)
 
     async def answer_async(self, command: Command[Any], out: type[M], key: Key = None) -> M:
-        """`answer` from an event loop (see `execute_async`)."""
+        """`answer` for callers on an event loop (see `execute_async`)."""
         model = await self.execute_async(command, key)
         assert isinstance(model, out), f"{command.name} answers {type(model).__name__}"
         return model
 
     def answer(self, command: Command[Any], out: type[M], key: Key = None) -> M:
-        """`execute`, typed: the answer as `out` (the command's answer schema)."""
+        """`execute`, with the answer checked to be of type `out`."""
         model = self.execute(command, key)
         assert isinstance(model, out), f"{command.name} answers {type(model).__name__}"
         return model
 
     def start_session(self, command: c.StartSession, key: Key = None) -> SessionStartOut:
-        """Start a session. Its token is never recorded, and a replay (the same key) does
-        not carry it: whoever repeats a key is not thereby the session's first caller."""
+        """Start a session and return its token.
+
+        The token is never recorded, so a replay with the same key returns no token.
+        Knowing a key does not prove that the caller is the one who started the session."""
         answered = self._answered(self._within_limits(command), key)
         started = answered.model
         assert isinstance(started, SessionStartedOut)
@@ -111,7 +117,7 @@ class Service:
                                token=self.identity.token_for(started.session_id))
 
     def issue_key(self, name: str, role: str, actor: str) -> KeyIssuedOut:
-        """Issue a new access key: the answer holds the key, the only time it is shown."""
+        """Issue a new access key. This answer is the only place the key is ever shown."""
         key = new_key()
         issued = self.answer(c.IssueKey(name, role, digest_of(key), actor), KeyOut)
         return KeyIssuedOut(**dict(issued), key=key)
@@ -120,16 +126,18 @@ class Service:
         return self.answer(c.RevokeKey(name, actor), KeyOut)
 
     def keys(self) -> KeysOut:
-        """Every key name the store knows, live and revoked (never a key itself)."""
+        """List every key name, live and revoked. The keys themselves are never listed."""
         with self.runtime.reads.reading() as (view, _):
             known = sorted(view.keys.values(), key=lambda k: k.name)
         return KeysOut(keys=[rendering.key_out(k) for k in known])
 
     def ready(self, slug: str, actor: str | None = None, limit: int | None = None,
               ) -> ReadyOut:
-        """The plan's ready, held and blocked steps (with `limit`, the first so many of
-        each, and their counts); with an actor, the listing is recorded in its session
-        stream (what the agent was shown and chose from)."""
+        """List the plan's ready, held and blocked steps.
+
+        With `limit`, each list holds at most that many steps, and the counts are full.
+        With an actor, the listing is recorded in the actor's session stream, so a replay
+        shows what the agent saw before it chose."""
         if limit is not None:
             reads.check_page(limit)
         if actor:
@@ -140,8 +148,10 @@ class Service:
 
     def _answered(self, command: Command[Any], key: Key, *, trying: bool = False,
                   ) -> Answered[BaseModel]:
-        """The answer to a command already within limits (`_within_limits`, applied once:
-        its credential scan reads every text the command carries)."""
+        """Answer a command that has already passed `_within_limits`.
+
+        `_within_limits` runs once per command, because its credential scan reads every
+        text that the command carries."""
         out = rendering.ANSWERS[type(command)]
         def run(attach: Attach | None) -> Any:
             return self._counted(command, attach)
@@ -154,9 +164,10 @@ class Service:
         return self.idempotency.answer(write, key, scope, fingerprint(command))
 
     def _within_limits(self, command: Command[Any]) -> Command[Any]:
-        """The deployment's limits and defaults, applied to any command they concern, and
-        every step it names by id: a reference (`plan#N`, `plan/key`) is resolved here,
-        once for every door, so the ledger, its log and recordings see ids only."""
+        """Apply the deployment's limits and defaults, and resolve step references to ids.
+
+        References such as `plan#N` and `plan/key` are resolved here, once for every
+        interface. The ledger, its log and its recordings then see step ids only."""
         command = with_step_ids(command, self.ledger.resolve_step)
         self.pasted.refuse_in(command)
         if isinstance(command, c.CreatePlan):
@@ -175,8 +186,8 @@ class Service:
             self.access.permit(command, self.ledger.clock.now())
             result = self.ledger.execute(command, attach)
             if isinstance(command, c.IssueKey | c.RevokeKey):
-                # The doors check credentials against the keys as last folded: fold this
-                # change now, so this replica's doors act on it from the next request.
+                # Interfaces check credentials against the read model's keys. Catch up now,
+                # so that this replica honours the change from the next request on.
                 self.runtime.reads.catch_up()
         except LedgerError as error:
             self.metrics.refused(error)
@@ -188,9 +199,10 @@ class Service:
     # --- a claim-next that waits (api.waiting) ----------------------------------------
 
     def _attempt(self, command: c.ClaimNext, key: Key) -> Attempt:
-        """One try of a waiting claim-next: its answer, or None (nothing recorded) while
-        nothing is claimable in a plan not finished; a `final` try answers whatever it
-        finds."""
+        """One try of a waiting claim-next.
+
+        The try returns the answer, or None when nothing is claimable yet and the plan is
+        not finished. A None records nothing. The `final` try returns whatever it finds."""
         def attempt(final: bool) -> BaseModel | None:
             try:
                 return self._answered(command, key, trying=not final).model
@@ -199,9 +211,10 @@ class Service:
         return attempt
 
     def release_departed(self, answer: BaseModel) -> None:
-        """Let go of the claim in a waiting claim-next's answer whose caller left before it
-        was told (api.waiting): the step is free again at once, and its release says why.
-        Nothing to let go of (the session ended meanwhile, say) is not news."""
+        """Release a claim whose waiting caller left before it heard the answer.
+
+        The step becomes free at once, and the release records the reason. If there is
+        nothing left to release (say the session ended meanwhile), that is fine."""
         if not isinstance(answer, ClaimNextOut) or answer.claimed is None:
             return
         claimed = answer.claimed
@@ -214,10 +227,12 @@ class Service:
 
     def _unless_nothing_yet(self, run: Callable[[Attach | None], Any],
                             ) -> Callable[[Attach | None], Any]:
-        """`run` for a try that is not the answer if it finds nothing: nothing is attached
-        to its outcome, and `_NothingYet` carries it past the idempotency middleware
-        unrecorded. A finished plan's "all done" is the answer (nothing is left to wait
-        for): returned, and recorded as the middleware records a write with no events."""
+        """Wrap `run` so that a try which finds nothing is not recorded as the answer.
+
+        Such a try attaches nothing to its outcome. It raises `_NothingYet`, which passes
+        through the idempotency middleware without a record. A finished plan is different:
+        nothing is left to wait for, so its "all done" is the answer. That answer is
+        returned and recorded like any write with no events."""
         def tried(attach: Attach | None) -> Any:
             skip: Attach | None = None if attach is None else (
                 lambda outcome: [] if _found_nothing(outcome.result) else attach(outcome))

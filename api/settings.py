@@ -17,8 +17,8 @@
 
 Steps per request caps the steps one plan creation may carry (HTTP, MCP `plans_create`,
 `planledger plan create`): a plan is written in one transaction, and while it is the
-store takes no other write, so a plan of 100,000 steps held every agent's claims for
-twenty seconds. Above the cap the request is refused (422 naming the cap and this
+store takes no other write, so a huge plan holds up every agent's claims (figure:
+bench/findings.md). Above the cap the request is refused (422 naming the cap and this
 setting); a longer plan is created with the first steps and grown by adding steps.
 
 Connections at once bounds the connections a server holds. Each is an open file, and
@@ -30,8 +30,9 @@ connection closed. A higher setting than the open-file limit leaves room for is 
 start.
 
 Console streams at once bounds the open consoles (`/api/console/events`) the server follows
-the log for: each message is built for and written to every one of them, so 1,000 streams
-took the claim p99 from 14 to 287 ms. One more is answered 503 with Retry-After; a stream's
+the log for: each message is built for and written to every one of them, so many open
+streams slow every claim (figure: bench/findings.md). One more is answered 503 with
+Retry-After; a stream's
 place is free again the moment it closes.
 
 The admin token may release any step and issue keys, so a guessable one is refused at start

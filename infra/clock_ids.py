@@ -106,8 +106,9 @@ class DatabaseClock(Clock):
 
 class UlidGenerator(IdGenerator):
     def new_id(self) -> str:
-        # Here, not at the top: python-ulid reads its version through importlib.metadata
-        # (~28 ms), which a command that makes no id (a read) should not pay.
+        # Imported here, not at the top: python-ulid reads its version through
+        # importlib.metadata, which is slow (bench/findings.md). A command that makes no
+        # id, such as a read, should not pay for it.
         from ulid import ULID
 
         return str(ULID())

@@ -13,7 +13,7 @@ store's lock timeout.
 Reads outside a unit take a connection from an idle list (made when none is idle), in
 WAL mode, so they never wait for the writer. Every connection keeps `STATEMENT_CACHE`
 prepared statements: a command runs several (BEGIN, a SELECT per stream, INSERT, COMMIT),
-and parsing them again on every use was a fifth of a claim.
+and parsing them again on every use was a large share of a claim (bench/findings.md).
 
 An event loop may run a short command itself when the write lock is free
 (`without_waiting`): handing it to a worker thread and back cost more than the command.
@@ -212,9 +212,11 @@ class SQLiteFile:
             self._idle.append(conn)
 
     def take_writer(self, eager: bool) -> sqlite3.Connection:
-        """The one connection this process writes on, one unit at a time (the caller lets
-        go with `let_go_of_writer`). Kept open: opening one for every unit cost a tenth of
-        a claim."""
+        """Take the one connection this process writes on, one unit at a time.
+
+        The caller gives it back with `let_go_of_writer`. The connection stays open,
+        because opening one for every unit was a noticeable share of a claim
+        (figure: bench/findings.md)."""
         if not self._writer_lock.acquire(timeout=0 if eager else WRITER_WAIT_SECONDS):
             message = "Timed out waiting for this process's other writes"
             if eager:
@@ -241,7 +243,8 @@ class SQLiteFile:
 
 class Unit:
     """`SQLiteFile.unit()`. A class, not a generator: every command runs one, and a
-    generator's context manager cost a fifth of the unit's own work."""
+    generator's context manager cost a large share of the unit's own work
+    (figure: bench/findings.md)."""
 
     __slots__ = ("_conn", "_log")
 
@@ -329,8 +332,8 @@ def _begin_writing(conn: sqlite3.Connection, eager: bool, usual_ms: int) -> sqli
 class DiskWatch:
     """Refuses writes at once while the disk that failed one for want of space has no more
     room than it had then. A write that tries anyway writes pages to the journal until the
-    disk refuses them, then throws them away: 15 ms of work under the write lock (2.3 s
-    while each refusal also logged a traceback), for every client retrying."""
+    disk refuses them, then throws them away. That is wasted work under the write lock,
+    for every client retrying (figure: bench/findings.md)."""
 
     def __init__(self, db_name: str) -> None:
         self._where = os.path.dirname(os.path.abspath(db_name))

@@ -1,22 +1,25 @@
-"""An embedded store's file read without the `eventsourcing` library, by a process that
-only reads.
+"""Read an embedded store's SQLite file directly, without the `eventsourcing` library.
 
-An embedded `planledger ready` or `plan list` is a process started for one read (agents
-drive the ledger through a shell), and loading the library was about a fifth of such a
-call (issue 19). Here its read model reads the SQLite file directly: the log as our
-recorder reads it (the tables of infra.sqlite_schema), each event
-decoded as ledger.sealing's mapper decodes it (the library's JSON transcodings, then
-ledger.stored_form), and the read model's checkpoint read from the tables
-infra.sqlite_checkpoints keeps.
+This is for processes that only read. Agents drive the ledger through a shell, so an
+embedded `planledger ready` or `plan list` is a whole process started for one read.
+Loading the library was a large part of such a call (figure: bench/findings.md). So here
+the read model reads the SQLite file itself:
 
-Nothing here writes to the log, or makes a file but one: a checkpoint falling due (every
-50,000 events) is saved as any reader saves it, through infra.sqlite_checkpoints'
-recorder, loaded then. What this reader is not sure of, it refuses (`open_reading`'s
-None, or `Unreadable`: an event in another form than the library's plain JSON, say a
-compressed or enciphered store, or of a kind it does not know): the caller then asks the
-store through the library (api.cli.calls), which answers as always.
-tests/unit/test_sqlite_reading.py holds every event, page and answer read here equal to
-the library's.
+- the log, from the tables that our recorder uses (infra.sqlite_schema);
+- each event, decoded as ledger.sealing's mapper decodes it (the library's JSON
+  transcodings, then ledger.stored_form);
+- the read model's checkpoint, from the tables of infra.sqlite_checkpoints.
+
+This module never writes to the log. It creates at most one file: when a checkpoint falls
+due (every 50,000 events), it is saved the way any reader saves it, through the recorder
+of infra.sqlite_checkpoints, which is loaded only then.
+
+When this reader is unsure, it refuses. `open_reading` returns None, or a read raises
+`Unreadable`. That happens for events stored in another form than the library's plain
+JSON (a compressed or encrypted store, say) and for event kinds it does not know. The
+caller then opens the store through the library (api.cli.calls), which answers as always.
+tests/unit/test_sqlite_reading.py checks that every event, page and answer read here
+equals the library's.
 """
 
 import json
@@ -48,15 +51,15 @@ from planledger.projections.readmodel import ReadModel
 if TYPE_CHECKING:
     from eventsourcing.persistence import Notification, StoredEvent, Tracking
 
-STORE_NAME = "planledger"  # ledger.store.EventStore.name (a test holds them equal)
+STORE_NAME = "planledger"  # equals ledger.store.EventStore.name; a test checks this
 
 
 class Unreadable(Exception):
-    """Something in the file this reader does not read as the library would."""
+    """The file holds something this reader cannot read exactly as the library would."""
 
 
 class StoredNotification(NamedTuple):
-    """An event at its log position, as stored: the library's `Notification`'s fields."""
+    """A stored event at its log position, with the fields of the library's `Notification`."""
 
     id: int
     originator_id: str
@@ -66,8 +69,11 @@ class StoredNotification(NamedTuple):
 
 
 def lock_timeout() -> float | None:
-    """Seconds a read waits for another process's lock, the store's (None: a value that
-    is no number, which the store's own opening words)."""
+    """How many seconds a read waits for another process's lock.
+
+    The value is the store's own lock timeout. If that setting is not a number, this
+    returns None, and the caller opens the store through the library, which reports the
+    bad setting in its usual words."""
     try:
         return float(sqlite_lock_timeout())
     except ValueError:
@@ -75,16 +81,16 @@ def lock_timeout() -> float | None:
 
 
 def connect(path: Path, timeout: float) -> sqlite3.Connection:
-    """A connection to an existing SQLite file: never creates one (`mode=rw`)."""
+    """Connect to an existing SQLite file. `mode=rw` makes sure no new file is created."""
     connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=rw", uri=True,
                                  timeout=timeout, isolation_level=None,
                                  check_same_thread=False)
-    connection.execute("PRAGMA query_only = ON")  # a reader: no statement of it writes
+    connection.execute("PRAGMA query_only = ON")  # this is a reader; refuse any write
     return connection
 
 
 class FileRecorder:
-    """The library's recorder's reads of the log (`select_notifications`), on the file."""
+    """The log reads of the library's recorder (`select_notifications`), done on the file."""
 
     def __init__(self, connection: sqlite3.Connection) -> None:
         self._connection = connection
@@ -95,7 +101,7 @@ class FileRecorder:
     ) -> "Sequence[Notification]":
         statement, values = select_log(start, limit, stop, topics, inclusive_of_start)
         rows = self._connection.execute(statement, values).fetchall()
-        # The same five fields as the library's Notification, which only they are read for.
+        # These are the five fields of the library's Notification; callers read no others.
         return cast("list[Notification]", [StoredNotification._make(row) for row in rows])
 
     def max_notification_id(self) -> int | None:
@@ -104,17 +110,21 @@ class FileRecorder:
 
 
 class EventDecoder:
-    """ledger.sealing's mapper on an event stored as plain JSON (the library's transcoder,
-    its default transcodings); anything else is Unreadable."""
+    """Decode events as ledger.sealing's mapper does, for events stored as plain JSON.
+
+    Plain JSON means the library's transcoder with its default transcodings. Any other
+    stored form raises Unreadable."""
 
     def __init__(self) -> None:
         self._decoder = json.JSONDecoder(object_hook=self._typed)
 
     @staticmethod
     def _typed(found: dict[str, Any]) -> Any:
-        """The library's JSONTranscoder's object hook: a value of a registered type for a
-        two-key object naming it (Application.register_transcodings: datetime, UUID and
-        Decimal), else the object itself."""
+        """Do what the object hook of the library's JSONTranscoder does.
+
+        A two-key object that names a registered type becomes a value of that type. The
+        registered types are datetime, UUID and Decimal (Application.register_transcodings).
+        Any other object is returned as it is."""
         if len(found) != 2 or "_type_" not in found or "_data_" not in found:
             return found
         kind, data = found["_type_"], found["_data_"]
@@ -136,7 +146,7 @@ class EventDecoder:
             raise Unreadable("an event not stored as bytes")
         try:
             state = self._decoder.decode(stored_event.state.decode("utf8"))
-        except ValueError as error:  # UnicodeDecodeError and JSONDecodeError are both
+        except ValueError as error:  # covers UnicodeDecodeError and JSONDecodeError
             raise Unreadable(f"an event not stored as JSON: {error}") from None
         if type(state) is not dict or type(stored_event.originator_id) is not str:
             raise Unreadable("an event not stored as one JSON object")
@@ -145,8 +155,9 @@ class EventDecoder:
 
 
 class FileLog:
-    """An embedded store's log as the read side reads it (ledger.notification_log's
-    LogSource), from its file."""
+    """An embedded store's log, read from its file.
+
+    It offers what the read side needs from a log (ledger.notification_log's LogSource)."""
 
     name = STORE_NAME
 
@@ -156,7 +167,7 @@ class FileLog:
         self.mapper = EventDecoder()
 
     def plan_of_step(self, step_id: StepId) -> PlanSlug | None:
-        """The plan a step opened in (its stream's first event names it)."""
+        """The plan that a step belongs to, named by the first event of its stream."""
         row = self._connection.execute(
             f"SELECT rowid FROM {EVENTS_TABLE} WHERE originator_id = ? "
             "AND originator_version = 1", (step_id,)).fetchone()
@@ -165,19 +176,21 @@ class FileLog:
         return PlanSlug(plan) if isinstance(plan, str) else None
 
     def forget(self, ids: Sequence[str]) -> None:
-        """Nothing to let go of: nothing is cached here."""
+        """Do nothing: this log caches nothing."""
 
     def forget_all(self) -> None:
-        """Nothing to let go of: nothing is cached here."""
+        """Do nothing: this log caches nothing."""
 
     def log_end(self) -> int:
         return self.recorder.max_notification_id() or 0
 
     def last_position(self) -> int | None:
-        return None  # it appends nothing
+        return None  # this log never appends
 
     def newest_event_time(self) -> datetime | None:
-        """When the log's newest event happened (ledger.store.EventStore's, for the clock)."""
+        """The time of the log's newest event, as ledger.store.EventStore gives it.
+
+        The clock uses it so that time never runs backwards past the log."""
         notes = self.recorder.select_notifications(self.log_end(), 1)
         event = self.mapper.to_domain_event(notes[0]) if notes else None
         moment = getattr(event, "timestamp", None)
@@ -188,11 +201,13 @@ class FileLog:
 
 
 class FileCheckpoints:
-    """The read model's checkpoints (projections.checkpoints' Checkpoints) of an embedded
-    store: read from infra.sqlite_checkpoints' file; saved, and dropped, through that
-    module's recorder, opened when first needed. A read model reads them once, at its
-    start: what the file held when this opened it is what is read (no file or no tables:
-    no checkpoint)."""
+    """The read model's checkpoints of an embedded store (projections.checkpoints).
+
+    Checkpoints are read straight from the file of infra.sqlite_checkpoints. They are saved
+    and dropped through that module's recorder, which is opened on first use. A read model
+    reads its checkpoint once, when it starts, so what the file held when this object
+    opened it is what counts. If there is no file, or it has no tables, there is no
+    checkpoint."""
 
     def __init__(self, db: str, timeout: float = 30) -> None:
         self.db = db
@@ -211,14 +226,15 @@ class FileCheckpoints:
         return bool(found[0] == 2)
 
     def load_checkpoint(self, application_name: str) -> tuple[int, bytes] | None:
-        """As SQLiteCheckpointRecorder.load_checkpoint: the state only at the position the
-        tracking table vouches for."""
+        """Load a checkpoint as SQLiteCheckpointRecorder.load_checkpoint does.
+
+        A state counts only if the tracking table records the same position."""
         if self._connection is None:
             return None
-        self._connection.execute("BEGIN")  # both reads in one transaction, as the recorder's
+        self._connection.execute("BEGIN")  # both reads in one transaction, as the recorder does
         try:
             row = self._connection.execute(
-                # As bytes whatever a hand at the file stored there: its MAC judges them.
+                # Read as bytes whatever was stored; the checkpoint's MAC checks them later.
                 f"SELECT notification_id, CAST(state AS BLOB) FROM {CHECKPOINT_TABLE} "
                 "WHERE application_name = ?", (application_name,)).fetchone()
             tracked = self.max_tracking_id(application_name)
@@ -256,21 +272,22 @@ class FileCheckpoints:
             self._writer.close()
 
 
-# The library's settings that change how events are stored (read from the environment by
-# its Application): with any of them, events are not the plain JSON read here.
+# The library's settings that change how events are stored. Its Application reads them
+# from the environment. If any is set, events are not the plain JSON this module reads.
 _STORED_FORM_SETTINGS = ("COMPRESSOR_TOPIC", "CIPHER_TOPIC", "CIPHER_KEY")
 
 
 class Reading:
-    """A read model on an embedded store's file (api.plain_answers' Readable), for a
-    process that only reads: `reads`, the store's `secret` (read when first needed, as
-    api.runtime.Runtime's) and `close`."""
+    """A read model on an embedded store's file, for a process that only reads.
+
+    It offers what api.plain_answers' Readable needs: `reads`, the store's `secret` and
+    `close`. The secret is loaded on first use, as api.runtime.Runtime does."""
 
     def __init__(self, db: str, clock: Clock | None = None, timeout: float = 30) -> None:
         self.db = db
         self.log = FileLog(Path(db).expanduser(), timeout)
-        # As api.runtime's ledger_clock on SQLite: the machine's, held at or past the log's
-        # newest event (`clock` replaces it: tests).
+        # Like api.runtime's ledger_clock on SQLite: the machine's clock, never earlier than
+        # the log's newest event. Tests pass their own `clock`.
         clock = clock or SteadyClock(SystemClock(), floor=self.log.newest_event_time)
         self.reads = ReadModel(self.log, clock, secret=lambda: self.secret,
                                checkpoints=FileCheckpoints(db, timeout))
@@ -285,8 +302,10 @@ class Reading:
 
 
 def open_reading(db: str) -> Reading | None:
-    """A reading of the embedded store `db` (resolved: ledger.storage.resolve_db), or None
-    where the store is not an existing SQLite file holding plain JSON events."""
+    """Open a Reading of the embedded store `db`, or return None.
+
+    `db` is already resolved (ledger.storage.resolve_db). The result is None unless the
+    store is an existing SQLite file that holds plain JSON events."""
     if db == MEMORY or is_postgres(db) or not Path(db).expanduser().is_file():
         return None
     if any(os.environ.get(name) or os.environ.get(f"{STORE_NAME.upper()}_{name}")
@@ -295,6 +314,6 @@ def open_reading(db: str) -> Reading | None:
     try:
         check_store_file(db)
     except NotAStore:
-        return None  # the library's door refuses it, in the words the command line uses
+        return None  # the library path then refuses it, in the command line's usual words
     timeout = lock_timeout()
     return Reading(db, timeout=timeout) if timeout is not None else None

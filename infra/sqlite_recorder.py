@@ -154,9 +154,11 @@ class LogRecorder(StreamRecorder, ApplicationRecorder):
         return None if found is None else int(found)
 
     def streams_appended(self, after: int, upto: int) -> list[str]:
-        """The stream of each event at the positions after..upto, by name only: a unit
-        that follows a new 1,000-step plan read its 2,001 events whole, states and all,
-        to learn which streams moved (30 ms of the write lock)."""
+        """The stream name of each event at the positions after..upto.
+
+        Only names are read. Reading the events whole, states and all, just to learn which
+        streams moved held the write lock too long after a large plan
+        (figure: bench/findings.md)."""
         with self.file.reading() as cursor:
             rows = cursor.execute(SELECT_STREAM_NAMES, (after, upto)).fetchall()
         return [str(row[0]) for row in rows]

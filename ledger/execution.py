@@ -1,12 +1,11 @@
-"""One command's run: deciding with optimistic concurrency, and the reads handlers share.
+"""Running one command: optimistic concurrency, plus the reads that handlers share.
 
-A handler (`ledger.claim_handlers`, `ledger.plan_handlers`) asks its `Execution` to
-decide: each attempt reads fresh state and returns an `Outcome` (the domain's decision
-and the result the command answers if it lands); the decision's events are appended in
-one transaction, with whatever the caller attaches to the outcome that answers the
-command (an idempotent answer record: it lands with the write or not at all). When
-another writer moved a stream in between, the append fails as a whole and the handler
-decides again, at a fresh `now`.
+Handlers (`ledger.claim_handlers`, `ledger.plan_handlers`) decide through an `Execution`.
+Each attempt reads fresh state and returns an `Outcome`: the domain's decision and the
+result to return if it lands. The decision's events append in one transaction. The caller
+may attach extra facts to that transaction, such as an idempotency record, so the record
+lands with the write or not at all. If another writer changed a stream in the meantime,
+the whole append fails. The handler then decides again at a fresh `now`.
 """
 
 from collections.abc import Callable, Sequence
@@ -25,12 +24,14 @@ MAX_ATTEMPTS = 64
 
 
 class Outcome(Generic[R]):
-    """An attempt's decision, and what the command answers if it lands: `result` when
-    the decision grants, its refusal otherwise. (A handler running a sub-command whose
-    outcome is not its answer attaches nothing to it: claim-next's `as_next`.)
+    """The decision of one attempt, and the command's answer if the decision lands.
 
-    Made by every attempt and read once: a plain class with slots, as a frozen dataclass
-    paid a guarded attribute write per field."""
+    The answer is `result` when the decision grants, and the refusal otherwise. A handler
+    that runs a sub-command (claim-next's `as_next`) attaches nothing to the sub-command's
+    outcome, because that outcome is not the handler's answer.
+
+    Every attempt makes one, so this is a plain class with slots: a frozen dataclass
+    costs a guarded attribute write per field."""
 
     __slots__ = ("decision", "result")
 
@@ -59,10 +60,10 @@ class Ports:
 
 
 class Execution:
-    """One command's run: the ports it reads and decides with, and what its caller
-    attaches to the outcome that answers it. One that attaches nothing holds nothing of
-    its command, so the ledger runs every such command on the same one (`Ledger.plain`);
-    one that attaches is made for its command alone."""
+    """The ports a command decides with, and the extra facts its caller attaches.
+
+    Commands that attach nothing share one Execution (`Ledger.plain`); it holds no
+    per-command state. A command that attaches facts gets its own Execution."""
 
     __slots__ = ("_attach", "clock", "ids", "lease_default", "ports", "store", "view")
 
@@ -83,9 +84,10 @@ class Execution:
         self.store.append([*outcome.decision.events, *attached])
 
     def decide(self, attempt: Callable[[datetime], Outcome[R]], stream: str) -> R:
-        """Run `attempt` until its events append cleanly; raise its refusal afterwards.
-        Each attempt decides at a fresh `now`: one that conflicted may have waited, and a
-        lease judged at the first attempt's time could have lapsed since."""
+        """Run `attempt` until its events append cleanly, then return or raise its answer.
+
+        Each attempt gets a fresh `now`. A conflicting attempt may have waited for a lock,
+        and a lease that was live at the first attempt may have lapsed since."""
         for _ in range(MAX_ATTEMPTS):
             try:
                 with self.store.transaction():
@@ -99,10 +101,13 @@ class Execution:
     def decide_on_cached_step(
         self, attempt: Callable[[datetime, bool], Outcome[R]], stream: str
     ) -> R:
-        """`decide` for commands that append to the step they read: the first try takes
-        the step from this process's cache (`attempt(now, False)`, no read). A stale step
-        cannot land, as the version it appends at is taken (a conflict, then fresh tries);
-        a refusal is decided again on fresh state before it is recorded or raised."""
+        """Like `decide`, for commands that append to the step they read.
+
+        The first try reads the step from this process's cache (`attempt(now, False)`),
+        which skips a store read. A stale cached step cannot land: its expected version is
+        already taken, so the append conflicts and `decide` retries on fresh state. A
+        refusal from the cached try is never trusted; it is decided again on fresh state
+        before it is recorded or raised."""
         try:
             with self.store.transaction():
                 first = attempt(self.clock.now(), False)
@@ -115,7 +120,7 @@ class Execution:
         return self.decide(lambda at: attempt(at, True), stream)
 
     def attaching(self, attach: Attach | None) -> "Execution":
-        """This run with another attachment (a handler running a sub-command)."""
+        """A copy of this Execution with a different attachment, for a sub-command."""
         return Execution(self.ports, attach)
 
     @property
@@ -136,8 +141,10 @@ class Execution:
         return step, plan.steps[step.id], plan
 
     def holder_ended(self, step: StepState, known: SessionState | None = None) -> bool:
-        """Whether the step's holder ended its session. `known` is a session the caller
-        has just read fresh: when it is the holder, it is not read again."""
+        """Whether the step's holder has ended its session.
+
+        `known` is a session the caller has just read fresh. If it is the holder, the
+        store is not read again."""
         if step.holder is None:
             return False
         if known is not None and known.id == step.holder:
@@ -150,7 +157,7 @@ class Execution:
         return live_holder(step, now, self.holder_ended(step, known))
 
     def author(self, actor: str) -> Actor:
-        """The write's author: a session (checked live), the admin or the local operator."""
+        """The author of a write: a live session, the admin or the local operator."""
         if not actor:
             raise errors.InvalidInput("actor", "every write names its author")
         session = acting_session(Actor(actor))

@@ -287,11 +287,12 @@ class EventStore(Application[str]):
         events = [f for f in facts if not isinstance(f, Answer)] if answers else list(facts)
         if not events and not answers:
             return []
-        # The library's event store directly: `Application.save` would first test each
-        # event against a runtime-checkable Protocol (~7 us an event) to tell it from an
-        # aggregate, and then run hooks this application leaves empty. An append that is
-        # its own transaction is encoded (and its new chains sealed) before the transaction
-        # takes the write lock: other writers wait for its insert only.
+        # Use the library's event store directly. `Application.save` would first test each
+        # event against a runtime-checkable Protocol to tell it from an aggregate, which is
+        # slow (bench/findings.md), and then run hooks this application leaves empty.
+        # An append that is its own transaction is encoded (and its new chains sealed)
+        # before the transaction takes the write lock, so other writers wait only for its
+        # insert.
         sealer = self._sealer
         assert sealer is not None, "appends go through a SealingEventStore"
         own = self._appended.pending is None  # a transaction of its own
@@ -448,7 +449,8 @@ class EventStore(Application[str]):
 
         The library's repository fast-forwards a cached state on every read but caches only
         what it reconstructed, so with immutable states each read would fold every event
-        since the first load (a step heartbeated 1,000 times got 17x slower). It also takes
+        since the first load, and a long-heartbeated step would get ever slower to read
+        (figure: bench/findings.md). It also takes
         a per-stream lock for each fast-forward, which immutable states do not need: a
         racing thread may put back an older state, and the next read fast-forwards it. So
         a cached state is fast-forwarded here; the repository only reconstructs a missing

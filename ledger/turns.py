@@ -1,11 +1,11 @@
 """Long loops that take turns with other threads at the interpreter lock.
 
-A thread running Python keeps the interpreter lock until another thread has waited for it
-for the switch interval (5 ms), and a thread that answers requests (the server's event
-loop) lets go of it at each wait for the network or the database, so beside a busy thread
-it pays that interval again after each wait. A loop over many items that lets go of the
-lock between slices of them (a waiting thread takes it at once) costs itself a few
-microseconds a slice.
+A thread running Python keeps the interpreter lock until another thread has waited for
+it for the switch interval (5 ms by default). A thread that answers requests (the
+server's event loop) lets go of the lock each time it waits for the network or the
+database. Beside a busy thread, it then waits that whole interval again after each wait.
+So a loop over many items lets go of the lock between slices of them. A waiting thread
+takes the lock at once, and the loop pays only a few microseconds a slice.
 """
 
 import time
@@ -14,7 +14,7 @@ from typing import TypeVar
 
 T = TypeVar("T")
 
-TURN = 16  # items between turns: about a third of a millisecond of encoding a plan's events
+TURN = 16  # items between turns: a slice short enough not to hold up a waiting thread
 
 
 def turns(count: int, size: int = TURN) -> Iterator[slice]:

@@ -1,12 +1,16 @@
-"""Retired plans, read back from the log: the live view's archive, and their detail on demand.
+"""Retired plans, read back from the log on demand.
 
-The live view retires a finished plan once enough others have finished after it (see
-`projections.view`), and keeps only what lists it and the log positions of its events.
-`LogArchive` is what the view reads those events back from, and what lets the store drop
-the plan's streams from its caches as it retires. `RetiredPlans` answers whoever asks for a
-retired plan's steps, history or timeline: a view of that plan alone, folded from its
-events, the same detail the live view held before it retired; the last few are kept,
-since a person who opened one plan reads it a few times.
+The live view retires a finished plan once enough other plans have finished after it
+(see `projections.view`). It then keeps only what the plan lists need, plus the log
+positions of the plan's events.
+
+`LogArchive` reads those events back for the view. It also lets the store drop the
+plan's streams from its caches when the plan retires.
+
+`RetiredPlans` answers questions about a retired plan's steps, history or timeline. It
+folds a view of that one plan from its events, which gives the same detail the live view
+held before. It keeps the last few such views, because a person who opens a plan usually
+reads it several times.
 """
 
 import threading

@@ -10,15 +10,19 @@ after the position its state includes: nothing is applied twice, nothing is skip
 Several processes following the same log fold the same state at the same position, so
 they may share one checkpoint: a CLI process starts from whatever a server saved.
 
-A recorder keeps a state's bytes as it was given them and trusts nothing in them: what
-they hold, and when a process believes them (their MAC under the store's secret, the log
-they name), is `projections.resume`'s.
+A recorder stores a state's bytes exactly as given and trusts nothing in them.
+`projections.resume` decides what the bytes mean and when a process may believe them
+(their MAC under the store's secret, and the log they name).
 
-The read model is handed its recorder by whoever opens the store (`api.runtime`'s
-`open_checkpoints`): kept in this process (`MemoryCheckpointRecorder`, here), in SQLite (a
-file beside the log, so the log's writers never wait on a checkpoint:
-`infra.sqlite_checkpoints`), or in PostgreSQL (two tables in the log's own schema, made by
-`planledger db init` with the log's; every replica shares them: `infra.pg_checkpoints`).
+Whoever opens the store hands the read model its recorder (`open_checkpoints` in
+`api.runtime`). There are three:
+
+- `MemoryCheckpointRecorder` (here) keeps checkpoints in this process.
+- `infra.sqlite_checkpoints` keeps them in a file beside the SQLite log, so the log's
+  writers never wait on a checkpoint.
+- `infra.pg_checkpoints` keeps them in two tables in the log's own PostgreSQL schema.
+  `planledger db init` creates them with the log's tables, and every replica shares
+  them.
 """
 
 import threading

@@ -1,18 +1,24 @@
-"""Every claim the ledger ever granted, as it stood over time: for an auditor who holds
-something made outside the ledger (a git commit) against the claim it says it was made
-under.
+"""Every claim the ledger ever granted, and how long each one lasted.
+
+Auditors use it to check something made outside the ledger, such as a git commit,
+against the claim it says it was made under.
 
 A claim is one grant of a step to a session under a fence. It lives from its grant until
-the first of: its lease lapsing (each heartbeat moves the expiry on), its step released,
-completed or dropped, a newer fence granted on its step (this one is stale from then on),
-or its session ending. A claim's paths (PathsReserved, in the claim's append) live exactly
-as long as the claim. A reviewer's claim of a step in review (ReviewClaimed) is a claim
-too, ended by its verdict. Completions (and submissions for review) keep the evidence
-they reported.
+the first of these:
 
-`claim_history` folds the whole log once (an auditor's question, not a hot path); the
-answers are plain values, so the rule that judges commits (projections.git_audit) needs no
-store.
+- its lease lapses (each heartbeat moves the expiry on);
+- its step is released, completed or dropped;
+- a newer fence is granted on its step (from then on this claim is stale);
+- its session ends.
+
+A claim's paths (PathsReserved, appended with the claim) live exactly as long as the
+claim. A reviewer's claim of a step in review (ReviewClaimed) is a claim too, and its
+verdict ends it. Completions, and submissions for review, keep the evidence they
+reported.
+
+`claim_history` folds the whole log once. That is fine for an auditor's question, which
+is not a hot path. The answers are plain values, so the rule that judges commits
+(projections.git_audit) needs no store.
 """
 
 from collections.abc import Iterable

@@ -1,17 +1,23 @@
-"""The git history held against the ledger: which commits were made outside a live claim,
-which went into files another session held reserved, which completions name commits the
-history does not hold, and which commits name claims the ledger never granted.
+"""Check the git history against the ledger.
 
-Commits say who made them through trailers the commit guard's `prepare-commit-msg` hook
-writes (`Planledger-Step: <plan>#<number> <step id>`, `Planledger-Session: <id>`,
-`Planledger-Fence: <n>`; one Step and Fence pair per claim, paired in order). A commit's
-date is the committer's word: anyone can set it. Where the ledger knows better it is
-judged at the ledger's time instead: a commit whose trailers name a claim was made after
-that grant, and a commit a completion names was made before that completion. A date past
-either by more than the bound is a finding of its own, and the commit is judged at the
-ledger's time.
+The audit finds four kinds of problems:
 
-This is a rule of the read side, on plain values: the commits (read from git by
+- commits made outside a live claim;
+- commits that touched files another session held reserved;
+- completions that name commits the history does not hold;
+- commits that name claims the ledger never granted.
+
+Commits say who made them through trailers that the commit guard's `prepare-commit-msg`
+hook writes: `Planledger-Step: <plan>#<number> <step id>`, `Planledger-Session: <id>`
+and `Planledger-Fence: <n>`. Each claim has one Step and Fence pair, paired in order.
+
+A commit's date is the committer's word, and anyone can set it. Where the ledger knows
+better, the commit is judged at the ledger's time instead. A commit whose trailers name
+a claim was made after that grant. A commit that a completion names was made before that
+completion. A date that is outside either limit by more than the allowed bound is a
+finding of its own, and the commit is then judged at the ledger's time.
+
+This is a read-side rule on plain values: the commits (read from git by
 infra.git_history) and the claims (projections.claim_history).
 """
 

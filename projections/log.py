@@ -1,6 +1,8 @@
-"""Reading the notification log for the read side: decoded pages after a position, and
-the events at chosen positions (ledger.notification_log reads the pages; this only walks
-them), with the collector paused while a page is folded."""
+"""Read the notification log for the read side.
+
+This module gives decoded pages after a position, and the events at chosen positions.
+ledger.notification_log reads the pages; this module only walks them. The garbage
+collector is paused while a page is folded."""
 
 import gc
 from collections.abc import Iterator, Sequence
@@ -23,7 +25,8 @@ __all__ = ["PAGE", "Positioned", "at_positions", "decode", "page_after", "page_f
 def paused_gc() -> Iterator[None]:
     """Pause the cyclic garbage collector while a page is decoded and folded. A page makes
     thousands of small objects that mostly live on (events, states, index entries), and
-    scanning them again and again as "young" costs about a quarter of a rebuild. It is
+    scanning them again and again as "young" is a large share of a rebuild (figure:
+    bench/findings.md). It is
     switched back on after the page (only if it was on), so cycles made meanwhile by other
     threads wait at most one page to be collected."""
     was_on = gc.isenabled()

@@ -1,16 +1,18 @@
-"""A plan's timeline beside a live read model, read from the log on demand: only that plan's
-events, found through the positions the read model keeps, not a fold of the whole log.
+"""A plan's timeline, read from the log on demand beside a live read model.
 
-The first time a plan's timeline is asked for, the events it needs are read at their
-positions (the plan's stream, its steps' events and the refusals naming them, its ready
-listings, and every session's start and end: `plan_positions`) and fed, in log order, to a
-`TimelineModel` of its own, which describes them exactly as a model fed the whole log would.
-From then on the read model tells it each new event that concerns the plan. A few plans'
-models are kept (the console watches one); the least recently read goes first.
+Only that plan's events are read, found through the positions the read model keeps. The
+whole log is not folded.
 
-On a server holding 1,000,000 events this is what the console's timeline costs: that plan's
-entries, read in a fraction of a second, instead of an entry for every event of the log,
-folded on the first request.
+The first time someone asks for a plan's timeline, the needed events are read at their
+positions (`plan_positions`): the plan's stream, its steps' events and the refusals that
+name them, its ready listings, and every session's start and end. They are fed in log
+order to a `TimelineModel` of the plan's own. That model describes them exactly as a
+model fed the whole log would. After that, the read model passes it each new event about
+the plan. A few plans' models are kept (the console watches one), and the one read least
+recently is dropped first.
+
+So on a server with a large log, the console's timeline costs only that plan's entries.
+It does not cost an entry for every event of the log, folded on the first request.
 """
 
 import logging

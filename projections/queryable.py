@@ -1,5 +1,7 @@
-"""The questions every read model answers, whether live (`ReadModel`) or as of a past
-point (`AsOf`): one set of methods over a view and a moment, so both answer alike."""
+"""The questions every read model answers, live or as of a past point.
+
+`ReadModel` is live and `AsOf` looks at a past point. Both use this one set of methods
+over a view and a moment, so they answer alike."""
 
 from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager

@@ -1,13 +1,15 @@
 """The live read model: the log folded into readiness, holders, progress and history.
 
-`ReadModel` keeps a `LedgerView` at the log position it has applied (`position`), and
-moves it forward a page at a time from the store's notification log. Each position is
-applied exactly once: the view refuses positions at or below its own, so pages read
-twice (by two threads, or after a restore) change nothing. With a `CheckpointRecorder`
-it restores the newest checkpoint on start and resumes from its tracked position, once
-the checkpoint passes every check of `projections.resume` under the store's secret; a
-checkpoint that fails one is ignored, with a warning on the `planledger.checkpoints`
-logger saying why, and the log is folded from the start.
+`ReadModel` keeps a `LedgerView` at the log position it has applied (`position`). It
+moves the view forward a page at a time from the store's notification log. Each position
+is applied exactly once: the view refuses positions at or below its own, so a page read
+twice (by two threads, or after a restore) changes nothing.
+
+With a `CheckpointRecorder`, the model restores the newest checkpoint on start and
+resumes from its tracked position. It does so only if the checkpoint passes every check
+of `projections.resume` under the store's secret. A checkpoint that fails a check is
+ignored: the `planledger.checkpoints` logger warns why, and the log is folded from the
+start.
 
 Freshness, three ways:
 - by default every query first pulls what was appended since (`pull_on_read`), so a
@@ -72,12 +74,16 @@ Listener = Callable[[int, object, StepState | None], None]
 
 
 class ReadModel(Queryable, CandidateView):
-    """The read models of one log, kept current. A long-lived process would use
-    `ReadModel(store, clock, checkpoints=open_checkpoints(db), secret=store_secret)`
-    (resume on start, save every `checkpoint_every` events, each authenticated under the
-    store's secret: without one, under `PROCESS_SECRET`) and `follow(model)` (see
-    projections.follower), which starts `tail` where the store's database wakes its
-    readers (given by whoever opens the store: api.runtime), and polls elsewhere."""
+    """The read models of one log, kept current.
+
+    A long-lived process would create
+    `ReadModel(store, clock, checkpoints=open_checkpoints(db), secret=store_secret)`.
+    That model resumes on start and saves a checkpoint every `checkpoint_every` events.
+    Each checkpoint is authenticated under the store's secret, or under `PROCESS_SECRET`
+    when there is none. The process would then call `follow(model)` (see
+    projections.follower). Where the store's database can wake its readers, `follow`
+    starts the model's `tail`, which whoever opens the store provides (api.runtime).
+    Elsewhere it polls."""
 
     def __init__(
         self, store: LogSource, clock: Clock, *,
@@ -126,8 +132,10 @@ class ReadModel(Queryable, CandidateView):
         self._folded = view
 
     def resume(self) -> int:
-        """Load the checkpoint now, not at the first read (a server, before it answers);
-        returns the position it resumed from (0: none to resume from)."""
+        """Load the checkpoint now instead of at the first read, and return its position.
+
+        A server calls this before it answers requests. The result is 0 when there was
+        no checkpoint to resume from."""
         return self.resumed_from
 
     @property
@@ -157,8 +165,9 @@ class ReadModel(Queryable, CandidateView):
         return self._view.sessions
 
     def key_index(self) -> KeyIndex:
-        """The access keys as last folded, without pulling and without the lock (see
-        LedgerView.key_index): what the doors check a credential against."""
+        """The access keys as last folded, read without pulling and without the lock.
+
+        Every interface checks credentials against these (see LedgerView.key_index)."""
         return self._view.key_index()
 
     def facts(self) -> dict[str, object]:
@@ -176,9 +185,11 @@ class ReadModel(Queryable, CandidateView):
     # --- following the log --------------------------------------------------------
 
     def catch_up(self) -> int:
-        """Apply every event appended since the last call; returns the new position. Each
-        page is read from the last event applied, which must still be there: a log that
-        lost it (a failover) is folded again (projections.rewind)."""
+        """Apply every event appended since the last call, and return the new position.
+
+        Each page is read starting at the last event applied, which must still be there.
+        If the log lost it (say in a failover), the log is folded again
+        (projections.rewind)."""
         while True:
             try:
                 with self._lock:  # a page at a time: queries get their turn during a backlog
@@ -194,19 +205,25 @@ class ReadModel(Queryable, CandidateView):
         return self._view.position
 
     def _checkpoint_due(self) -> bool:
-        """Every `checkpoint_every` events, and on a long log every quarter of its length:
-        saving copies the whole state out and holds up readers meanwhile (about a second at
-        1,000,000 events), so its cost per event stays flat as the log grows, and a crash
-        leaves less than a quarter of the log to fold again."""
+        """Whether a checkpoint is due: every `checkpoint_every` events, and on a long log
+        every quarter of its length.
+
+        Saving copies the whole state out and holds up readers meanwhile (figure:
+        bench/findings.md). Spacing saves by a quarter of the log keeps that cost per
+        event flat as the log grows. A crash then leaves less than a quarter of the log
+        to fold again."""
         position = self._view.position
         return position - self._checkpointed >= max(self.checkpoint_every, position // 4)
 
     def apply_notifications(self, notes: "Sequence[Notification]") -> int:
-        """Apply the notifications above the model's position, in order, skipping those at
-        or below it (each position exactly once); returns the position reached. This is
-        what a log follower feeds (see projections.follower): pages read from the model's
-        position inclusive cost nothing more, others one look at the log. LogRewound, the
-        model folded again, if the log no longer holds the last event applied."""
+        """Apply the notifications above the model's position, in order.
+
+        Notifications at or below the position are skipped, so each position is applied
+        once. Returns the position reached. Log followers feed this (see
+        projections.follower). A page that starts at the model's position lets it check
+        for free that the log still holds its last event; any other page costs one extra
+        read of the log. If the log no longer holds that event, the model is folded again
+        and LogRewound is raised."""
         with self._lock:
             position = self._view.position
             fresh = notes if not notes or notes[0].id > position else [
@@ -225,8 +242,10 @@ class ReadModel(Queryable, CandidateView):
         raise LogRewound(self._fold_again(why), why)
 
     def _lost(self, position: int, notes: "Sequence[Notification]") -> str | None:
-        """Why the log no longer holds the last event applied (None: it does), from the
-        note at `position` among `notes`, else from one read of the log."""
+        """Why the log no longer holds the last event applied, or None if it does.
+
+        The check uses the note at `position` among `notes` when it is there, or else one
+        read of the log."""
         if position <= 0:
             return None
         at = next((note for note in notes if note.id >= position), None)
@@ -236,8 +255,10 @@ class ReadModel(Queryable, CandidateView):
         return lost(position, self._last, at)
 
     def _fold_again(self, why: str) -> int:
-        """The log lost events this model folded: say so, drop what the store keeps of its
-        streams and the checkpoints of the log that was, and fold the log again."""
+        """Recover after the log lost events that this model folded.
+
+        Log a warning, drop the store's cached streams and the old log's checkpoints, and
+        fold the log again."""
         rewind_log.warning(
             "the log no longer holds the last event the read model applied (%s): a "
             "failover may have lost the log's newest events; the read model is folded "
@@ -268,7 +289,7 @@ class ReadModel(Queryable, CandidateView):
             self._listeners.append(listener)
 
     def unlisten(self, listener: "Listener") -> None:
-        """Stop telling `listener` (one that is not listening is ignored)."""
+        """Stop calling `listener`. A listener that is not registered is ignored."""
         with self._lock:
             if listener in self._listeners:
                 self._listeners.remove(listener)
@@ -284,8 +305,10 @@ class ReadModel(Queryable, CandidateView):
         return self._view
 
     def wait_for(self, position: int | None, timeout: float = 5.0) -> int:
-        """Block until the event at `position` is applied (pulling it in if need be);
-        TimeoutError after `timeout` seconds. None (no append yet) returns at once."""
+        """Block until the event at `position` is applied, pulling it in if needed.
+
+        Raises TimeoutError after `timeout` seconds. A `position` of None (nothing
+        appended yet) returns at once."""
         deadline = time.monotonic() + timeout
         while position is not None and self._view.position < position:
             self.catch_up()
@@ -305,8 +328,9 @@ class ReadModel(Queryable, CandidateView):
         return self.wait_for(self.store.last_position(), timeout)
 
     def rebuild(self) -> int:
-        """Drop the state and fold the whole log again; queries keep answering from the
-        old state until the new one has caught up with it."""
+        """Drop the state and fold the whole log again.
+
+        Queries keep answering from the old state until the new one has caught up."""
         fresh = self._fresh_view()
         last = self._fold_to_the_end(fresh, None)
         with self._lock:  # appends made meanwhile (the old state may hold them already)
@@ -316,7 +340,7 @@ class ReadModel(Queryable, CandidateView):
         return self.catch_up()
 
     def _fold_to_the_end(self, view: LedgerView, last: Folded | None) -> Folded | None:
-        """Fold the log after the view's position to its end; the last event folded."""
+        """Fold the log from the view's position to its end; return the last event folded."""
         while True:
             notes = page_after(self.store, view.position, self.page)
             if notes:
@@ -329,8 +353,10 @@ class ReadModel(Queryable, CandidateView):
     # --- checkpoints --------------------------------------------------------------
 
     def checkpoint(self) -> bool:
-        """Save the state with its position; False when there is nothing new to save, a
-        newer checkpoint is saved already, or no secret to authenticate it can be had."""
+        """Save the state with its position, and return whether it was saved.
+
+        Nothing is saved when nothing is new, when a newer checkpoint exists, or when
+        there is no secret to authenticate the checkpoint."""
         if self.checkpoints is None or (key := self._checkpoint_key()) is None:
             return False
         with self._lock:
@@ -345,8 +371,9 @@ class ReadModel(Queryable, CandidateView):
         return self.checkpoints.save_checkpoint(Tracking(self.store.name, position), saved)
 
     def _checkpoint_key(self) -> bytes | None:
-        """The key checkpoints are authenticated under, derived from the store's secret
-        once; None (and checkpoints unused, with a warning) when there is no secret."""
+        """The key that authenticates checkpoints, derived once from the store's secret.
+
+        Without a secret this returns None, logs a warning, and checkpoints go unused."""
         with self._lock:  # read once, by one thread: the others wait for its answer
             if self._key is None and self._secret is not None:
                 secret, self._secret = self._secret, None
@@ -378,9 +405,11 @@ class ReadModel(Queryable, CandidateView):
 
     def _drop_if_past_the_log(self, checkpoints: "Checkpoints",
                               warning: str | None = None) -> None:
-        """Drop the checkpoints if they claim a position the log has not reached: no
-        checkpoint of this log says so, and every later save would be refused (a log
-        restored from an older copy, or a tampered file). With `warning`, say so."""
+        """Drop the checkpoints if they claim a position that the log has not reached.
+
+        No checkpoint of this log can claim such a position, and every later save would
+        be refused. It happens when the log was restored from an older copy, or the file
+        was tampered with. With `warning`, log that the checkpoints were dropped."""
         tracked: object = checkpoints.max_tracking_id(self.store.name)
         if tracked is None:
             return
@@ -398,15 +427,18 @@ class ReadModel(Queryable, CandidateView):
         checkpoints.forget(self.store.name)
 
     def stop_with_me(self, stop: Callable[[], None]) -> None:
-        """Have `close` call `stop` first: a thread reading the store through this model
-        (a follower) must end before the store closes under it."""
+        """Register `stop` for `close` to call first.
+
+        A thread that reads the store through this model (a follower) must end before
+        the store closes under it."""
         self._stoppers.append(stop)
 
     def close(self, *, checkpoint: bool = False) -> None:
-        """Stop what reads from it in the background, then let the checkpoints go; first
-        save what was applied since the last checkpoint when asked (`checkpoint`: a server
-        shutting down) or when one is due anyway (events applied by a follower, which does
-        not check)."""
+        """Stop the background readers, then close the checkpoints.
+
+        Before closing, save a checkpoint if `checkpoint` asks for one (a server shutting
+        down) or if one is due anyway. One can be due because a follower applied events,
+        and followers do not check."""
         stoppers, self._stoppers = self._stoppers, []
         for stop in stoppers:
             stop()
@@ -445,9 +477,11 @@ class ReadModel(Queryable, CandidateView):
         return step_history(self.store, positions, upto)
 
     def detail(self, view: LedgerView, plan: PlanSlug) -> LedgerView:
-        """The view holding the plan's steps, definitions, index and history: `view` (what
-        `reading` yields) unless the plan retired from it, else a view of that plan alone,
-        folded back from the log (see projections.archive)."""
+        """The view that holds the plan's steps, definitions, index and history.
+
+        This is `view` (what `reading` yields), unless the plan retired from it. For a
+        retired plan it is a view of that plan alone, folded back from the log (see
+        projections.archive)."""
         return self.retired.detail(view, plan)
 
     def as_of(self, position: int | None = None, time: datetime | None = None) -> AsOf:

@@ -4,12 +4,13 @@ Auditors read it to see who held which step when and why a claim bounced. Entrie
 log order, the order the store serialized the writes (which is what decided every race),
 each stamped with the time its command ran. Bounces name the holder they bounced off.
 
-`TimelineModel` follows a store's notification log like the other read models (`catch_up`),
-or is fed events by hand (`apply`) when the log comes from a recording file. Beside a live
-`ReadModel` (a server), a plan's timeline (what the console reads) is read from the log on
-demand, that plan's events only (projections.plan_timelines); the timeline of some sessions
-or of everything folds the log once by itself up to where the read model is, and from then
-on is told each event the read model applies: one fold of the log, not two.
+`TimelineModel` follows a store's notification log like the other read models
+(`catch_up`). When the log comes from a recording file, events are fed to it by hand
+(`apply`). On a server, beside a live `ReadModel`, a plan's timeline (what the console
+reads) is read from the log on demand, with that plan's events only
+(projections.plan_timelines). The timeline of some sessions, or of everything, folds the
+log by itself once, up to the read model's position. After that the read model passes it
+each event it applies, so the log is folded once, not twice.
 """
 
 import bisect
@@ -48,9 +49,11 @@ _RETITLED = ev.StepAdded | ev.StepRevised  # built once, not for every event
 
 
 class TimelineModel:
-    """Entries folded from the log beside a `LedgerView` of the same events (which names
-    steps and sessions, and knows each step before the event that changes it): its own, or,
-    given `reads`, the read model's once it has caught up with it (see `catch_up`)."""
+    """Timeline entries folded from the log, beside a `LedgerView` of the same events.
+
+    The view names steps and sessions, and knows each step's state before the event that
+    changes it. The model uses its own view. Given `reads`, it switches to the read
+    model's view once it has caught up with it (see `catch_up`)."""
 
     def __init__(self, store: EventStore | None = None, reads: ReadModel | None = None) -> None:
         self.store = store
@@ -82,7 +85,7 @@ class TimelineModel:
             return self._fold_until(None)
 
     def _fold_until(self, stop: int | None) -> int:
-        """Fold the log with our own view, to `stop` (None: to its end)."""
+        """Fold the log with our own view, up to `stop` (None: to the end of the log)."""
         assert self.store is not None, "a model fed by hand has no store to follow"
         while True:
             notes = page_after(self.store, self._position, PAGE, stop)
@@ -93,11 +96,14 @@ class TimelineModel:
                 return self._position
 
     def _join_reads(self, reads: ReadModel) -> None:
-        """Fold by ourselves what the read model has applied already (it cannot tell us
-        that), without holding up its readers; then, under its lock, close the gap it moved
-        on meanwhile, and listen to it for everything after. Our own view goes: from then
-        on the read model's names steps and sessions. (A read model that has applied
-        nothing yet leaves us nothing to fold: its fold tells us every event.)"""
+        """Catch up with the read model, then follow it.
+
+        The read model cannot replay what it has already applied, so we fold that part
+        of the log ourselves, without holding up its readers. Then, under its lock, we
+        fold the gap it moved on meanwhile, and register to hear every later event. Our
+        own view is dropped; from then on the read model's view names steps and sessions.
+        If the read model has applied nothing yet, there is nothing to fold: it tells us
+        every event."""
         with self._attach:
             if self._view is None:
                 return  # another thread joined first
@@ -106,7 +112,7 @@ class TimelineModel:
             with reads.lock, self._lock:
                 self._fold_until(reads.position)  # what it applied meanwhile
                 reads.listen(self._told)
-                self._lock = reads.lock  # one lock: it tells us while holding its own
+                self._lock = reads.lock  # share its lock: it calls us while holding it
                 self._view = None
 
     def _told(self, position: int, event: object, before: StepState | None) -> None:
@@ -125,8 +131,9 @@ class TimelineModel:
         return self._reads.view
 
     def apply(self, position: int, event: object) -> None:
-        """Fold one event at its log position (each position once); events of other layers
-        only move the position."""
+        """Fold one event at its log position; each position is folded once.
+
+        Events of other layers only move the position."""
         with self._lock:
             assert self._view is not None, "the read model tells this model its events"
             before = self._view.steps.get(StepId(getattr(event, "originator_id", "")))
@@ -147,8 +154,10 @@ class TimelineModel:
                 self._plans.add(entry)
 
     def _info(self, step_id: str) -> StepInfo | None:
-        """The step's plan, number and title as of the event being described (kept until
-        the step is revised: most entries are about steps whose titles never change)."""
+        """The step's plan, number and title as of the event being described.
+
+        The result is kept until the step is revised, because most entries are about
+        steps whose titles never change."""
         known = self._infos.get(step_id)
         if known is not None:
             return known
@@ -168,12 +177,14 @@ class TimelineModel:
         since: datetime | None = None, until: datetime | None = None,
         after: int = 0, limit: int | None = None,
     ) -> Timeline:
-        """The entries of one plan (with the start and end of every session that acted on
-        it), of some sessions, or of everything; optionally within [since, until]; and of
-        those, the ones after log position `after`, at most `limit`. A page of a plan's
-        timeline also carries the start of each session whose first act on the plan is on
-        the page, even when that start came before `after`: a reader adding pages to what
-        it holds (in position order) gets the same timeline as one read whole."""
+        """Timeline entries: of one plan, of some sessions, or of everything.
+
+        A plan's entries include the start and end of every session that acted on it.
+        `since` and `until` limit the entries by time. Of those, the result holds the ones
+        after log position `after`, at most `limit` of them. A page of a plan's timeline
+        also carries the start of each session whose first act on the plan is on the
+        page, even when that start came before `after`. So a reader who adds pages in
+        position order ends with the same timeline as one who reads it whole."""
         if plan is not None and self._plan_timelines is not None:
             return self._plan_timelines.timeline(plan, sessions, since, until, after, limit)
         if self.store is not None:

@@ -1,10 +1,13 @@
-"""Pages of a plan's timeline, read from an index kept as entries are added, so that what
-came after a position costs what it returns, not what the plan holds.
+"""Pages of a plan's timeline, served from an index that grows as entries are added.
 
-A plan's timeline is its entries and the marks (session started, session ended) of every
-session that acted on it. Per plan the index keeps its entries, those marks, and where each
-session first acted on it, all in position order: entries are added in log order, and a
-session's earlier marks join the plan's when it first acts there.
+With the index, reading what came after a position costs what it returns, not what the
+plan holds.
+
+A plan's timeline is its entries plus the marks (session started, session ended) of
+every session that acted on the plan. For each plan the index keeps its entries, those
+marks, and where each session first acted on it, all in position order. Entries arrive
+in log order. A session's earlier marks join the plan's marks when the session first
+acts on that plan.
 """
 
 import bisect

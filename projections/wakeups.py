@@ -1,12 +1,15 @@
-"""Wake-ups for callers waiting on the log: which plan an applied event may have freed a
-step of, told as the read model applies it.
+"""Wake-ups for callers waiting on the log.
 
-While anyone watches (`watch`, `start`, ... `unwatch`), the read model applies every append
-promptly: other processes' and replicas' through a follower (`projections.follower.follow`:
-LISTEN/NOTIFY on PostgreSQL, a short poll on SQLite), and this process's own as soon as
-`poke` says a command appended (no poll interval between an agent's complete here and
-the wake-up of an agent waiting here). Each applied event is read for what it may change
-about a plan's claimable steps, and told to the `Signals`:
+As the read model applies each event, this module works out which plan may now have a
+claimable step, and says so.
+
+While anyone watches (`watch`, `start`, ... `unwatch`), the read model applies every
+append promptly. Appends by other processes and replicas arrive through a follower
+(`projections.follower.follow`): LISTEN/NOTIFY on PostgreSQL, a short poll on SQLite.
+Appends by this process arrive as soon as `poke` reports them, so an agent waiting here
+wakes without a poll interval after another agent completes a step here. Each applied
+event is checked for what it may change about a plan's claimable steps, and the result
+goes to the `Signals`:
 
 - `freed(plan, count)`: `count` steps of the plan may have become claimable (one opened,
   released, reopened or rejected in review; the dependents a completed, approved or
@@ -19,8 +22,8 @@ about a plan's claimable steps, and told to the `Signals`:
   its wait to the next one (`next_lapse`).
 
 Nothing here decides anything or knows who waits; `api.waiting` does. When nobody has
-watched for `linger` seconds the follower stops and the model stops telling (a process
-that waits once does not poll for ever after).
+watched for `linger` seconds, the follower stops and the model stops signalling. So a
+process that waited once does not poll for ever after.
 """
 
 import logging

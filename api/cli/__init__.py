@@ -1,14 +1,17 @@
-"""The interfaces' verbs of the `planledger` command line, as data (api.cli.grammar).
+"""The verbs of the `planledger` command line that api/ provides, written as data.
 
-The program (planledger.main) puts these beside the replays' and the benchmarks' in its one
-table, which the interfaces never import. Every verb works on the embedded store (`--db`,
-default ./.planledger/ledger.sqlite) or, with `--url`, on a running server. `--json`
-prints for scripts. Exit codes: 0 done, 1 error, 2 a call the command line does not read
-(api.cli.parser), 3 refused by the ledger (bounced), 4 nothing ready.
+The data types come from api.cli.grammar. The program (planledger.main) puts these verbs
+in one table with the verbs of the replays and the benchmarks. Every verb works on the
+embedded store (`--db`, default ./.planledger/ledger.sqlite) or, with `--url`, on a
+running server. `--json` prints output for scripts.
 
-Each verb names where it lives, so a call imports only the one it runs (and `--help`
-none): agents run these by the hundred, and each module pulls in what its verbs need.
-tests/unit/test_cli_table.py holds every line here to the code it names.
+Exit codes: 0 done; 1 error; 2 a usage error (api.cli.parser); 3 refused by the ledger
+(bounced); 4 nothing ready.
+
+Each verb names the module that runs it. A call imports only that module, and `--help`
+imports none. This matters because agents run these commands by the hundred, and each
+module loads what its verbs need. tests/unit/test_cli_table.py checks every entry against
+the code it names.
 """
 
 from planledger.api.cli.grammar import (
@@ -38,9 +41,9 @@ EXIT_BOUNCED = 3
 EXIT_NOTHING_READY = 4
 
 _CLI = "planledger.api.cli"
-_CALLS = f"{_CLI}.calls:answer"  # the verbs answered from api.cli.calls' table
+_CALLS = f"{_CLI}.calls:answer"  # verbs answered from the table in api.cli.calls
 _CLOSING = (FENCE, NOTE)
-# A completion's evidence (ledger.domain.evidence), kept in its event.
+# Evidence for a completion (ledger.domain.evidence). It is stored in the event.
 _EVIDENCE = (
     Option("--commit", "commit", "A commit that did the work, by its sha (7 to 64 hex "
            "digits); repeat for more.", kind="list", metavar="SHA"),
@@ -52,7 +55,7 @@ _EVIDENCE = (
            "failed one refuses the completion where the plan requires every check to pass.",
            kind="list", metavar="NAME=pass|fail[:SUMMARY]"),
 )
-MAX_WAIT_SECONDS = 300  # ledger.commands.MAX_WAIT_SECONDS (a test holds them equal)
+MAX_WAIT_SECONDS = 300  # equals ledger.commands.MAX_WAIT_SECONDS; a test checks this
 _REPO = Option("--repo", "repo", "The git repository (any directory in it).",
                metavar="DIR", default=".")
 _FAIL_CLOSED = Option("--fail-closed", "fail_closed", "Refuse the commit when the ledger "

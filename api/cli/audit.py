@@ -1,12 +1,14 @@
-"""Tamper evidence of a store, for `planledger audit verify` (its command, which checks a
-recording too, is the replays', replays.audit_cli): check the hash chain of the store's log
-(ledger.chain) and name the first event that was changed, removed or reordered; also that
-SQLite's positions have no gap and that the log adds up to its signed head
-(ledger.log_head), so its newest events cut off, or a stream deleted, show too.
+"""Check a store for tampering, for `planledger audit verify`.
+
+The command itself lives in replays.audit_cli, because it checks recordings too. This
+module checks the hash chain of the store's log (ledger.chain) and names the first event
+that was changed, removed or reordered. It also checks that SQLite's log positions have
+no gap, and that the log matches its signed head (ledger.log_head). So cut-off newest
+events, or a deleted stream, show up too.
 
 Exit codes: 0 every link holds; 1 a broken link, or a file or store that cannot be read;
 2 the chains hold but the signed head cannot be checked (no secret for the store). A verify
-never writes a file: without the store's secret it says so rather than make one up.
+never writes a file. Without the store's secret it says so; it never makes a new one.
 """
 
 import json
@@ -84,11 +86,12 @@ TRIES = 5  # a store appended to while it is verified: read its head and log aga
 
 def verify_store(runtime: Runtime, secret: bytes | EllipsisType | None = ...,
                  ) -> tuple[Verified | Broken, Finding | None]:
-    """The store's chains, and what its signed head says of its log, checked under
-    `secret` (`...`: the runtime's own; None: none known, so the head goes unchecked).
-    SQLite moves its head in each append's transaction, so a head and a log read apart
-    are read again until they agree (a store busy past `TRIES` reads is judged on the
-    last)."""
+    """Check the store's chains, and check its log against its signed head.
+
+    `secret` signs the head. `...` means the runtime's own secret; None means no secret
+    is known, so the head is not checked. SQLite moves the head inside each append's
+    transaction. So if the head and the log were read at different moments, both are read
+    again until they agree. A store still busy after `TRIES` reads is judged on the last."""
     store = runtime.store
     postgres = is_postgres(runtime.db)
     if not keeps_head(store):  # an in-memory store keeps no head

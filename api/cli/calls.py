@@ -1,15 +1,18 @@
-"""The verbs that do the work and read it (`claim`, `ready`, `plan show`, …), answered
-from one table: to a server (`--url`) as the request api.http.paths makes of the call's
-values, on the embedded store through the client (api.client) or, for the reads that act
-for nobody, straight from the read model.
+"""The verbs that do the work and read it (`claim`, `ready`, `plan show`, …).
 
-Agents drive the ledger through a shell, one process per call, so a call loads only what
-its answer needs. To a server: the request table and an HTTP connection, not pydantic or
-the API's schemas; the server's JSON is printed as it comes (`--json`) or through the
-renderers (api.cli.render). On the embedded store, `ready` and `plan list` read the plain
-fields the schemas are made from (api.plain_answers), from the store's file alone where
-it can (infra.sqlite_reading): the schemas, the write side and the event-store library
-were most of such a call's start-up.
+One table says how each verb is answered. There are three ways:
+
+- with `--url`, a request to the server, built by api.http.paths from the call's values;
+- on the embedded store, through the client (api.client);
+- for reads that act for no session, straight from the read model.
+
+Agents drive the ledger through a shell, one process per call. So each call loads only
+what its answer needs. A call to a server loads the request table and an HTTP connection,
+but not pydantic or the API's schemas. It prints the server's JSON as it comes (`--json`)
+or through the renderers (api.cli.render). On the embedded store, `ready` and `plan list`
+read the plain fields that the schemas are built from (api.plain_answers). Where it can,
+such a read uses the store's file alone (infra.sqlite_reading). The schemas, the write
+side and the event-store library were most of such a call's start-up.
 """
 
 import gc
@@ -29,19 +32,25 @@ if TYPE_CHECKING:
     from planledger.api.plain_answers import Readable
     from planledger.api.runtime import Runtime
 
-# api.errors.BOUNCE_REASONS (a test holds them equal): that module loads the schemas.
+# A copy of api.errors.BOUNCE_REASONS (a test checks they are equal). Importing that
+# module would load the schemas.
 BOUNCE_REASONS = frozenset({"already_claimed", "blocked", "closed", "stale_fence",
                             "not_holder", "paths_reserved", "in_review"})
-TIMEOUT = 30.0  # RemoteClient's
+TIMEOUT = 30.0  # the same timeout as RemoteClient
 
 
 class Call(NamedTuple):
-    """How a verb is answered: `request` makes what it sends to a server, `client` asks the
-    embedded store's client (api.client) the same, `show` names its renderer (api.cli.render),
-    `exit_code` reads the answer's; `here` is the same answer read on the embedded store
-    without a client, for a call that acts for nobody (None: the client answers), or `plain`
-    where that answer reads the read model alone, so the store's file can be read without
-    the library (infra.sqlite_reading; a runtime serves it too)."""
+    """How one verb is answered.
+
+    - `request` builds the request sent to a server.
+    - `client` asks the embedded store's client (api.client) the same thing.
+    - `show` names the renderer that prints the answer (api.cli.render).
+    - `exit_code` picks the exit code from the answer.
+    - `here` reads the same answer on the embedded store without a client. Only calls
+      that act for no session have it; when it is None, the client answers.
+    - `plain` is like `here` for answers that need only the read model. Then the store's
+      file can be read without the library (infra.sqlite_reading). A runtime can serve
+      it too."""
 
     request: Callable[[Values], Request]
     client: "Callable[[Client, Values], Any]"
@@ -52,7 +61,7 @@ class Call(NamedTuple):
 
     @property
     def on_the_store(self) -> "Callable[[Runtime, Values], Any] | None":
-        """The answer read on the embedded store through its runtime, if any."""
+        """The function that reads the answer on the embedded store without a client."""
         return self.here or self.plain
 
 
@@ -275,14 +284,17 @@ def _answer_remote(call: Call, values: Values) -> int:
 
 
 def _answer_here(call: Call, values: Values) -> int | None:
-    """The read on the embedded store, as `connect` opens it and `LocalClient` reads it.
-    None when it fails in a way it has no words for (a read changes nothing: the client
-    then asks again, and fails in its own way)."""
+    """Answer a read on the embedded store, opened as `connect` opens it.
+
+    Returns the exit code, or None when the read fails in a way this path cannot word.
+    A read changes nothing, so the caller can then safely ask the client, which reports
+    the failure in its own way."""
     read = call.on_the_store
     assert read is not None
-    # The collector is held off while the store's modules load and the read runs: they make
-    # tens of thousands of objects that live until the process ends, and scanning them as
-    # they come was ~3% of the call (the read's own fold holds it off too: projections.log).
+    # Pause the garbage collector while the store's modules load and the read runs. They
+    # make tens of thousands of objects that live until the process ends, so scanning them
+    # is wasted work (figure: bench/findings.md). The read's fold pauses it too
+    # (projections.log).
     collecting = gc.isenabled()
     gc.disable()
     try:
@@ -312,10 +324,12 @@ _UNREAD = object()  # _read_file's answer where the file cannot be read without 
 
 def _read_file(read: "Callable[[Readable, Values], Any]", db: str | None,
                values: Values) -> Any:
-    """The answer read from the embedded store's file alone (infra.sqlite_reading): the
-    eventsourcing library was a fifth of such a call's start-up. _UNREAD where the store
-    is not such a file, or holds what that reader does not read as the library does (the
-    store is then opened through the library, which answers as always)."""
+    """The answer read from the embedded store's file alone (infra.sqlite_reading).
+
+    This avoids loading the eventsourcing library, a large part of a short call's start-up
+    (figure: bench/findings.md). The result is _UNREAD when the store is not such a file,
+    or holds something that reader cannot read exactly as the library does. The caller
+    then opens the store through the library, which answers as always."""
     import sqlite3
 
     from planledger.infra.sqlite_reading import Unreadable, open_reading
@@ -353,8 +367,9 @@ def _answer_with_client(call: Call, values: Values) -> int:
 
 
 def _worded(error: Exception) -> int:
-    """The error's exit code, having said it; raised again when it has no words (a bug,
-    with its traceback)."""
+    """Print the error and return its exit code.
+
+    An error with no wording is a bug, so it is raised again with its traceback."""
     code = word_error(error)
     if code is None:
         raise error
@@ -362,8 +377,10 @@ def _worded(error: Exception) -> int:
 
 
 def _dumped(result: Any, as_json: bool) -> Any:
-    """The answer's fields as api.cli.common.emit hands them on (plain fields as they are:
-    `_show` writes their moments as the schemas' JSON does)."""
+    """The answer's fields, in the form api.cli.common.emit passes on.
+
+    Plain fields pass through unchanged; `_show` writes their moments as the schemas'
+    JSON does."""
     mode = "json" if as_json else "python"
     if isinstance(result, list):
         return [r if isinstance(r, dict) else r.model_dump(mode=mode) for r in result]
@@ -398,8 +415,10 @@ def _refused(message: str, code: int) -> int:
 
 
 def _error(status: int, raw: bytes) -> int:
-    """An error answer, worded and coded as every error is (`word_error`: the
-    problem body's message; 3 for a bounce), read without the schemas where it can be."""
+    """Print a server's error answer and return its exit code (3 for a bounce, else 1).
+
+    The wording matches `word_error`: the problem body's message. Where possible the body
+    is read without loading the schemas."""
     try:
         body = json.loads(raw)
     except ValueError:
@@ -429,9 +448,11 @@ def _worded_answer(status: int, raw: bytes) -> int:
 
 
 def word_error(error: BaseException) -> int | None:
-    """What the command line says of an error (api.cli.common.answering_errors): its
-    message on stderr, and the exit code for its kind: 3 for a bounce, else 1. None for an
-    error it has no words for (a bug, to be raised on)."""
+    """Print the error's message on stderr and return its exit code.
+
+    The code is 3 for a bounce and 1 otherwise. Every path of the command line words
+    errors here (see api.cli.common.answering_errors). The result is None for an error
+    with no wording: that is a bug, and the caller raises it."""
     from planledger.api.cli import output
     from planledger.api.client import RemoteError, Unreachable
     from planledger.api.errors import BOUNCE_REASONS, ConfigError, problem

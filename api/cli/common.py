@@ -1,5 +1,6 @@
-"""What the verbs beyond api.cli.calls share: the client they open, errors worded as the
-rest of the command line words them, and their output.
+"""Helpers for the verbs outside api.cli.calls: opening a client, errors and output.
+
+Errors are worded the same way as everywhere else in the command line.
 
 Exit codes: 0 done; 1 error (bad input, unknown id, no server, ...); 3 refused by the
 ledger (a claim bounced off a holder, a blocked or closed step, a stale fence, not the
@@ -19,8 +20,9 @@ from planledger.api.client import Client, connect
 @contextmanager
 def open_client(db: str | None, url: str | None, session: str | None = None,
                 token: str | None = None) -> Iterator[Client]:
-    """A client on the server at `url`, else on the embedded store `db`; errors inside the
-    block become a message on stderr and the exit code for their kind."""
+    """Open a client on the server at `url`, or else on the embedded store `db`.
+
+    An error inside the block becomes a message on stderr and the exit code for its kind."""
     with answering_errors():
         client = connect(url, db=db, token=token, session=session)
         try:
@@ -31,8 +33,10 @@ def open_client(db: str | None, url: str | None, session: str | None = None,
 
 @contextmanager
 def answering_errors() -> Iterator[None]:
-    """An error inside the block becomes its message on stderr and its exit code
-    (api.cli.calls.word_error); one it has no words for (a bug) is raised."""
+    """Turn an error inside the block into a message on stderr and an exit code.
+
+    The wording comes from api.cli.calls.word_error. An error with no wording is a bug,
+    so it is raised."""
     try:
         yield
     except SystemExit:
@@ -45,8 +49,9 @@ def answering_errors() -> Iterator[None]:
 
 
 def emit(result: Any, as_json: bool, show: Callable[[Any], None]) -> None:
-    """Print JSON for scripts, or call `show` (api.cli.render) with the answer's fields for
-    people."""
+    """Print JSON for scripts, or pass the answer's fields to `show` for people.
+
+    `show` is a renderer from api.cli.render."""
     mode = "json" if as_json else "python"
     data = ([r.model_dump(mode=mode) for r in result] if isinstance(result, list)
             else result.model_dump(mode=mode))

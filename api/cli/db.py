@@ -1,5 +1,7 @@
-"""`planledger db …`: the store's one explicit set-up step (PostgreSQL), its status, and
-backups of an SQLite store (infra.sqlite_backup)."""
+"""`planledger db …`: set up, inspect, back up and restore the store.
+
+PostgreSQL needs one explicit set-up step (`db init`); SQLite needs none. Backups work on
+SQLite stores only (infra.sqlite_backup)."""
 
 import os
 from collections.abc import Callable
@@ -29,8 +31,10 @@ T = TypeVar("T")
 
 
 def _postgres_url(db: str | None) -> str | None:
-    """The PostgreSQL URL to set up; None (having said why) for an embedded store, before
-    anything of PostgreSQL's is imported."""
+    """The PostgreSQL URL to set up, or None for an embedded store.
+
+    For an embedded store it prints why nothing is needed. It decides before importing
+    anything of PostgreSQL's."""
     resolved = _not_memory_sqlite(resolve_db(db))
     if not is_postgres(resolved):
         if resolved != MEMORY:
@@ -41,7 +45,7 @@ def _postgres_url(db: str | None) -> str | None:
 
 
 def _not_memory_sqlite(db: str) -> str:
-    """`db`, unless it names an in-memory SQLite database (exits saying so)."""
+    """Return `db`, or exit with a message if it names an in-memory SQLite database."""
     try:
         refuse_memory_sqlite(db)
     except StorageConfigError as error:
@@ -107,7 +111,8 @@ def status(v: Values) -> None:
 
 
 def _sqlite_store(db: str | None, what: str) -> str:
-    """The SQLite store to back up or restore; exits naming the way for other stores."""
+    """The SQLite store to back up or restore. For other stores it exits and says what
+    to use instead."""
     resolved = _not_memory_sqlite(resolve_db(db))
     if is_postgres(resolved):
         output.line(f"`db {what}` is for an SQLite store; on PostgreSQL use pg_dump and "
@@ -141,8 +146,10 @@ def backup(v: Values) -> None:
 
 
 def _secret_to_copy(store: str, file: str) -> bytes:
-    """The store's secret, for --with-secret; exits before anything is written when there
-    is none to copy or its place beside FILE is taken."""
+    """The store's secret, for --with-secret.
+
+    It exits before anything is written if there is no secret to copy, or if a file
+    already sits where the copy would go beside FILE."""
     secret = _found_secret(store)
     if secret is None:
         output.line(f"backup refused: {store} has no secret to copy (no {secret_path(store)}, "
@@ -188,9 +195,11 @@ def restore(v: Values) -> None:
 
 
 def _restore_secret(file: str, store: str) -> None:
-    """Bring the backup's secret (FILE.secret, from `backup --with-secret`) beside the
-    store if it has none; else warn: without the secret the copy's tokens and signed head
-    are another store's, and a server would make a new secret and refuse them all."""
+    """Put the backup's secret (FILE.secret, from `backup --with-secret`) beside the store.
+
+    This happens only if the store has no secret yet. Otherwise it warns. Without the
+    backup's secret, the copy's tokens and signed head belong to another store: a server
+    would make a new secret and refuse them all."""
     if os.path.lexists(secret_path(store)):
         return
     if os.path.lexists(secret_path(file)):

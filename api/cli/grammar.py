@@ -1,10 +1,12 @@
-"""The words of the command line as data: a verb (`claim`, `plan create`), its arguments
-and its options, each with the one line of help a person reads.
+"""The command line's grammar as data: verbs, their arguments and their options.
 
-The program's one table of verbs (planledger.main.VERBS) is made of these. The parser
-(api.cli.parser), every `--help`, the shell completion script and the reference page are
-all read from that table, so none of them can say what the others do not. Standard library
-only: every call of the command line reads this module first, before anything it runs.
+A verb is a command such as `claim` or `plan create`. Each verb, argument and option
+carries the one line of help that a person reads.
+
+The program's table of verbs (planledger.main.VERBS) is built from these types. The parser
+(api.cli.parser), every `--help`, the shell completion script and the reference page all
+read that one table, so they cannot disagree. This module uses the standard library only,
+because every call of the command line imports it before anything else.
 """
 
 from collections.abc import Sequence
@@ -14,8 +16,10 @@ Values = dict[str, Any]  # a call's arguments and options by name, as its verb r
 
 
 class Argument(NamedTuple):
-    """A positional argument. `many`: any number of them (it is the verb's last);
-    `optional`: it may be left out (its default is then None)."""
+    """A positional argument.
+
+    With `many`, the call may give any number of them; such an argument comes last. With
+    `optional`, the call may leave it out, and its value is then None."""
 
     name: str
     metavar: str
@@ -25,10 +29,14 @@ class Argument(NamedTuple):
 
 
 class Option(NamedTuple):
-    """An option. `kind`: 'str', 'int' (bounded by `low`..`high` where given), 'float',
-    'flag' (takes no value) or 'list' (repeated for more, each a string). `env`: the
-    environment variable read when the option is not given (an empty one is ignored).
-    `aliases`: other spellings of the same option; `required`: the call must give it."""
+    """An option of a verb.
+
+    - `kind` is 'str', 'int' (within `low`..`high` when given), 'float', 'flag' (no
+      value) or 'list' (repeat the option for more strings).
+    - `env` names an environment variable read when the option is not given. An empty
+      variable counts as not set.
+    - `aliases` are other spellings of the same option.
+    - `required` means the call must give it."""
 
     flag: str
     name: str
@@ -54,12 +62,17 @@ class Option(NamedTuple):
 
 
 class Verb(NamedTuple):
-    """A command: the words that name it, the 'module:function' that runs it (called with
-    the call's Values; it returns the exit code, None for 0), its help (the first line is
-    its summary in the verbs' list), what it takes, and `passthrough`: every word after
-    its name goes to it untouched (`bench`, whose harness has its own options). `before`
-    is a 'module:function' called with the raw arguments before the verb is parsed or
-    loaded (`mcp` answers its client's handshake there)."""
+    """A command of the command line, such as `claim` or `plan create`.
+
+    - `words` name it.
+    - `target` is the 'module:function' that runs it. The function gets the call's
+      Values and returns the exit code (None means 0).
+    - `help` is its help text; the first paragraph is its summary in the list of verbs.
+    - `arguments` and `options` are what it takes.
+    - With `passthrough`, every word after the name goes to the function untouched
+      (`bench` uses this, because its harness has its own options).
+    - `before` is a 'module:function' called with the raw arguments before the verb is
+      parsed or loaded (`mcp` answers its client's handshake there)."""
 
     words: tuple[str, ...]
     target: str
@@ -86,7 +99,7 @@ class Group(NamedTuple):
 
 
 def load(target: str) -> Any:
-    """The attribute a 'module:attribute' names, its module imported now."""
+    """Import the module of a 'module:attribute' name, and return the attribute."""
     from importlib import import_module
 
     module, _, attribute = target.partition(":")
@@ -132,7 +145,7 @@ class CommandLine(NamedTuple):
     verbs: tuple[Verb, ...]
 
     def named(self, words: Sequence[str]) -> Verb | None:
-        """The verb the first words of a call name (two words before one), if any."""
+        """The verb named by the first words of a call, if any. Two-word verbs match first."""
         for verb in self.verbs:
             if tuple(words[:len(verb.words)]) == verb.words:
                 return verb

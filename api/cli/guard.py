@@ -77,9 +77,11 @@ def _asker(db: str | None, url: str | None, token: str | None, committer: str | 
 
 
 def _refused_or_unsure(error: Exception, fail_closed: bool) -> None:
-    """A ledger that answered and refused the guard's question (a 4xx: a bad credential,
-    a path it will not take) was reached: the commit is refused, naming why. A ledger that
-    could not answer (unreachable, missing, its store down) leaves the commit unchecked."""
+    """Handle an error from asking the ledger about a commit.
+
+    If the ledger answered and refused the question (a 4xx: a bad credential, a path it
+    will not take), the commit is refused with the reason. If the ledger could not answer
+    (unreachable, missing, its store down), the commit is left unchecked (`_unsure`)."""
     from planledger.api.errors import problem
 
     if isinstance(error, ConnectionError | FileNotFoundError):

@@ -53,8 +53,10 @@ def echo(text: str) -> None:
 
 
 def width(stream: IO[str] | None = None) -> int | None:
-    """The width output must fit: COLUMNS if it names one, else the terminal's when
-    `stream` (stdout) is a terminal; None (no limit) into a pipe or a file."""
+    """The width that output must fit, or None for no limit.
+
+    COLUMNS wins when it names a width. Otherwise, when `stream` (stdout) is a terminal,
+    the terminal's width applies. A pipe or a file has no limit."""
     columns = os.environ.get("COLUMNS", "")
     if columns.isdigit() and int(columns) > 0:
         return int(columns)
@@ -69,9 +71,10 @@ def width(stream: IO[str] | None = None) -> int | None:
 
 def table(columns: Sequence[str], rows: Sequence[Sequence[str]], title: str | None = None,
           cut: Sequence[int] = (), fold: Sequence[int] = ()) -> None:
-    """A table of `columns` (headed in capitals) and `rows`, with `title` above it if
-    given; the columns whose indexes are in `cut` shorten to fit the width, and those in
-    `fold` continue on the lines below."""
+    """Print a table of `columns` (headed in capitals) and `rows`, under `title` if given.
+
+    Columns whose indexes are in `cut` shorten to fit the width. Columns in `fold`
+    continue on the lines below instead."""
     sys.stdout.write(drawn(columns, rows, title, cut, width(), fold))
     sys.stdout.flush()
 
@@ -96,8 +99,10 @@ def drawn(columns: Sequence[str], rows: Sequence[Sequence[str]], title: str | No
 
 
 def _fitted(sizes: list[int], floors: dict[int, int], limit: int) -> list[int]:
-    """Column sizes within `limit`: the widest column that may shrink loses a character
-    at a time, down to its floor (past that the line is wider than the terminal)."""
+    """Column sizes that fit within `limit`.
+
+    The widest column that may shrink loses one character at a time, down to its floor.
+    If every column is at its floor, the line stays wider than the terminal."""
     sizes = list(sizes)
     excess = sum(sizes) + len(GAP) * (len(sizes) - 1) - limit
     while excess > 0:
@@ -145,9 +150,10 @@ def write(page: str) -> None:
 
 
 def reader_gone() -> None:
-    """The standard output's reader has closed the pipe (`| head`): what is left to print
-    goes to the null device, so that the interpreter's last flush at exit fails on
-    nothing and no traceback follows the lines the reader took."""
+    """Handle a reader that closed the pipe early (`| head`).
+
+    The rest of the output goes to the null device. The interpreter's last flush at exit
+    then succeeds, and no traceback follows the lines the reader took."""
     null = os.open(os.devnull, os.O_WRONLY)
     os.dup2(null, sys.stdout.fileno())
     os.close(null)

@@ -1,7 +1,8 @@
-"""Reading a call of the command line against its table of verbs (api.cli.grammar), and
-every help text, in one style, from the same table.
+"""Parse a command-line call against the table of verbs, and print help from that table.
 
-A call names its verb first (`planledger claim …`, `planledger plan show …`); only that
+The table's types live in api.cli.grammar. Every help text has the same style.
+
+A call names its verb first (`planledger claim …`, `planledger plan show …`). Only that
 verb's parser is built (argparse, from the standard library), so a call costs the same
 however many verbs there are. `--help` (or `-h`) before any `--` prints the help of the
 words before it and exits 0. A usage error (an unknown verb or option, a missing argument,
@@ -25,7 +26,7 @@ WIDTH = 88  # help is wrapped to this many columns
 
 
 class UsageError(Exception):
-    """A call the table does not read: its message, and the words whose usage to show."""
+    """A call that does not match the table: the message, and whose usage to show."""
 
     def __init__(self, message: str, words: tuple[str, ...] = ()) -> None:
         super().__init__(message)
@@ -43,8 +44,10 @@ def asks_help(args: Sequence[str]) -> bool:
 
 
 def read(verb: Verb, args: Sequence[str]) -> Values:
-    """The call's values by name (`args`: the words after the verb's), with the
-    environment's for the options left out; UsageError if the verb does not take them."""
+    """Parse `args`, the words after the verb, into the call's values by name.
+
+    Options the call leaves out are read from their environment variables. Raises
+    UsageError if the verb does not take these arguments."""
     try:
         values = vars(_parser(verb).parse_args(list(args)))
         for option in verb.options:  # a variable is read only where its flag was not given
@@ -58,8 +61,10 @@ def read(verb: Verb, args: Sequence[str]) -> Values:
 
 
 class _FromEnv(NamedTuple):
-    """A number option's default as its environment variable holds it, read after the
-    command line (so a bad value is named by its variable, and matters only when used)."""
+    """A number option's value from its environment variable.
+
+    It is read after the command line, so a bad value is reported under the variable's
+    name, and only when the option is actually used."""
 
     text: str
 
@@ -96,8 +101,9 @@ def _add(parser: argparse.ArgumentParser, option: Option) -> None:
 
 
 def _number(option: Option, source: str | None = None) -> Callable[[str], int | float]:
-    """The option's value read as its kind of number, within its bounds; an error names
-    `source` (where the value came from), else the flag."""
+    """Read the option's value as its kind of number, within its bounds.
+
+    An error names `source` (where the value came from), or else the flag."""
     named = source or option.flag
 
     def number(text: str) -> int | float:
@@ -116,8 +122,9 @@ def _number(option: Option, source: str | None = None) -> Callable[[str], int | 
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, its errors raised (not printed and exited on) so that they are worded
-    as the rest of the command line's."""
+    """argparse, changed to raise its errors instead of printing them and exiting.
+
+    The command line can then word them like every other error."""
 
     words: tuple[str, ...] = ()
 

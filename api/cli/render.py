@@ -1,9 +1,10 @@
 """Readable output for people: tables and one-line answers.
 
-Each renderer reads an answer as a dict of its fields: the schema's `model_dump()` (or
-the same fields unmade, api.plain_answers) on the embedded store, or the server's JSON as
-it comes on a call to a server (api.cli.calls, which does not load the schemas). A
-moment is a datetime in the first and its ISO text in the second; both print the same.
+Each renderer reads an answer as a dict of its fields. On the embedded store the dict is
+the schema's `model_dump()`, or the same fields built without the schema
+(api.plain_answers). On a call to a server it is the server's JSON as it comes
+(api.cli.calls does not load the schemas). A moment is a datetime in the first case and
+ISO text in the second; both print the same.
 """
 
 from datetime import datetime
@@ -294,9 +295,11 @@ def paths_found(found: Fields) -> None:
 
 
 def timeline(shown: Any) -> None:
-    """The merged timeline's terminal rendering (api.timeline_render, the replays' too), fed
-    from the API's schema (TimelineOut itself, not its dict). Loaded here: the read side's
-    timeline is a heavy import that every other command would pay."""
+    """Render the merged timeline for a terminal (api.timeline_render).
+
+    The replays use the same renderer. It takes the API's schema (TimelineOut itself, not
+    its dict). It is imported here, not at the top, because it is heavy and no other
+    command needs it."""
     from planledger.api import timeline_render
     from planledger.projections.timeline import Timeline
 

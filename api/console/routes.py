@@ -35,9 +35,9 @@ PAGE = 200  # events per message; a longer backlog goes out as several messages
 # else (thousands of digits, digits of other scripts) is ignored, as a stream with no id.
 EVENT_ID = re.compile(r"[0-9]{1,18}")
 KEEP_WAITING = 15.0
-# A resume from further back than this many log positions is sent one `resync` message (read
-# the console again) instead of the backlog: 20 consoles resuming from 0 of a 14k-event log
-# were sent 2.3 GB in 15 s.
+# A console that resumes from further back than this many log positions gets one `resync`
+# message (read the console again) instead of the backlog. Backlogs sent to many resuming
+# consoles at once ran to gigabytes (figure: bench/findings.md).
 RESUME_POSITIONS = 1_000
 RETRY_MS = 1000  # how soon a browser reconnects after losing the stream
 

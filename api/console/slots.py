@@ -1,9 +1,9 @@
 """Places for console streams: a server follows at most so many at once.
 
-Every log message is built for and written to each open stream, so their number is what
-a stream costs the writers (1,000 open streams took the claim p99 from 14 to 287 ms). A
-stream takes a place before its answer begins and gives it back when the answer ends, by
-its end, its client leaving, or an error: `HeldStream` is the response that does so.
+Every log message is built for and written to each open stream. So the number of open
+streams sets how much they slow the writers (figure: bench/findings.md). A stream takes a
+place before its answer begins. It gives the place back when the answer ends: at its end,
+when its client leaves, or on an error. `HeldStream` is the response that does this.
 """
 
 import threading

@@ -6,8 +6,8 @@ error leaves as JSON through `api.errors.problem`; nothing an input can do yield
 
 The routes are `async def` and hand their blocking work (the ledger, the store) to the
 thread pool themselves (`run_in_threadpool`): FastAPI runs a plain `def` route on the
-pool and then validates its answer on the pool again, two hand-offs where this is one
-(a claim's server CPU 875 -> 770 us).
+pool and then validates its answer on the pool again: two hand-offs where this makes one
+(figure: bench/findings.md).
 """
 
 import logging
@@ -67,7 +67,8 @@ def create_app(runtime: Runtime, settings: Settings, identity: Identity | None =
     app.state.service = Service(runtime, settings, identity)
     # The routes join the app's own table (their paths carry their prefixes already):
     # `include_router` wraps each router in a layer that re-derives its routes' context on
-    # every request (~40 us of a claim's server CPU). The OpenAPI document is the same.
+    # every request, at a cost to every claim (figure: bench/findings.md). The OpenAPI
+    # document is the same either way.
     for router in (routes_sessions.router, routes_plans.router, routes_steps.router,
                    routes_reservations.router, routes_log.router, routes_log.ops,
                    routes_keys.router):
@@ -107,9 +108,9 @@ def _install_errors(app: FastAPI) -> None:
     async def answer(request: Request, error: Exception) -> Response:
         status, body = problem(error)
         if status == 503:
-            # The store's known trouble (full, locked, unreachable): one line, no
-            # traceback. Rendering one took a quarter of a second on the event loop for
-            # every refused write, and reads queued behind it.
+            # The store's known trouble (full, locked, unreachable) logs one line and no
+            # traceback. Rendering a traceback blocked the event loop for every refused
+            # write, and reads queued behind it (figure: bench/findings.md).
             log.warning("%s %s answered 503, %s (%s)", request.method, request.url.path,
                         body.message, str(error).strip() or type(error).__name__)
         elif status >= 500:

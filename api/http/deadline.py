@@ -2,8 +2,8 @@
 its answer within the pool's connect timeout plus a second gets 503, whatever it waits on.
 
 A database behind a dead link or on a hung host answers nothing, and a query already sent
-on a pooled connection waits for it with no timeout of its own: with PostgreSQL held down,
-reads hung for over a minute (writes gave up after the driver's ten tries, ~12 s). The work
+on a pooled connection waits for it with no timeout of its own. With PostgreSQL held down,
+reads hung, and writes gave up only after the driver's ten tries (bench/findings.md). The work
 goes on in its thread and its answer is dropped when it comes; a write may still commit
 then, as when any acknowledgement is lost: a client retries with the same
 Idempotency-Key and gets the first answer. A response that has begun (the console's event

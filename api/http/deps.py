@@ -1,8 +1,9 @@
 """What routes depend on, as typed aliases: the service, the caller, ids, keys.
 
 Each dependency is `async`: they only look at the request and check an HMAC, and FastAPI
-runs a plain `def` dependency on its thread pool, a hand-off to a worker thread and back
-per dependency (three per claim: about a third of its server time besides the ledger).
+runs a plain `def` dependency on its thread pool: a hand-off to a worker thread and back
+per dependency. A claim has three, and the hand-offs were a large share of its server time
+(figure: bench/findings.md).
 """
 
 from typing import Annotated

@@ -4,10 +4,10 @@ take it at once, on the thread pool otherwise.
 On the embedded SQLite store a command is a fraction of a millisecond of work under one
 write lock, so commands run one at a time whatever thread runs them. Handing each to a
 worker thread and back, with eight such threads taking turns at the interpreter lock,
-cost more than the command itself (claims with eight HTTP clients: 2.6-2.9 ms of server
-CPU each on the pool, 1.5-2.0 ms on the loop). When the write lock is held elsewhere (another
-process, a longer write on the pool), the command raises WouldWait before it has
-written anything and runs again on the pool, where waiting stalls no other request.
+cost more than the command itself (figures: bench/findings.md). When the write lock is
+held elsewhere (another process, a longer write on the pool), the command raises
+WouldWait before it has written anything. It then runs again on the pool, where waiting
+stalls no other request.
 Commands that read the read model (claim-next, ready) or may run long (a plan) stay on the
 pool: a first read can fold the whole log.
 """

@@ -55,9 +55,9 @@ def initialize_answer(line: bytes) -> tuple[Any, bytes] | None:
 
 class Wire(NamedTuple):
     """The protocol's stdin and stdout, the first line read from it, and the id of the
-    `initialize` answered already (None if none was). A named tuple, not a dataclass:
-    `dataclasses` loads `inspect`, 12-18 ms of CPU before the answer (eight servers
-    started together on two cores wait for each other's)."""
+    `initialize` answered already (None if none was). It is a named tuple, not a
+    dataclass, because `dataclasses` loads `inspect` and that delays the answer. Servers
+    started together on few cores wait for each other's loading (bench/findings.md)."""
 
     reader: BinaryIO
     writer: BinaryIO

@@ -10,7 +10,8 @@ the role of the key in the connection's `Authorization` header.
 
 A tool call is answered with a plain JSON body, not an SSE stream: no tool sends
 notifications while it runs, and the stream's set-up and framing made a `tasks_claim`
-round trip 2.2x the HTTP claim's (1.6x with JSON; `python -m planledger.bench mcp`).
+round trip much slower than the HTTP claim's (`python -m planledger.bench mcp`; figures in
+bench/findings.md).
 """
 
 from collections.abc import AsyncIterator

@@ -7,7 +7,7 @@ list or mapping, and a flag or count at its default of false or 0. The tool's ou
 schema says the same: those fields are not required. The SDK's client validates each
 answer against that schema, so the schema must allow every answer that is left lean.
 `id` stays beside `step_id`, though it repeats it: agents that came from other task queues
-(Seamless's) read a task's `id`, and a contract is not broken to save 35 bytes a step.
+(Seamless's) read a task's `id`, and a contract is not broken to save a few bytes a step.
 
 A step is an object whose schema lists both `step_id` and `id` (api.schemas.StepAnswer and
 every answer built on it).

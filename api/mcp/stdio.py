@@ -13,7 +13,8 @@ then handed the same `initialize` and its answer dropped, so it serves the sessi
 Where stdin and stdout are pipes or sockets (as a client starts its servers), messages are
 read and written on the event loop (asyncio's pipe transports). The SDK's own streams
 (`anyio.wrap_file`) read each line, write each answer and flush it in a worker thread:
-three hand-offs between threads a call, a fifth of a `tasks_claim` round trip here.
+three hand-offs between threads per call, a large share of a `tasks_claim` round trip
+(figure: bench/findings.md).
 """
 
 import asyncio

@@ -168,7 +168,7 @@ def decide_note(step: StepState, actor: Actor, text: str, now: datetime,
 
 # --- notes handed to a claimer ----------------------------------------------------------
 # A new claim is handed the notes left since the last one. So that no step can make a
-# claim's answer of any size (300 notes of 20,000 characters made one of 6 MB), notes wait
+# claim's answer of any size (figure: bench/findings.md), notes wait
 # at most MAX_WAITING_NOTES at a time, and an answer carries the newest of them within
 # HANDED_NOTES and HANDED_CHARACTERS (the newest always), counting the rest: the log and
 # the plan's timeline hold every note.

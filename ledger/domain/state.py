@@ -223,7 +223,8 @@ def evolve_step(state: StepState | None, event: ev.LedgerEvent | StepSnapshot) -
         return StepState(id=StepId(event.originator_id), version=version, plan=PlanSlug(event.plan))
     assert state is not None, f"{type(event).__name__} before StepOpened"
     # Built directly rather than with dataclasses.replace: this fold runs for every step
-    # event of a rebuild, and replace's field introspection was ~40% of it.
+    # event of a rebuild, and replace's field introspection was a large share of it
+    # (figure: bench/findings.md).
     if isinstance(event, ev.StepClaimed):
         return StepState(state.id, version, state.plan, "in_progress",
                          SessionId(event.session_id or ""), event.fence, event.expires_at,
