@@ -17,8 +17,13 @@ The substitutions, all of them, each because the test cannot do the real thing:
   so pages never collide with each other or with a server already on 8765;
 - `git clone <this repository> DIR` clones this checkout (the repository has no public
   address the test may use);
-- `python3 -m venv DIR`, `. DIR/bin/activate` and `pip install …` do nothing: the package
-  under test is already installed, and the test checks that `planledger` on PATH is it;
+- `python3 -m venv DIR` makes only `DIR/bin/activate`, which puts the bin folder of the
+  environment the test runs in first on PATH, and `pip install …` does nothing: the
+  package under test is installed there already (a test checks that it is the one under
+  test). `. DIR/bin/activate` runs as written, and on a page that makes a venv nothing
+  else puts `planledger` on PATH: a page that activates it in a background job, or not
+  at all, gets `planledger: command not found`. Other pages start with it on PATH, as
+  their reader has the venv active;
 - a block whose last command is a foreground `planledger serve` (which runs until Ctrl-C)
   runs it in the background and waits until /healthz answers: the reader leaves it
   serving in that terminal and pastes the next blocks into a second one, in the same
@@ -55,8 +60,7 @@ SERVE = re.compile(r"\bplanledger serve\b")
 FOREGROUND_SERVE = re.compile(r"(?:&&\s*)?planledger serve(?P<args>[^&|;#]*)$")
 SUBSTITUTIONS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"git clone <this repository>"), f"git clone -q {ROOT}"),
-    (re.compile(r"python3 -m venv \S+"), "true"),
-    (re.compile(r"(?<![\w/])\. \S*\.venv/bin/activate"), "true"),
+    (re.compile(r"python3 -m venv (?=\S)"), "_pl_venv "),
     (re.compile(r"\bpip install [^&|;#\n]*"), "true "),
 )
 
@@ -117,14 +121,17 @@ def as_run(block: Block, port: int) -> str:
     return "\n".join(lines)
 
 
-PRELUDE = textwrap.dedent("""\
-    _pl_healthy() {  # the test's own wait for a server, bounded
+PRELUDE = textwrap.dedent(f"""\
+    _pl_venv() {{  # a venv whose activate script puts the tested package's bin on PATH
+      mkdir -p "$1/bin" && echo 'export PATH="{BIN}:$PATH"' > "$1/bin/activate"
+    }}
+    _pl_healthy() {{  # the test's own wait for a server, bounded
       for _ in $(seq 300); do
         curl -s -o /dev/null "http://127.0.0.1:$1/healthz" && return 0
         sleep 0.1
       done
       echo "no server answered on port $1" >&2; return 1
-    }
+    }}
     """)
 
 
@@ -147,11 +154,13 @@ def curl_shim(directory: Path) -> Path:
     return directory
 
 
-def environment(home: Path, port: int) -> dict[str, str]:
+def environment(home: Path, port: int, makes_venv: bool) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PLANLEDGER_")}
     shims = curl_shim(home / "shims")
-    env.update(PATH=f"{shims}:{BIN}:{env.get('PATH', '')}", HOME=str(home),
-               PLANLEDGER_PORT=str(port), VIRTUAL_ENV=str(BIN.parent))
+    path = [p for p in env.get("PATH", "").split(os.pathsep) if Path(p) != BIN]
+    env.update(PATH=os.pathsep.join([str(shims), *([] if makes_venv else [str(BIN)]), *path]),
+               HOME=str(home),
+               PLANLEDGER_PORT=str(port))
     return env
 
 
@@ -201,24 +210,27 @@ def test_every_shell_block_of_the_page_runs_as_pasted(page: Path, tmp_path: Path
     page_blocks = next(b for p, b in ALL if p == page)
     port, here, home = free_port(), tmp_path / "here", tmp_path / "home"
     here.mkdir()
-    env = environment(home, port)
     running = [b for b in page_blocks if b.not_run is None]
+    env = environment(home, port, any("python3 -m venv" in b.text for b in running))
     server = None
     if not any(SERVE.search(b.text) for b in running):
         server = start_server(here, home, env, port)
-    shell = subprocess.Popen(["bash", "-e", "-c", script(page_blocks, port)], cwd=here,
-                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             text=True, start_new_session=True)
+    # Output to a file, not a pipe: a server the page leaves running keeps a pipe open.
+    with (home / "page.log").open("wb") as log:
+        shell = subprocess.Popen(["bash", "-e", "-c", script(page_blocks, port)], cwd=here,
+                                 env=env, stdout=log, stderr=subprocess.STDOUT,
+                                 start_new_session=True)
     try:
-        output, _ = shell.communicate(timeout=PAGE_TIMEOUT)
+        shell.wait(timeout=PAGE_TIMEOUT)
     except subprocess.TimeoutExpired:
         stop(shell)
-        output, _ = shell.communicate()
-        pytest.fail(failure(str(page), (output or "") + f"\n(no end in {PAGE_TIMEOUT} s)"))
+        pytest.fail(failure(str(page), (home / "page.log").read_text()
+                            + f"\n(no end in {PAGE_TIMEOUT} s)"))
     finally:
         stop(shell)
         if server:
             stop(server)
+    output = (home / "page.log").read_text()
     assert shell.returncode == 0, failure(str(page), output)
     if any("git clone" in b.text for b in running):
         # As installed (no PYTHONPATH, which would put the package ahead of the folder).
