@@ -60,7 +60,7 @@ class SessionEndIn(RequestSchema):
 
 class PathIn(RequestSchema):
     """A path a step touches: a glob from the repository root, reserved while the step is
-    claimed (exclusively unless `mode` is shared). See the README on path reservations."""
+    claimed (exclusively unless `mode` is shared). See docs/paths.md."""
 
     pattern: str = Field(description="A glob from the repository root.",
                          examples=["internal/auth/**"])

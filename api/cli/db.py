@@ -116,7 +116,7 @@ def _sqlite_store(db: str | None, what: str) -> str:
     resolved = _not_memory_sqlite(resolve_db(db))
     if is_postgres(resolved):
         output.line(f"`db {what}` is for an SQLite store; on PostgreSQL use pg_dump and "
-                    "pg_restore (see README, Backups)", stderr=True)
+                    "pg_restore (see docs/deployment.md, Backups)", stderr=True)
         raise SystemExit(EXIT_BAD_CONFIG)
     if resolved == MEMORY:
         output.line(f"`db {what}`: an in-memory store has nothing to keep", stderr=True)

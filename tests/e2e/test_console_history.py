@@ -94,3 +94,33 @@ def test_the_step_history_shows_a_completions_evidence_with_its_change_request_l
     assert watch.errors == [] and watch.outside() == []
     planner.close()
     agent.close()
+
+
+def test_the_step_panel_shows_its_epic_its_origin_and_its_labels(
+    replica: Replica, browser: Browser,
+) -> None:
+    planner = Agent(replica, "planner R")
+    created = planner.http.post("/api/plans", json={
+        "slug": "related", "title": "Related",
+        "steps": [{"key": "epic", "title": "Rotate the tokens"},
+                  {"key": "issue", "title": "Issue a pair", "parent": "epic"},
+                  {"key": "found", "title": "Fix the clock skew", "parent": "epic",
+                   "discovered_from": "issue", "labels": ["bug", "auth"],
+                   "links": [{"kind": "related", "target": "bd-x9"}]}]})
+    assert created.status_code == 201, created.text
+    epic, _, found = (s["step_id"] for s in created.json()["steps"])
+
+    watch = PageWatch(replica.url)
+    page = watch.attach(browser.new_page(viewport={"width": 1280, "height": 900}))
+    page.goto(replica.url + "/#plan=related")
+    expect(page.locator("#live")).to_have_text("live")
+    page.locator(f'[data-key="step-{found}"]').click()
+    facts = page.locator("#detail .facts")
+    expect(facts).to_contain_text("parentrelated#1")
+    expect(facts).to_contain_text("discovered fromrelated#2")
+    expect(facts).to_contain_text("labelsbug, auth")
+    expect(facts).to_contain_text("linksrelated bd-x9")
+    page.locator(f'[data-key="step-{epic}"]').click()
+    expect(page.locator("#detail .facts")).to_contain_text("children0/2 children done")
+    assert watch.errors == [] and watch.outside() == []
+    planner.close()

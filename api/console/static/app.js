@@ -8,7 +8,7 @@
 import { askForKey, withKey } from "./access.js";
 import { Drawer } from "./detail.js";
 import { clock, labeller } from "./dom.js";
-import { serverNow, setServerTime, tick } from "./lease.js";
+import { anyLapsed, serverNow, setServerTime, tick } from "./lease.js";
 import { renderLoose, renderNow } from "./now.js";
 import { moreRow, renderPlans, stepRow, updatePlanHead } from "./plans.js";
 import { Store, finished } from "./store.js";
@@ -389,12 +389,19 @@ function connect(position) {
 }
 
 let lastLapse = 0;
+let lapseWait = 1000;
 
+// A lease ran out: no event says so, the first view does. The page's clock is the server's
+// only to within a request's latency, so the view read at once may still show the claim
+// held: until it agrees, the page asks again, less and less often (1 s, 2 s, ... 30 s).
 function everyTick() {
   $("clock").textContent = clock(new Date(serverNow()).toISOString());
-  if (tick() && Date.now() - lastLapse > 1000) {
+  const newly = tick();
+  if (newly) lapseWait = 1000;
+  if ((newly || anyLapsed()) && Date.now() - lastLapse > lapseWait) {
+    if (!newly) lapseWait = Math.min(lapseWait * 2, 30000);
     lastLapse = Date.now();
-    refresh();  // a lease ran out: no event says so, the first view does
+    refresh();
   }
 }
 

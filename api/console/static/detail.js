@@ -165,6 +165,7 @@ export class Drawer {
           h("dt", {}, "reviewer"), h("dd", {}, step.reviewer ? who(step.reviewer, label) : "nobody yet")] : null,
         h("dt", {}, "fence"), h("dd", {}, String(step.fence)),
         h("dt", {}, "waits on"), h("dd", {}, this.deps(step)),
+        ...this.relations(step),
         h("dt", {}, "paths"), h("dd", {}, this.paths(step)),
         h("dt", {}, "id"), h("dd", {}, h("code", {}, step.step_id))),
       this.actions(step),
@@ -174,6 +175,21 @@ export class Drawer {
         h("span", { class: "ev-what" }, h("strong", {}, WORDS[e.type] || e.type), " ", author(e, label)),
         h("span", { class: "ev-detail" }, summary(e, label))))),
     ];
+  }
+
+  // Its epic and children, the step it was found while working on, labels and links:
+  // each fact only when the step has it.
+  relations(step) {
+    const facts = [];
+    const fact = (name, value) => facts.push(h("dt", {}, name), h("dd", {}, value));
+    if (step.parent) fact("parent", h("code", {}, step.parent_ref || step.parent));
+    if (step.children) fact("children", step.children);
+    if (step.discovered_from) {
+      fact("discovered from", h("code", {}, step.discovered_from_ref || step.discovered_from));
+    }
+    if (step.labels?.length) fact("labels", step.labels.join(", "));
+    if (step.links?.length) fact("links", step.links.map((l) => `${l.kind} ${l.target}`).join(", "));
+    return facts;
   }
 
   // What the step declares it touches; what its live claim holds reserved; and, when it

@@ -61,3 +61,9 @@ export function tick() {
   }
   return newlyLapsed;
 }
+
+// Whether any countdown on the page reads "lapsed": until the server's view agrees (the step
+// no longer held), the page keeps asking.
+export function anyLapsed() {
+  return document.querySelector(".countdown.lapsed[data-expires]") !== null;
+}
