@@ -36,7 +36,7 @@ from planledger.ledger.domain.state import (
     StepState,
 )
 from planledger.ledger.execution import Execution, Outcome
-from planledger.ledger.parents import with_parents_closed
+from planledger.ledger.parents import with_parents_closed, with_parents_reopened
 from planledger.ledger.reserving import (
     collides,
     reserve,
@@ -266,8 +266,10 @@ def add_note(run: Execution, command: c.AddNote) -> c.NoteAdded:
 def reopen(run: Execution, command: c.Reopen) -> c.StepChanged:
     who = run.author(command.actor)
     def attempt(now: datetime) -> Outcome[c.StepChanged]:
-        step, definition, _ = run.step(command.step_id)
-        return Outcome(closing.decide_reopen(step, who, now),
+        step, definition, plan = run.step(command.step_id)
+        decision = with_parents_reopened(run, closing.decide_reopen(step, who, now), plan,
+                                         definition, who, now)
+        return Outcome(decision,
                        c.StepChanged(step.id, step.plan, "open",
                                      step_reference(step.plan, definition.position)))
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from planledger.ledger import commands as c
-from planledger.ledger.domain import access, closing, errors
+from planledger.ledger.domain import access, closing, errors, relations
 from planledger.ledger.domain import events as ev
 from planledger.ledger.domain import plans as plan_rules
 from planledger.ledger.domain.claims import Decision
@@ -101,13 +101,18 @@ def create_plan(run: Execution, command: c.CreatePlan) -> c.PlanCreated:
     plan = evolve_plan(None, created)
     events: list[ev.LedgerEvent] = [created]
     keys: dict[str, StepId] = {}
+    arrived_done: set[StepId] = set()
     for new in each_in_turns(command.steps):  # a long plan lets claims run between steps
         step_id = StepId(run.ids.new_id())
         deps = [keys.get(d, StepId(d)) for d in new.depends_on]
+        parent = _own(keys, new.parent)
+        if parent in plan.steps:  # else decide_add_step refuses it
+            relations.check_arrives_done(plan, StepId(parent), arrived_done, new.done,
+                                         new.key or None)
         added, opened = plan_rules.decide_add_step(
             plan, plan.version + 1, step_id, new.title, new.body, deps, who, now,
             new.priority, new.review_required, new.key or None, keys,
-            parent=_own(keys, new.parent), discovered_from=_own(keys, new.discovered_from),
+            parent=parent, discovered_from=_own(keys, new.discovered_from),
             labels=new.labels, links=new.links)
         plan = evolve_plan(plan, added)  # our own fresh table: no copy needed
         events += [added, opened]
@@ -117,6 +122,8 @@ def create_plan(run: Execution, command: c.CreatePlan) -> c.PlanCreated:
             plan = evolve_plan(plan, declared)
             events.append(declared)
         events += closing.decide_arrival(step_id, new.done, new.note, who, now)
+        if new.done:
+            arrived_done.add(step_id)
         if new.key:
             keys[new.key] = step_id
     # The plan as folded here is the plan as stored: not read back (a thousand steps are
@@ -129,6 +136,18 @@ def create_plan(run: Execution, command: c.CreatePlan) -> c.PlanCreated:
     except ConflictError:
         raise errors.PlanExists(plan.slug) from None
     return made
+
+
+def _status_under(run: Execution, plan: PlanState, parent: str | None, now: datetime) -> str:
+    """The status of the parent a new child names, as a child sees it: a claim whose lease
+    ran out holds nothing, so its step is open (a parent not of the plan: "open", and
+    decide_add_step refuses it)."""
+    if parent is None or StepId(parent) not in plan.steps:
+        return "open"
+    state = run.store.step(StepId(parent))
+    if state.status == "in_progress" and run.current_holder(state, now) is None:
+        return "open"
+    return state.status
 
 
 def _own(keys: dict[str, StepId], named: str | None) -> str | None:
@@ -164,7 +183,7 @@ def add_step(run: Execution, command: c.AddStep) -> c.StepDefined:
             command.depends_on, who, now, command.priority, command.review_required,
             command.key or None, parent=command.parent,
             discovered_from=command.discovered_from, labels=command.labels,
-            links=command.links)
+            links=command.links, parent_status=_status_under(run, plan, command.parent, now))
         events: list[ev.LedgerEvent] = [added, opened]
         if command.paths:
             after = fold_plan(plan, [added])

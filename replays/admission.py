@@ -363,8 +363,8 @@ def _step_released(folded: _Folded, event: ev.StepReleased) -> None:
 
 def _closed_unheld(folded: _Folded, event: ev.StepCompleted) -> None:
     """A step done with no claim (ledger.domain.relations): one that arrived done, right
-    after its StepOpened, or a parent whose children are all done or dropped, open and
-    unheld, at its current fence."""
+    after its StepOpened, or a parent all it waits on (its dependencies and its children)
+    done or dropped, open, unheld and not requiring a review, at its current fence."""
     step = _step(folded, event)
     plan = folded.plans[plan_stream(step.plan)]
     if event.evidence is not None:
@@ -375,10 +375,14 @@ def _closed_unheld(folded: _Folded, event: ev.StepCompleted) -> None:
     else:
         if step.status != "open" or event.fence != step.fence:
             raise Refused(f"step is {step.status}: only an open, unheld parent closes itself")
-        children = plan.steps[step.id].children
+        definition = plan.steps[step.id]
         status = _status_of(folded)
-        if not children or any(status(c) not in SATISFYING for c in children):
-            raise Refused("a parent closes itself only once every child is done or dropped")
+        if not definition.children or any(status(w) not in SATISFYING
+                                          for w in definition.waits_on):
+            raise Refused("a parent closes itself only once all it waits on (dependencies "
+                          "and children) is done or dropped")
+        if needs_review(plan, definition):
+            raise Refused("a parent that requires a review never closes itself")
     folded.steps[step.id] = evolve_step(step, event)
 
 
@@ -519,6 +523,12 @@ def _step_reopened(folded: _Folded, event: ev.StepReopened) -> None:
     step = _step(folded, event)
     if step.status not in SATISFYING:
         raise errors.NotReopenable(step.id, step.status)
+    if event.reason == "child_reopened":
+        children = folded.plans[plan_stream(step.plan)].steps[step.id].children
+        status = _status_of(folded)
+        if step.status != "done" or all(status(c) in SATISFYING for c in children):
+            raise Refused("a parent reopens with no command of its own only when done with "
+                          "a child just reopened")
     folded.steps[step.id] = evolve_step(step, event)
 
 

@@ -64,6 +64,8 @@ def _continues(last: CommandRecord, prev: ev.LedgerEvent, event: ev.LedgerEvent)
                 and last.ids[-1] == event.originator_id)
     if isinstance(event, ev.StepCompleted) and event.reason == "last_child":
         return isinstance(prev, ev.StepCompleted | ev.StepReviewed | ev.StepNoted)
+    if isinstance(event, ev.StepReopened) and event.reason == "child_reopened":
+        return isinstance(prev, ev.StepReopened)  # a reopened child's done parents, up
     if isinstance(event, ev.PathsDeclared):  # a step's paths, with its addition or revision
         return (isinstance(prev, ev.StepOpened | ev.StepRevised)
                 and getattr(prev, "step_id", prev.originator_id) == event.step_id)

@@ -23,6 +23,9 @@ REVIEW_VERDICTS: tuple[ReviewVerdict, ...] = ("approve", "reject")
 # Why a step closed with no claim: it arrived done (an import of finished work), or its last
 # open child finished (ledger.domain.relations).
 ClosedBy = Literal["created", "last_child"]
+# Why a step opened again with no command of its own: a child of it was reopened (a parent
+# is never done with an open child; ledger.domain.relations).
+ReopenedBy = Literal["child_reopened"]
 # Why a review was refused: its step was not in review, another reviewer holds it, or the
 # reviewer is the completion's author (or a session started with the author's key).
 ReviewRefusal = Literal["not_in_review", "held", "own_work", "same_key"]
@@ -218,8 +221,12 @@ class StepDropped(LedgerEvent):
 
 
 @dataclass(frozen=True)
-class StepReopened(LedgerEvent):
-    """A done or dropped step open again."""
+class StepReopened(LateFields, LedgerEvent):
+    """A done or dropped step open again. `reason` set: reopened with no command of its
+    own, in the write that reopened a child of it ("child_reopened")."""
+
+    reason: ReopenedBy | None = None
+    LATE_FIELDS = ("reason",)
 
 
 @dataclass(frozen=True)

@@ -99,13 +99,15 @@ def decide_add_step(
     review_required: bool = False, key: str | None = None,
     keys_taken: Container[str] | None = None, *, parent: str | None = None,
     discovered_from: str | None = None, labels: Sequence[str] = (),
-    links: Sequence[Link] = (),
+    links: Sequence[Link] = (), parent_status: str = "open",
 ) -> tuple[ev.StepAdded, ev.StepOpened]:
     """Add a step to the plan (at plan version `version`) and open its own stream.
     `review_required`: its completion waits for a review (ledger.domain.review). `key`
     names it within the plan (unique there); `keys_taken`: the plan's keys, when the
     caller keeps them (else the plan's steps are read for them). `parent`,
-    `discovered_from`, `labels` and `links`: its relations (ledger.domain.relations)."""
+    `discovered_from`, `labels` and `links`: its relations (ledger.domain.relations);
+    `parent_status`: the parent's status as the caller read it (a child goes only under an
+    open parent)."""
     if not isinstance(review_required, bool):
         raise errors.InvalidInput("review_required", "is true or false")
     if len(plan.steps) >= MAX_STEPS_PER_PLAN:
@@ -115,6 +117,7 @@ def decide_add_step(
         _check_key_free(plan, check_key(key), keys_taken)
     deps = _checked_dependencies(plan, step_id, depends_on)
     under = relations.check_related(plan, "parent", None if parent is None else StepId(parent))
+    relations.check_parent_open(plan, under, parent_status)
     origin = relations.check_related(plan, "discovered_from",
                                      None if discovered_from is None else StepId(discovered_from))
     cycle = relations.parent_cycle(plan, step_id, under, deps)

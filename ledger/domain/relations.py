@@ -3,10 +3,17 @@ labels and other links.
 
 - **Parent** (an epic): a step of the same plan the new step belongs under. A parent waits
   on its children as on its dependencies (`StepDef.waits_on`): while one is open it is not
-  claimable, and a claim on it is refused as blocked, naming them. When a completion
-  leaves every child of an open, unheld parent done or dropped, the parent closes in the
-  same write (`StepCompleted` with reason "last_child"), and so on up. A child that would
-  be its own ancestor, through parents and dependencies, is refused as a cycle.
+  claimable, and a claim on it is refused as blocked, naming them. When a completion (or
+  an approval) of a child or a dependency of an open, unheld parent leaves everything the
+  parent waits on done or dropped, the parent closes in the same write (`StepCompleted`
+  with reason "last_child"), and so on up. A parent that requires a review (its own
+  setting or its plan's) never closes itself: it is then claimable, and its holder's
+  completion goes to review as any step's. A child goes only under an open parent (not
+  one held, in review, done or dropped; a new plan's parent arrives done only with all
+  its children done), and reopening a child of a done parent reopens the parent in the
+  same write (`StepReopened` with reason "child_reopened"), and so on up: a parent is
+  never done with an open child. A child that would be its own ancestor, through parents
+  and dependencies, is refused as a cycle.
 - **Discovered from**: the step of the same plan the new one was found while working on
   (beads' `discovered-from`); kept and shown, it orders nothing.
 - **Labels**: free one-line texts; **links**: other relations kept verbatim (`kind`,
@@ -16,12 +23,13 @@ The parent and the step it was discovered from are set when a step is added, nev
 changed after.
 """
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from datetime import datetime
 
 from planledger.ledger.domain import errors
 from planledger.ledger.domain import events as ev
 from planledger.ledger.domain.ids import Actor, StepId, acting_session
+from planledger.ledger.domain.references import step_reference
 from planledger.ledger.domain.state import SATISFYING, Link, PlanState, StepDef, StepState
 from planledger.ledger.domain.texts import check_line
 
@@ -94,27 +102,88 @@ def closed_parents(
     plan: PlanState, definition: StepDef, step_of: Callable[[StepId], StepState],
     actor: Actor, now: datetime,
 ) -> list[ev.StepCompleted]:
-    """The parents a completion of `definition`'s step closes: its parent if every child
-    is now done or dropped and nobody holds the parent (it is open), then that parent's
-    parent likewise, and so on. `step_of` reads a step as it is before the completion."""
+    """The parents a completion of `definition`'s step closes: each parent whose child or
+    dependency it is, once everything the parent waits on (dependencies and children) is
+    done or dropped, nobody holds it (it is open) and no review is required of it; then,
+    from each parent closed, the parents waiting on it likewise, and so on. `step_of`
+    reads a step as it is before the completion."""
     closed: list[ev.StepCompleted] = []
     finished = {definition.id}
-    parent_id = definition.parent
-    while parent_id is not None and len(closed) < MAX_ANCESTRY:
-        parent = plan.steps.get(parent_id)
-        if parent is None:
-            break
-        state = step_of(parent_id)
-        if state.status != "open" or any(
-                c not in finished and step_of(c).status not in SATISFYING
-                for c in parent.children):
-            break
-        closed.append(ev.StepCompleted(
-            state.id, state.version + 1, timestamp=now, session_id=acting_session(actor),
-            actor=actor, fence=state.fence, reason="last_child"))
-        finished.add(parent_id)
-        parent_id = parent.parent
+    frontier = [definition.id]
+    while frontier and len(closed) < MAX_ANCESTRY:
+        for parent in _parents_waiting_on(plan, frontier.pop(0)):
+            state = step_of(parent.id)
+            if (parent.id in finished or state.status != "open" or _reviewed(plan, parent)
+                    or any(w not in finished and step_of(w).status not in SATISFYING
+                           for w in parent.waits_on)):
+                continue
+            closed.append(ev.StepCompleted(
+                state.id, state.version + 1, timestamp=now, session_id=acting_session(actor),
+                actor=actor, fence=state.fence, reason="last_child"))
+            finished.add(parent.id)
+            frontier.append(parent.id)
     return closed
+
+
+def _parents_waiting_on(plan: PlanState, step_id: StepId) -> list[StepDef]:
+    """The parents (steps with children) that wait on the step: as its parent, or as a
+    step that depends on it."""
+    return [d for d in plan.steps.values()
+            if d.children and (step_id in d.children or step_id in d.depends_on)]
+
+
+def _reviewed(plan: PlanState, parent: StepDef) -> bool:
+    """Whether the parent's completion waits for a review (ledger.domain.review's
+    needs_review, which imports this module's callers): such a parent never closes
+    itself; once all it waits on is closed it is claimable, and its holder's completion
+    goes to review."""
+    return plan.review_required or parent.review_required
+
+
+def reopened_parents(
+    plan: PlanState, definition: StepDef, step_of: Callable[[StepId], StepState],
+    actor: Actor, now: datetime,
+) -> list[ev.StepReopened]:
+    """The parents a reopening of `definition`'s step reopens: its parent if it is done
+    (a parent is never done with an open child), then that parent's parent likewise."""
+    reopened: list[ev.StepReopened] = []
+    parent_id = definition.parent
+    while parent_id is not None and len(reopened) < MAX_ANCESTRY:
+        parent = plan.steps.get(parent_id)
+        state = step_of(parent_id) if parent is not None else None
+        if parent is None or state is None or state.status != "done":
+            break
+        reopened.append(ev.StepReopened(
+            state.id, state.version + 1, timestamp=now, session_id=acting_session(actor),
+            actor=actor, reason="child_reopened"))
+        parent_id = parent.parent
+    return reopened
+
+
+def check_parent_open(plan: PlanState, parent: StepId | None, status: str) -> None:
+    """A new child goes only under an open parent: one held, in review, done or dropped
+    would finish (or be finished) without it. InvalidInput naming the parent."""
+    if parent is not None and status != "open":
+        definition = plan.steps[parent]
+        raise errors.InvalidInput("parent", f"step {_reference(plan, definition)} is "
+                                  f"{status}; a step is added only under an open parent")
+
+
+def check_arrives_done(plan: PlanState, parent: StepId | None, arrived_done: Container[StepId],
+                      done: bool, key: str | None) -> None:
+    """A new plan's parent arrives done only with all its children done: a child that is
+    not done under one that is is refused, naming both."""
+    if parent is None or done or parent not in arrived_done:
+        return
+    child = step_reference(plan.slug, len(plan.steps))
+    named = child if key is None else f"{child} ({key})"
+    raise errors.InvalidInput("parent", f"step {_reference(plan, plan.steps[parent])} "
+                              f"arrives done and its child {named} does not; a parent "
+                              "arrives done only with all its children done")
+
+
+def _reference(plan: PlanState, definition: StepDef) -> str:
+    return step_reference(plan.slug, definition.position)
 
 
 def children_line(definition: StepDef, status_of: Callable[[StepId], str]) -> str | None:

@@ -181,3 +181,115 @@ def test_the_simulators_reference_model_reads_parents_as_the_ledger_does(rt: Run
     reference.fold(list(rt.store.log_after(0, 1000)))
     assert reference.violations == []
     assert reference.steps[epic].status == "done"
+
+
+def _epic_after_first(rt: Runtime, **epic: object) -> tuple[StepId, ...]:
+    """first; epic depends on first; kid under epic; down depends on epic."""
+    made = rt.ledger.execute(c.CreatePlan(PLAN, "Epic plan", OPERATOR, steps=(
+        c.NewStep("first", key="first"),
+        c.NewStep("Epic", key="epic", depends_on=("first",), **epic),  # type: ignore[arg-type]
+        c.NewStep("kid", key="kid", parent="epic"),
+        c.NewStep("down", key="down", depends_on=("epic",)))))
+    return made.step_ids
+
+
+def test_a_parent_with_an_open_dependency_stays_open_when_its_last_child_finishes(
+    rt: Runtime,
+) -> None:
+    first, epic, kid, down = _epic_after_first(rt)
+    agent = rt.ledger.start_session("agent")
+    rt.ledger.claim(kid, agent.id)
+    rt.ledger.complete(kid, agent.id)
+    assert rt.store.step(epic).status == "open"
+    assert down not in rt.reads.ready(PLAN)
+    with pytest.raises(errors.Blocked):
+        rt.ledger.claim(down, agent.id)
+    rt.ledger.claim(first, agent.id)  # the last the epic waits on is a dependency
+    start = rt.store.log_end()
+    rt.ledger.complete(first, agent.id)
+    closed = [e for e in _log_since(rt, start) if isinstance(e, ev.StepCompleted)]
+    assert [(e.originator_id, e.reason) for e in closed] == [(first, None), (epic, "last_child")]
+    assert down in rt.reads.ready(PLAN)
+
+
+def test_a_parent_that_requires_review_is_claimable_not_closed_and_its_completion_is_reviewed(
+    rt: Runtime,
+) -> None:
+    first, epic, kid, down = _epic_after_first(rt, review_required=True)
+    agent = rt.ledger.start_session("agent")
+    for s in (first, kid):
+        rt.ledger.claim(s, agent.id)
+        rt.ledger.complete(s, agent.id)
+    assert rt.store.step(epic).status == "open"
+    assert epic in rt.reads.ready(PLAN) and down not in rt.reads.ready(PLAN)
+    rt.ledger.claim(epic, agent.id)
+    rt.ledger.complete(epic, agent.id)
+    assert rt.store.step(epic).status == "in_review"
+
+
+def test_a_plan_requiring_review_never_closes_a_parent_by_itself(rt: Runtime) -> None:
+    rt.ledger.execute(c.CreatePlan(PLAN, "Epic plan", OPERATOR, review_required=True, steps=(
+        c.NewStep("Epic", key="epic"), c.NewStep("a", key="a", parent="epic"))))
+    epic = rt.ledger.resolve_step("epic/epic")
+    a = rt.ledger.resolve_step("epic/a")
+    author, reviewer = rt.ledger.start_session("author"), rt.ledger.start_session("reviewer")
+    rt.ledger.claim(a, author.id)
+    rt.ledger.complete(a, author.id)
+    rt.ledger.execute(c.Review(a, reviewer.id, "approve"))
+    assert rt.store.step(a).status == "done"
+    assert rt.store.step(epic).status == "open"
+    assert epic in rt.reads.ready(PLAN)
+
+
+def test_a_child_is_refused_under_a_parent_that_is_not_open_naming_the_rule(
+    rt: Runtime,
+) -> None:
+    epic, a, b = _epic(rt)
+    agent = rt.ledger.start_session("agent")
+    for child in (a, b):
+        rt.ledger.claim(child, agent.id)
+        rt.ledger.complete(child, agent.id)
+    assert rt.store.step(epic).status == "done"
+    with pytest.raises(errors.InvalidInput) as done:
+        rt.ledger.execute(c.AddStep(PLAN, "late", OPERATOR, parent=epic))
+    assert "parent" in str(done.value) and "epic#1 is done" in str(done.value)
+    other = rt.ledger.add_step(PLAN, "other", actor=OPERATOR)
+    rt.ledger.claim(other, agent.id)
+    with pytest.raises(errors.InvalidInput) as held:  # so a held parent never completes
+        rt.ledger.execute(c.AddStep(PLAN, "late", OPERATOR, parent=other))  # with it open
+    assert "is in_progress; a step is added only under an open parent" in str(held.value)
+    rt.ledger.drop(other, agent.id)
+    with pytest.raises(errors.InvalidInput):
+        rt.ledger.execute(c.AddStep(PLAN, "late", OPERATOR, parent=other))
+
+
+def test_a_new_plans_parent_arrives_done_only_with_its_children_done(rt: Runtime) -> None:
+    with pytest.raises(errors.InvalidInput) as refused:
+        rt.ledger.execute(c.CreatePlan(PLAN, "Epic plan", OPERATOR, steps=(
+            c.NewStep("Epic", key="epic", done=True), c.NewStep("a", key="a", parent="epic"))))
+    said = str(refused.value)
+    assert "epic#1 arrives done" in said and "epic#2 (a) does not" in said
+    assert PLAN not in rt.reads.plans  # nothing written
+    rt.ledger.execute(c.CreatePlan(PLAN, "Epic plan", OPERATOR, steps=(
+        c.NewStep("Epic", key="epic", done=True),
+        c.NewStep("a", key="a", parent="epic", done=True))))
+
+
+def test_reopening_a_child_of_a_done_parent_reopens_the_parent_and_blocks_its_dependents(
+    rt: Runtime,
+) -> None:
+    epic, a, b, leaf, ship = _epic(rt, c.NewStep("leaf", parent="b"),
+                                   c.NewStep("ship", depends_on=("epic",)))
+    agent = rt.ledger.start_session("agent")
+    for s in (a, leaf):
+        rt.ledger.claim(s, agent.id)
+        rt.ledger.complete(s, agent.id)
+    assert [rt.store.step(s).status for s in (b, epic)] == ["done", "done"]
+    start = rt.store.log_end()
+    rt.ledger.reopen(leaf, OPERATOR)
+    reopened = [e for e in _log_since(rt, start) if isinstance(e, ev.StepReopened)]
+    assert [(e.originator_id, e.reason) for e in reopened] == [
+        (leaf, None), (b, "child_reopened"), (epic, "child_reopened")]
+    assert ship not in rt.reads.ready(PLAN)
+    with pytest.raises(errors.Blocked):
+        rt.ledger.claim(epic, agent.id)
