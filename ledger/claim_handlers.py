@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from planledger.ledger import commands as c
-from planledger.ledger.domain import closing, errors
+from planledger.ledger.domain import closing, errors, relations
 from planledger.ledger.domain.claims import (
     Decision,
     Verdict,
@@ -191,9 +191,12 @@ def _complete(run: Execution, command: c.Complete) -> c.StepChanged:
 
     def decide(step: StepState, definition: StepDef, plan: PlanState, session: SessionState,
                fence: int | None, holder: SessionId | None, now: datetime) -> Decision:
-        return closing.decide_complete(step, definition, session, fence, holder, now,
-                                       evidence, plan.require_checks_pass,
-                                       needs_review(plan, definition))
+        decision = closing.decide_complete(step, definition, session, fence, holder, now,
+                                           evidence, plan.require_checks_pass,
+                                           needs_review(plan, definition))
+        blocked = (relations.open_children(plan, definition, run.store.step)
+                   if decision.refusal is None and definition.children else None)
+        return decision if blocked is None else Decision([], blocked)
 
     def status(plan: PlanState, definition: StepDef) -> Status:
         return "in_review" if needs_review(plan, definition) else "done"

@@ -12,8 +12,9 @@ labels and other links.
   one held, in review, done or dropped; a new plan's parent arrives done only with all
   its children done), and reopening a child of a done parent reopens the parent in the
   same write (`StepReopened` with reason "child_reopened"), and so on up: a parent is
-  never done with an open child. A child that would be its own ancestor, through parents
-  and dependencies, is refused as a cycle.
+  never done with an open child (its holder's completion, with a child reopened since
+  the claim, is refused as blocked, naming it). A child that would be its own ancestor,
+  through parents and dependencies, is refused as a cycle.
 - **Discovered from**: the step of the same plan the new one was found while working on
   (beads' `discovered-from`); kept and shown, it orders nothing.
 - **Labels**: free one-line texts; **links**: other relations kept verbatim (`kind`,
@@ -180,6 +181,20 @@ def check_arrives_done(plan: PlanState, parent: StepId | None, arrived_done: Con
     raise errors.InvalidInput("parent", f"step {_reference(plan, plan.steps[parent])} "
                               f"arrives done and its child {named} does not; a parent "
                               "arrives done only with all its children done")
+
+
+def open_children(plan: PlanState, definition: StepDef,
+                  step_of: Callable[[StepId], StepState]) -> errors.Blocked | None:
+    """A completion of a parent waits on its children as its claim did: one reopened since
+    the claim (a child is never added under a held parent) blocks it, named."""
+    blockers = [(c, status) for c in definition.children
+                if (status := step_of(c).status) not in SATISFYING]
+    if not blockers:
+        return None
+    named = (definition.id, *(b for b, _ in blockers))
+    return errors.Blocked(definition.id, definition.title,
+                          [(b, plan.steps[b].title, s) for b, s in blockers],
+                          {s: _reference(plan, plan.steps[s]) for s in named})
 
 
 def _reference(plan: PlanState, definition: StepDef) -> str:

@@ -293,3 +293,18 @@ def test_reopening_a_child_of_a_done_parent_reopens_the_parent_and_blocks_its_de
     assert ship not in rt.reads.ready(PLAN)
     with pytest.raises(errors.Blocked):
         rt.ledger.claim(epic, agent.id)
+
+
+def test_completing_a_parent_with_a_child_reopened_since_its_claim_is_blocked_naming_it(
+    rt: Runtime,
+) -> None:
+    epic, a, b = _epic(rt)
+    agent = rt.ledger.start_session("agent")
+    for child in (a, b):
+        rt.ledger.drop(child, OPERATOR)
+    rt.ledger.claim(epic, agent.id)  # its children dropped: claimable
+    rt.ledger.reopen(b, OPERATOR)
+    with pytest.raises(errors.Blocked) as refused:
+        rt.ledger.complete(epic, agent.id)
+    assert 'step epic#1 "Epic" waits on epic#3 "b" (open)' in str(refused.value)
+    assert rt.store.step(epic).status == "in_progress"
