@@ -11,6 +11,7 @@ from planledger.ledger.domain import events as ev
 from planledger.ledger.domain import plans as plan_rules
 from planledger.ledger.domain.claims import Decision
 from planledger.ledger.domain.ids import PlanSlug, SessionId, StepId
+from planledger.ledger.domain.references import step_reference
 from planledger.ledger.domain.reservations import decide_declare_paths, with_declared_paths
 from planledger.ledger.domain.state import (
     PlanState,
@@ -113,7 +114,8 @@ def create_plan(run: Execution, command: c.CreatePlan) -> c.PlanCreated:
             plan, plan.version + 1, step_id, new.title, new.body, deps, who, now,
             new.priority, new.review_required, new.key or None, keys,
             parent=parent, discovered_from=_own(keys, new.discovered_from),
-            labels=new.labels, links=new.links)
+            labels=new.labels, links=new.links,
+            elsewhere=_elsewhere(run, plan, (parent, _own(keys, new.discovered_from))))
         plan = evolve_plan(plan, added)  # our own fresh table: no copy needed
         events += [added, opened]
         if new.paths:
@@ -150,6 +152,24 @@ def _status_under(run: Execution, plan: PlanState, parent: str | None, now: date
     return state.status
 
 
+def _elsewhere(run: Execution, plan: PlanState,
+               named: Sequence[str | None]) -> dict[str, tuple[str, str]]:
+    """The steps of other plans among `named` (ids), as (reference, plan): a refusal says
+    where they are rather than that nothing is there."""
+    found: dict[str, tuple[str, str]] = {}
+    for step_id in named:
+        if step_id is None or StepId(step_id) in plan.steps:
+            continue
+        try:
+            state = run.store.step(StepId(step_id))
+            other = run.store.plan(state.plan)
+        except errors.LedgerError:  # names no step at all: refused as such
+            continue
+        found[step_id] = (step_reference(other.slug, other.steps[state.id].position),
+                          other.slug)
+    return found
+
+
 def _own(keys: dict[str, StepId], named: str | None) -> str | None:
     """A step a new plan's step names: the key of an earlier step of the request, or an
     existing step's id."""
@@ -183,7 +203,8 @@ def add_step(run: Execution, command: c.AddStep) -> c.StepDefined:
             command.depends_on, who, now, command.priority, command.review_required,
             command.key or None, parent=command.parent,
             discovered_from=command.discovered_from, labels=command.labels,
-            links=command.links, parent_status=_status_under(run, plan, command.parent, now))
+            links=command.links, parent_status=_status_under(run, plan, command.parent, now),
+            elsewhere=_elsewhere(run, plan, (command.parent, command.discovered_from)))
         events: list[ev.LedgerEvent] = [added, opened]
         if command.paths:
             after = fold_plan(plan, [added])

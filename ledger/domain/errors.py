@@ -186,11 +186,14 @@ class UnknownDependency(LedgerError):
 
 
 class DependencyCycle(LedgerError):
-    """Declaring these dependencies would close a cycle."""
+    """Declaring these dependencies would close a cycle. `cycle` is the path by ids;
+    `names` says each step in the message as people know it (`plan#N`, a new step's key
+    or title)."""
 
-    def __init__(self, cycle: Sequence[str]) -> None:
+    def __init__(self, cycle: Sequence[str], names: Mapping[str, str] | None = None) -> None:
         self.cycle = list(cycle)
-        super().__init__("dependency cycle: " + " -> ".join(cycle))
+        said = names or {}
+        super().__init__("dependency cycle: " + " -> ".join(said.get(s, s) for s in cycle))
 
 
 class Contention(LedgerError):

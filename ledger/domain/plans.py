@@ -14,7 +14,7 @@ from planledger.ledger.domain.ids import (
     acting_session,
     plan_stream,
 )
-from planledger.ledger.domain.references import check_key
+from planledger.ledger.domain.references import check_key, step_reference
 from planledger.ledger.domain.state import Link, PlanState
 
 # The checks of written text (ledger.domain.texts), where the plan's rules were first kept.
@@ -100,6 +100,7 @@ def decide_add_step(
     keys_taken: Container[str] | None = None, *, parent: str | None = None,
     discovered_from: str | None = None, labels: Sequence[str] = (),
     links: Sequence[Link] = (), parent_status: str = "open",
+    elsewhere: Mapping[str, tuple[str, str]] | None = None,
 ) -> tuple[ev.StepAdded, ev.StepOpened]:
     """Add a step to the plan (at plan version `version`) and open its own stream.
     `review_required`: its completion waits for a review (ledger.domain.review). `key`
@@ -107,7 +108,8 @@ def decide_add_step(
     caller keeps them (else the plan's steps are read for them). `parent`,
     `discovered_from`, `labels` and `links`: its relations (ledger.domain.relations);
     `parent_status`: the parent's status as the caller read it (a child goes only under an
-    open parent)."""
+    open parent); `elsewhere`: steps of other plans it names, by id, as (reference, plan),
+    for a refusal that says so."""
     if not isinstance(review_required, bool):
         raise errors.InvalidInput("review_required", "is true or false")
     if len(plan.steps) >= MAX_STEPS_PER_PLAN:
@@ -116,13 +118,16 @@ def decide_add_step(
     if key is not None:
         _check_key_free(plan, check_key(key), keys_taken)
     deps = _checked_dependencies(plan, step_id, depends_on)
-    under = relations.check_related(plan, "parent", None if parent is None else StepId(parent))
+    under = relations.check_related(plan, "parent", None if parent is None else StepId(parent),
+                                    elsewhere)
     relations.check_parent_open(plan, under, parent_status)
     origin = relations.check_related(plan, "discovered_from",
-                                     None if discovered_from is None else StepId(discovered_from))
+                                     None if discovered_from is None else StepId(discovered_from),
+                                     elsewhere)
     cycle = relations.parent_cycle(plan, step_id, under, deps)
     if cycle:
-        raise errors.DependencyCycle(cycle)
+        new = f"{plan.slug}/{key}" if key is not None else repr(title[:80])
+        raise errors.DependencyCycle(cycle, cycle_names(plan, cycle, {step_id: new}))
     added = ev.StepAdded(
         plan.id, version, timestamp=now, session_id=acting_session(actor), actor=actor,
         step_id=step_id,
@@ -191,7 +196,7 @@ def decide_declare_dependencies(
         raise errors.InvalidInput("depends_on", f"more than {MAX_DEPENDENCIES} dependencies")
     cycle = find_cycle(plan, step_id, new)
     if cycle:
-        raise errors.DependencyCycle(cycle)
+        raise errors.DependencyCycle(cycle, cycle_names(plan, cycle))
     return ev.DependenciesDeclared(
         plan.id, plan.version + 1, timestamp=now, session_id=acting_session(actor),
         actor=actor, step_id=step_id,
@@ -228,6 +233,17 @@ def find_cycle(plan: PlanState, step_id: StepId, new_deps: Sequence[StepId]) -> 
                 parents[nxt] = current
                 stack.append(nxt)
     return []
+
+
+def cycle_names(plan: PlanState, cycle: Sequence[str],
+                new: Mapping[str, str] | None = None) -> dict[str, str]:
+    """How a cycle's message names its steps: by reference (`plan#N`), a step not added
+    yet as `new` says (its key or title), never by an id nobody can look up."""
+    names = dict(new or {})
+    for s in cycle:
+        if s not in names and (definition := plan.steps.get(StepId(s))) is not None:
+            names[s] = step_reference(plan.slug, definition.position)
+    return names
 
 
 def _path_back(parents: Mapping[StepId, StepId], step_id: StepId) -> list[str]:

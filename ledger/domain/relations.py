@@ -24,7 +24,7 @@ The parent and the step it was discovered from are set when a step is added, nev
 changed after.
 """
 
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from datetime import datetime
 
 from planledger.ledger.domain import errors
@@ -67,12 +67,19 @@ def check_links(links: Sequence[Link]) -> list[dict[str, str]]:
     return records
 
 
-def check_related(plan: PlanState, field: str, step_id: StepId | None) -> StepId | None:
-    """A parent or an origin: a step of the plan, or InvalidInput naming the field."""
-    if step_id is not None and step_id not in plan.steps:
-        raise errors.InvalidInput(field, f"{str(step_id)[:80]!r} names no step of plan "
-                                         f"{plan.slug}")
-    return step_id
+def check_related(plan: PlanState, field: str, step_id: StepId | None,
+                  elsewhere: Mapping[str, tuple[str, str]] | None = None) -> StepId | None:
+    """A parent or an origin: a step of the plan, or InvalidInput naming the field.
+    `elsewhere`: the steps of other plans the caller named, by id, as (reference, plan)."""
+    if step_id is None or step_id in plan.steps:
+        return step_id
+    if elsewhere and step_id in elsewhere:
+        reference, other = elsewhere[step_id]
+        said = "a parent" if field == "parent" else "the step it was discovered from"
+        raise errors.InvalidInput(field, f"step {reference} is in plan {other}; {said} is a "
+                                         f"step of the same plan ({plan.slug})")
+    raise errors.InvalidInput(field, f"{str(step_id)[:80]!r} names no step of plan "
+                                     f"{plan.slug}")
 
 
 def parent_cycle(plan: PlanState, step_id: StepId, parent: StepId | None,

@@ -92,6 +92,13 @@ def test_a_child_that_would_be_its_own_ancestor_is_refused_naming_the_cycle(
         rt.ledger.execute(c.AddStep(PLAN, "y", OPERATOR, parent=x, depends_on=(z,)))
     cycle = through.value.cycle
     assert cycle[1:3] == [z, x] and cycle[0] == cycle[-1]
+    assert str(through.value) == "dependency cycle: 'y' -> epic#5 -> epic#4 -> 'y'"
+    with pytest.raises(errors.DependencyCycle) as keyed:
+        rt.ledger.execute(c.AddStep(PLAN, "y", OPERATOR, parent=x, depends_on=(z,), key="y"))
+    assert str(keyed.value) == "dependency cycle: epic/y -> epic#5 -> epic#4 -> epic/y"
+    with pytest.raises(errors.DependencyCycle) as declared:
+        rt.ledger.declare_dependencies(x, [z], actor=OPERATOR)
+    assert str(declared.value) == "dependency cycle: epic#4 -> epic#5 -> epic#4"
 
 
 def test_a_parent_that_names_no_step_of_the_plan_is_refused_naming_the_field(
@@ -105,6 +112,17 @@ def test_a_parent_that_names_no_step_of_the_plan_is_refused_naming_the_field(
         rt.ledger.execute(c.CreatePlan("other", "O", OPERATOR, steps=(
             c.NewStep("a", parent="b"), c.NewStep("b", key="b"))))
     assert "parent" in str(later.value)
+    elsewhere = c.AddStep(PLAN, "c", OPERATOR, parent="other-plan#1",
+                          discovered_from="other-plan#1")
+    rt.ledger.execute(c.CreatePlan("other-plan", "O", OPERATOR, steps=(c.NewStep("x"),)))
+    with pytest.raises(errors.InvalidInput) as another:
+        rt.ledger.execute(with_step_ids(elsewhere, rt.ledger.resolve_step))
+    assert str(another.value).endswith(
+        "step other-plan#1 is in plan other-plan; a parent is a step of the same plan (epic)")
+    with pytest.raises(errors.InvalidInput) as new_plan:
+        rt.ledger.execute(with_step_ids(c.CreatePlan("third", "T", OPERATOR, steps=(
+            c.NewStep("a", parent="other-plan#1"),)), rt.ledger.resolve_step))
+    assert "step other-plan#1 is in plan other-plan; a parent" in str(new_plan.value)
 
 
 def test_a_step_arrives_done_with_a_note_in_the_append_that_adds_it(rt: Runtime) -> None:
