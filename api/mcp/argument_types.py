@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field
 
-from planledger.api.schemas import REVIEW_HELP, Review
+from planledger.api.schemas import REVIEW_HELP, LinkIn, Review
 from planledger.api.text import PRIORITY_TEXT, check_text
 from planledger.ledger.commands import MAX_WAIT_SECONDS
 from planledger.ledger.domain.claims import (
@@ -19,7 +19,7 @@ from planledger.ledger.domain.claims import (
 )
 from planledger.ledger.domain.plans import SLUG_PATTERN
 from planledger.ledger.domain.references import STEP_TEXT_PATTERN
-from planledger.ledger.domain.relations import MAX_LABELS
+from planledger.ledger.domain.relations import MAX_LABELS, MAX_LINKS
 
 ID_PATTERN = r"^[0-9A-Za-z_-]{1,64}$"  # the HTTP API's StepPath/SessionPath pattern
 # Free text must be text (api.text): a lone surrogate is refused naming the argument. The
@@ -69,6 +69,10 @@ RelatedStep = Annotated[str | None, Field(
     "(`<plan>#<number>`, `<plan>/<key>`).", examples=["auth-refresh#3"])]
 Labels = Annotated[list[Annotated[str, Text]] | None, Field(
     max_length=MAX_LABELS, description="Free labels, one line each.", examples=[["ui"]])]
+Links = Annotated[list[LinkIn] | None, Field(
+    max_length=MAX_LINKS, description="Other relations, kept as given (not resolved): "
+    "`{kind, target}`, e.g. beads' `related` or `duplicates`.",
+    examples=[[{"kind": "related", "target": "bd-a1b2"}]])]
 NoteArg = Annotated[str | None, Text, Field(
     max_length=20000, description="A handoff note left with it, for whoever picks the step "
     "up next (they read it in their claim's answer).")]

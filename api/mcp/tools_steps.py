@@ -12,6 +12,7 @@ from planledger.api.mcp.argument_types import (
     Fence,
     Labels,
     Lease,
+    Links,
     MaybePlan,
     PageLimit,
     Priority,
@@ -100,7 +101,7 @@ class StepTools(Tools):
                                              "found this work while working on, by id or "
                                              "reference (shown in its history and the "
                                              "timeline).")] = None,
-                  labels: Labels = None,
+                  labels: Labels = None, links: Links = None,
                   session_id: SessionArg = None, token: TokenArg = None) -> StepAddedOut:
         """Add a step to a plan (work you found that the plan lacks: say where with
         `discovered_from`). `depends_on` lists the steps (ids or references) that must be
@@ -113,7 +114,8 @@ class StepTools(Tools):
         actor = self.author(ctx, session_id, token)
         step = StepIn(title=title, body=body or "", depends_on=depends_on or [],
                       paths=paths or [], priority=priority, review=review, key=key or None,
-                      parent=parent, discovered_from=discovered_from, labels=labels or [])
+                      parent=parent, discovered_from=discovered_from, labels=labels or [],
+                      links=links or [])
         slug = self.plan_or_only(plan)
         add = step.command(slug, actor)
         if plan is not None and not self._exists(slug):

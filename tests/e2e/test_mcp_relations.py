@@ -62,3 +62,21 @@ def test_an_agent_files_discovered_work_under_an_epic_that_closes_with_its_child
         assert after["progress"]["line"].startswith("3/3 done")
 
     run(server, story)
+
+
+def test_tasks_add_keeps_links_as_given_and_refuses_a_child_under_a_done_epic(
+    server: LiveServer,
+) -> None:
+    async def story(agent: Agent) -> None:
+        await agent.ok("plans_create", plan="auth", title="Auth", steps=[
+            {"key": "epic", "title": "Refresh tokens", "done": True}])
+        added = await agent.ok("tasks_add", plan="auth", title="Dedupe",
+                               links=[{"kind": "duplicates", "target": "bd-a1b2"}])
+        assert added["links"] == [{"kind": "duplicates", "target": "bd-a1b2"}]
+        shown = await agent.ok("plans_show", plan="auth")
+        assert shown["steps"][1]["links"] == [{"kind": "duplicates", "target": "bd-a1b2"}]
+        refused = await agent.refused("tasks_add", plan="auth", title="Late",
+                                      parent="auth/epic")
+        assert "step auth#1 is done; a step is added only under an open parent" in refused
+
+    run(server, story)

@@ -112,3 +112,45 @@ def test_a_recording_with_relations_imports_and_reexecutes_identically(
         assert import_into(imported.store, read_file(path)) == len(read_file(path).events)
     finally:
         imported.close()
+
+
+def test_a_child_under_a_parent_that_is_not_open_is_a_422_naming_the_rule(
+    runtime: Runtime,
+) -> None:
+    client = _client(runtime)
+    assert client.post("/api/plans", json=PLAN).status_code == 201
+    _, agent = session(client, "agent")
+    assert client.post("/api/steps/auth%232/claim", headers=agent).status_code == 200
+    held = client.post("/api/plans/auth/steps", json={"title": "x", "parent": "auth/rotate"})
+    assert held.status_code == 422, held.text
+    assert "step auth#2 is in_progress; a step is added only under an open parent" in held.text
+    arrives = client.post("/api/plans", json={"slug": "b", "title": "B", "steps": [
+        {"key": "epic", "title": "E", "done": True}, {"title": "kid", "parent": "epic"}]})
+    assert arrives.status_code == 422 and "a parent arrives done only" in arrives.text
+
+
+def test_a_reopened_child_reopens_its_epic_and_the_recording_reexecutes_identically(
+    runtime: Runtime, clock: FakeClock, tmp_path: Path,
+) -> None:
+    client = _client(runtime)
+    assert client.post("/api/plans", json=PLAN).status_code == 201
+    _, agent = session(client, "agent")
+    for step in ("auth%232", "auth%233"):
+        clock.advance(1)
+        fence = client.post(f"/api/steps/{step}/claim", headers=agent).json()["fence"]
+        client.post(f"/api/steps/{step}/complete", json={"fence": fence}, headers=agent)
+    assert client.get("/api/steps/auth%231").json()["status"] == "done"
+    clock.advance(1)
+    reopened = client.post("/api/steps/auth%232/reopen", headers=agent)
+    assert reopened.status_code == 200, reopened.text
+    assert client.get("/api/steps/auth%231").json()["status"] == "open"
+    path = tmp_path / "reopened.jsonl"
+    write_file(export(runtime.store), path)
+
+    report = rerun(read_file(path))
+    assert report.identical, report.describe()
+    imported = open_runtime("memory", clock=FakeClock(), ids=SequentialIds())
+    try:
+        assert import_into(imported.store, read_file(path)) == len(read_file(path).events)
+    finally:
+        imported.close()
