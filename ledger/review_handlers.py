@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from planledger.ledger import commands as c
-from planledger.ledger.domain import errors
+from planledger.ledger.domain import errors, relations
 from planledger.ledger.domain.claims import Decision, check_lease, reviewer
 from planledger.ledger.domain.events import LeaseRenewed, ReviewClaimed
 from planledger.ledger.domain.ids import Actor, PlanSlug, SessionId, StepId
@@ -43,6 +43,11 @@ def review(run: Execution, command: c.Review) -> c.StepChanged:
         decision = decide_review(step, definition, session, _author(run, step), current,
                                  verdict, command.note, now, names=_names(run))
         status: Status = "done" if verdict == "approve" else "open"
+        blocked = (relations.open_children(plan, definition, run.store.step)
+                   if status == "done" and decision.refusal is None and definition.children
+                   else None)  # a child reopened since the parent's completion
+        if blocked is not None:
+            decision = Decision([], blocked)
         if status == "done":
             decision = with_parents_closed(run, decision, plan, definition,
                                            Actor(session.id), now)

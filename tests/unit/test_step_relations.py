@@ -326,3 +326,21 @@ def test_completing_a_parent_with_a_child_reopened_since_its_claim_is_blocked_na
         rt.ledger.complete(epic, agent.id)
     assert 'step epic#1 "Epic" waits on epic#3 "b" (open)' in str(refused.value)
     assert rt.store.step(epic).status == "in_progress"
+
+
+def test_approving_a_parent_with_a_child_reopened_since_its_completion_is_blocked(
+    rt: Runtime,
+) -> None:
+    rt.ledger.execute(c.CreatePlan(PLAN, "Epic plan", OPERATOR, steps=(
+        c.NewStep("Epic", key="epic", review_required=True),
+        c.NewStep("a", key="a", parent="epic"))))
+    epic, a = rt.ledger.resolve_step("epic/epic"), rt.ledger.resolve_step("epic/a")
+    author, reviewer = rt.ledger.start_session("author"), rt.ledger.start_session("reviewer")
+    rt.ledger.drop(a, OPERATOR)
+    rt.ledger.claim(epic, author.id)
+    rt.ledger.complete(epic, author.id)  # in review
+    rt.ledger.reopen(a, OPERATOR)
+    with pytest.raises(errors.Blocked) as refused:
+        rt.ledger.execute(c.Review(epic, reviewer.id, "approve"))
+    assert 'waits on epic#2 "a" (open)' in str(refused.value)
+    assert rt.store.step(epic).status == "in_review"
