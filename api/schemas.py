@@ -99,9 +99,11 @@ class RelationsIn(RequestSchema):
 
     parent: str | None = Field(default=None, description="The step it belongs under (an "
                                "epic) in the same plan: a key of an earlier step of this "
-                               "request, or an id or reference. A parent is claimable only "
-                               "once none of its children is open, and closes itself when "
-                               "its last child is done.", examples=["epic"])
+                               "request, or an id or reference; it must be open. A parent is "
+                               "claimable only once none of its children is open, and "
+                               "closes itself once all it waits on (children and "
+                               "dependencies) is done, unless it requires a review.",
+                               examples=["epic"])
     discovered_from: str | None = Field(default=None, description="The step of the same plan "
                                         "it was found while working on (same forms as "
                                         "`parent`).", examples=["auth-refresh#3"])

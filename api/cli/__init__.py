@@ -194,8 +194,8 @@ VERBS = (
     Verb(("add",), _CALLS,
          "Add a step to PLAN: work found on the way, or a child of an epic.\n\nSay where "
          "you found it with --discovered-from; --parent puts it under an epic, which is "
-         "claimable only once none of its children is open, and closes itself when its "
-         "last child is done.",
+         "claimable only once none of its children is open, and closes itself once all "
+         "it waits on is done (unless it requires a review).",
          (PLAN, Argument("title", "TITLE", "What the step does, in one line.")),
          (Option("--body", "body", "Details: acceptance criteria, files, notes.",
                  metavar="TEXT"),

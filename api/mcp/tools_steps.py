@@ -96,7 +96,8 @@ class StepTools(Tools):
                   parent: Annotated[RelatedStep, Field(description="The step it belongs "
                                     "under (an epic), by id or reference: a parent is "
                                     "claimable only once none of its children is open, and "
-                                    "closes itself when its last child is done.")] = None,
+                                    "closes itself once all it waits on is done (unless it "
+                                    "requires a review); it must be open.")] = None,
                   discovered_from: Annotated[RelatedStep, Field(description="The step you "
                                              "found this work while working on, by id or "
                                              "reference (shown in its history and the "
