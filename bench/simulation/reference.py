@@ -390,13 +390,14 @@ class Reference:
 
     def _on_closed_unheld(self, step: RefStep, event: ev.StepCompleted,
                           holder: str | None) -> None:
-        """A step done with no claim: arrived done, or a parent whose last child closed."""
+        """A step done with no claim: arrived done, or a parent whose last open step it
+        waits on (a child or a dependency) closed."""
         name = event.originator_id
         if step.status != "open" or holder is not None:
             self._violate(f"step {name}: closed with no claim while {step.status}, held by "
                           f"{holder}")
         if event.reason == "last_child" and (not step.children or self.blocked(name)):
-            self._violate(f"step {name}: closed as a parent while a child is open")
+            self._violate(f"step {name}: closed as a parent while a step it waits on is open")
         step.status = "done"
 
     def _violate(self, what: str, rule: str = "the claim rule") -> None:
