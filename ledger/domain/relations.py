@@ -136,8 +136,8 @@ def closed_parents(
 def _parents_waiting_on(plan: PlanState, step_id: StepId) -> list[StepDef]:
     """The parents (steps with children) that wait on the step: as its parent, or as a
     step that depends on it."""
-    return [d for d in plan.steps.values()
-            if d.children and (step_id in d.children or step_id in d.depends_on)]
+    found = (plan.steps[p] for p in plan.parents)
+    return [d for d in found if step_id in d.children or step_id in d.depends_on]
 
 
 def _reviewed(plan: PlanState, parent: StepDef) -> bool:

@@ -76,6 +76,9 @@ class PlanState:
     require_checks_pass: bool = False
     # A planner's setting: every step's completion waits for a review by another key.
     review_required: bool = False
+    # The steps with children (epics), in the order they got their first: what a
+    # completion looks through for a parent it may close, without reading every step.
+    parents: tuple[StepId, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -177,6 +180,8 @@ def evolve_plan(state: PlanState | None, event: ev.LedgerEvent) -> PlanState:
         )
         if event.parent is not None and (parent := steps.get(StepId(event.parent))):
             steps[parent.id] = replace(parent, children=(*parent.children, step_id))
+            if not parent.children:
+                return replace(state, version=version, parents=(*state.parents, parent.id))
     elif isinstance(event, ev.StepRevised):
         old = steps[StepId(event.step_id)]
         steps[old.id] = replace(
