@@ -24,7 +24,7 @@ from typing import Any
 from planledger.api.cli import output
 from planledger.api.cli.common import answering_errors, open_client, require_store
 from planledger.api.cli.grammar import Values
-from planledger.api.client import Client, RemoteError
+from planledger.api.client import Client, RemoteError, operator_name
 from planledger.api.imports import beads, claude_tasks, held
 from planledger.api.imports.steps import (
     Imported,
@@ -147,20 +147,21 @@ def _write(client: Client, slug: str, title: str,
     """The plan created with every step, or None: it holds them all already."""
     if _already_there(client, slug, steps):
         return None
-    try:
-        made = client.create_plan(create_plan(slug, title, "", steps))
-    except (PlanExists, RemoteError, InvalidInput) as error:
-        if MAX_STEPS_SETTING in str(error):
-            raise _too_many(len(steps)) from None
-        if not isinstance(error, InvalidInput) and _already_there(client, slug, steps):
-            return None  # another import made it just now
-        raise
-    ids = {s.key: s.step_id for s in made.steps if s.key}
-    for step in steps:
-        if step.declared_after:  # only what one creation cannot write: rare
-            client.execute(c.DeclareDependencies(
-                ids[step.key], tuple(ids[k] for k in step.declared_after), client.author),
-                StepRefOut)
+    with client.authored(f"{operator_name()} (plan create)"):  # one author for both
+        try:
+            made = client.create_plan(create_plan(slug, title, "", steps))
+        except (PlanExists, RemoteError, InvalidInput) as error:
+            if MAX_STEPS_SETTING in str(error):
+                raise _too_many(len(steps)) from None
+            if not isinstance(error, InvalidInput) and _already_there(client, slug, steps):
+                return None  # another import made it just now
+            raise
+        ids = {s.key: s.step_id for s in made.steps if s.key}
+        for step in steps:
+            if step.declared_after:  # only what one creation cannot write: rare
+                client.execute(c.DeclareDependencies(
+                    ids[step.key], tuple(ids[k] for k in step.declared_after),
+                    client.author), StepRefOut)
     return made
 
 

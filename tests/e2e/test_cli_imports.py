@@ -377,3 +377,22 @@ def test_a_symbolic_link_in_a_task_list_is_not_followed_and_is_counted(
     answer = imported(db, "claude-tasks", str(listed), "--plan", "linked")
     assert answer["added"] == 1
     assert answer["skipped"] == {"symbolic link (not followed)": 1}
+
+
+def test_a_dependency_declared_after_the_creation_is_declared_over_url(
+    rt: Runtime, tmp_path: Path,
+) -> None:
+    source = tmp_path / "tree.jsonl"
+    source.write_text(
+        '{"id": "e", "title": "Epic", "dependencies": [{"depends_on_id": "k"}]}\n'
+        '{"id": "g", "title": "Child", "dependencies": [{"depends_on_id": "e", '
+        '"type": "parent-child"}]}\n'
+        '{"id": "k", "title": "Grandchild", "dependencies": [{"depends_on_id": "g", '
+        '"type": "parent-child"}]}\n')
+    env = {"PLANLEDGER_DB": str(tmp_path / "unused.sqlite"), "COLUMNS": "200"}
+    with live_server(rt) as server:
+        done = CliRunner().invoke(app, ["import", "beads", str(source), "--plan", "tree",
+                                        "--url", server.url], env=env)
+        assert done.exit_code == 0, done.stderr
+    steps = {s.key: s for s in reads.plan(rt, "tree").steps}
+    assert steps["e"].depends_on == [steps["k"].step_id]
