@@ -79,13 +79,16 @@ def export_beads(v: Values) -> None:
         _write_whole(Path(v["output"]), text)
 
 
-def _read(path: Path, source: str) -> bytes:
+def _read(path: Path, source: str, *, follow: bool = True) -> bytes:
+    """The file's bytes, bounded. `follow=False`: a symbolic link is refused, even one
+    put in place after the directory was listed."""
     try:
-        size = path.stat().st_size
+        size = path.stat(follow_symlinks=follow).st_size
         if size > MAX_SOURCE_BYTES:
             raise InvalidInput(source, f"{path} is {size} bytes; an import reads at most "
                                        f"{MAX_SOURCE_BYTES}")
-        with path.open("rb") as file:
+        flags = os.O_RDONLY | (0 if follow else os.O_NOFOLLOW)
+        with os.fdopen(os.open(path, flags), "rb") as file:
             data = file.read(MAX_SOURCE_BYTES + 1)  # it may have grown since
     except OSError as error:
         raise InvalidInput(source, f"cannot read {path}: {error.strerror}") from None
@@ -115,8 +118,8 @@ def _read_list(path: Path) -> tuple[list[tuple[str, bytes]], int]:
     if len(names) > MAX_TASK_FILES:
         raise InvalidInput(source, f"{path} holds {len(names)} files; an import reads at "
                                    f"most {MAX_TASK_FILES}")
-    return [(name, _read(path / name, source) if name.endswith(".json") else b"")
-            for name in names], links
+    return [(name, _read(path / name, source, follow=False) if name.endswith(".json")
+             else b"") for name in names], links
 
 
 def _import(v: Values, source: str, path: Path, imported: Imported, title: str) -> None:
