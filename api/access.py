@@ -155,6 +155,9 @@ class Access:
         role = self._acting_role(command)
         needs = needed_role(command, lambda step_id: self._holds(command.actor, step_id, now))
         if not allows(role, needs):
+            session = acting_session(Actor(command.actor)) if command.actor else None
+            if session is not None and self._started_session(session) is None:
+                raise errors.UnknownSession(session)  # not a reader: no session at all
             raise errors.NotPermitted(command.name, needs, role)
 
     def _acting_role(self, command: Command[object]) -> Role:

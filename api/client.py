@@ -13,11 +13,11 @@ from dataclasses import replace
 from types import SimpleNamespace, TracebackType
 from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 
-from pydantic import BaseModel, TypeAdapter
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from planledger.api.errors import Replayed, Unauthorized
 from planledger.api.http.paths import READS, REQUESTS, Request, request_for, sent
-from planledger.api.remote_http import Connection, NoAnswer
+from planledger.api.remote_http import Connection, NoAnswer, not_planledger
 from planledger.api.schemas import (
     ClaimNextOut,
     ClaimOut,
@@ -490,12 +490,11 @@ class RemoteClient(Client):
         except NoAnswer as cut:
             raise Unreachable(str(cut)) from cut
         if response.status >= 400:
-            try:
-                error = response.json()
-            except ValueError:
-                error = {"reason": "http", "message": response.text[:500]}
-            raise RemoteError(response.status, error)
-        return TypeAdapter(out).validate_python(response.json())
+            raise RemoteError(response.status, response.problem())
+        try:
+            return TypeAdapter(out).validate_python(response.json())
+        except ValidationError:
+            raise not_planledger(response.status, f"not a {out.__name__}") from None
 
     def start_session(self, name: str | None = None) -> SessionStartOut:
         started = self._send_request(SessionStartOut, sent(REQUESTS["session.start"](

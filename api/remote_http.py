@@ -32,6 +32,16 @@ class _Unanswered(ConnectionResetError):
     """The connection ended before any byte of an answer came back."""
 
 
+class NotPlanledger(ValueError):
+    """An answer no planledger server gives: a body that is not JSON, or not the shape of
+    the answer asked for (the URL names some other server)."""
+
+
+def not_planledger(status: int, what: str) -> NotPlanledger:
+    return NotPlanledger(f"the server's answer (HTTP {status}) is {what}, not planledger's: "
+                         "is --url a planledger server?")
+
+
 class Response:
     """A server's answer: its status and body."""
 
@@ -40,8 +50,24 @@ class Response:
         self.body = body
 
     def json(self) -> Any:
-        """The body as JSON (ValueError when it is not)."""
-        return json.loads(self.body)
+        """The body as JSON; NotPlanledger when it is not."""
+        try:
+            return json.loads(self.body)
+        except ValueError:
+            shown = self.text.strip()[:60]
+            raise not_planledger(self.status, f"not JSON ({shown!r})" if shown
+                                 else "empty") from None
+
+    def problem(self) -> dict[str, Any]:
+        """An error answer's body: planledger's problem (`reason`, `message`), or one that
+        says what came back instead."""
+        try:
+            body = self.json()
+        except NotPlanledger as error:
+            return {"reason": "http", "message": str(error)}
+        if isinstance(body, dict) and isinstance(body.get("message"), str):
+            return body
+        return {"reason": "http", "message": str(not_planledger(self.status, "JSON"))}
 
     @property
     def text(self) -> str:

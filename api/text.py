@@ -62,7 +62,10 @@ TEXT_FIRST = BeforeValidator(check_text)
 
 def _priority(value: Any) -> Any:
     """A priority given as text (`"1"`, beads' `"P1"`) as its number; any other value as
-    it is, for the field's own type to judge."""
+    it is, for the field's own type to judge. A boolean is refused: JSON's `true` is no
+    priority, though Python counts it as 1."""
+    if isinstance(value, bool):
+        raise PydanticCustomError("priority", "is 0 (highest) .. 4, not true or false")
     if isinstance(value, str):
         try:
             return priority_from_text(value)

@@ -19,6 +19,7 @@ from planledger.ledger.domain.claims import (
     assess,
     check_lease,
     decide_claim,
+    renew,
 )
 from planledger.ledger.domain.events import LeaseRenewed, StepClaimed
 from planledger.ledger.domain.evidence import check_evidence
@@ -44,7 +45,7 @@ from planledger.ledger.reserving import (
     with_reserved,
     with_warnings,
 )
-from planledger.ledger.review_handlers import claim_next_review, claim_review
+from planledger.ledger.review_handlers import claim_next_review, claim_review, review_grant
 
 
 def _lease(run: Execution, lease_seconds: int | None) -> int:
@@ -100,9 +101,13 @@ def _claim(run: Execution, step_id: str, session_id: str, lease_seconds: int | N
             return run.store.step(dep).status
 
         verdict = assess(step, definition, status_of, run.holder_ended(step, session), now)
-        if renew_only and (verdict.kind != "held" or verdict.holder != session.id):
-            holder = verdict.holder if verdict.kind == "held" else None
+        holding = verdict.kind in ("held", "in_review") and verdict.holder is not None
+        if renew_only and not (holding and verdict.holder == session.id):
+            holder = verdict.holder if holding else None
             return Outcome(Decision([], errors.NotHolder(step.id, session.id, holder)))
+        if renew_only and verdict.kind == "in_review":  # a reviewer's heartbeat
+            renewed = Decision([renew(step, session.id, lease, now)])
+            return Outcome(renewed, review_grant(renewed, session.id, step.plan, definition))
         decision = decide_claim(step, definition, verdict, session.id, session.version,
                                 lease, lambda s: plan.steps[s].title, now,
                                 names=lambda s: run.store.session(s).name,

@@ -19,7 +19,7 @@ from planledger.ledger.domain.review import (
     decide_review_claim,
     own_work,
 )
-from planledger.ledger.domain.state import SessionState, Status, StepState
+from planledger.ledger.domain.state import SessionState, Status, StepDef, StepState
 from planledger.ledger.execution import Execution, Outcome
 from planledger.ledger.parents import with_parents_closed
 
@@ -62,20 +62,21 @@ def claim_review(run: Execution, step_id: StepId, session_id: str,
         current = reviewer(step, now, run.holder_ended(step, session))
         decision = decide_review_claim(step, definition, session, _author(run, step),
                                        current, lease_seconds, now, names=_names(run))
-        return Outcome(decision, _grant(decision, session.id, step.plan, definition.title))
+        return Outcome(decision, review_grant(decision, session.id, step.plan, definition))
 
     return run.decide_on_cached_step(attempt, step_id)
 
 
-def _grant(decision: Decision, session: SessionId, plan: PlanSlug,
-           title: str) -> c.Grant | None:
+def review_grant(decision: Decision, session: SessionId, plan: PlanSlug,
+                 definition: StepDef) -> c.Grant | None:
+    """The grant a claim to review (or its renewal) answers; None on a refusal."""
     if decision.refusal is not None:
         return None
     event = decision.events[0]
     assert isinstance(event, ReviewClaimed | LeaseRenewed)
     return c.Grant(StepId(event.originator_id), session, event.fence, event.expires_at,
-                   renewed=isinstance(event, LeaseRenewed), plan=plan, title=title,
-                   review=True)
+                   renewed=isinstance(event, LeaseRenewed), plan=plan, title=definition.title,
+                   review=True, ref=step_reference(plan, definition.position))
 
 
 def claim_next_review(run: Execution, command: c.ClaimNext, slug: PlanSlug,

@@ -15,6 +15,7 @@ commit that must see it). Commits are dated by hand (GIT_COMMITTER_DATE) on the 
 """
 
 import os
+import shutil
 import subprocess
 import threading
 from dataclasses import dataclass
@@ -96,17 +97,46 @@ class Story:
 
 
 def write_story(folder: Path) -> Story:
-    """Make the example in `folder` (new or empty; refused otherwise, nothing written)."""
-    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
-        raise ValueError(f"{folder} exists and is not an empty folder")
+    """Make the example in `folder` (new or empty). Refused (ValueError, saying why) when
+    it is not, when git is missing, or when the folder cannot be written; what a failed
+    attempt made is removed, so the folder is as it was."""
+    if shutil.which("git") is None:
+        raise ValueError("the example needs git on PATH, and there is none")
+    try:
+        if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+            raise ValueError(f"{folder} exists and is not an empty folder")
+        existed = folder.exists()
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ValueError(f"cannot make the example in {folder}: {error.strerror}") from None
+    try:
+        return _made_in(folder)
+    except (OSError, RuntimeError, subprocess.CalledProcessError) as error:
+        _clear(folder, keep=existed)
+        raise ValueError(f"cannot make the example in {folder}: {error}") from None
+
+
+def _made_in(folder: Path) -> Story:
     repo, db = folder / REPO, folder / STORE
-    repo.mkdir(parents=True)
+    repo.mkdir()
     clock = StoryClock(datetime.now(UTC).replace(microsecond=0))
     runtime = open_runtime(str(db), clock=clock)
     try:
         return _play(runtime, clock, repo, db)
     finally:
         runtime.close()
+
+
+def _clear(folder: Path, keep: bool) -> None:
+    """Remove what a failed attempt made: the folder itself, unless it was there before."""
+    if not keep:
+        shutil.rmtree(folder, ignore_errors=True)
+        return
+    for made in folder.iterdir():
+        if made.is_dir() and not made.is_symlink():
+            shutil.rmtree(made, ignore_errors=True)
+        else:
+            made.unlink(missing_ok=True)
 
 
 def _play(runtime: Runtime, clock: StoryClock, repo: Path, db: Path) -> Story:

@@ -260,7 +260,7 @@ def answer(values: Values) -> int:
 
 
 def _answer_remote(call: Call, values: Values) -> int:
-    from planledger.api.remote_http import Connection, NoAnswer
+    from planledger.api.remote_http import Connection, NoAnswer, not_planledger
 
     method, path, body, params = sent(call.request(values))
     try:
@@ -280,7 +280,14 @@ def _answer_remote(call: Call, values: Values) -> int:
         connection.close()
     if response.status >= 400:
         return _error(response.status, response.body)
-    return _show(call, values, json.loads(response.body))
+    try:
+        return _show(call, values, response.json())
+    except ValueError as error:  # not JSON (api.remote_http.NotPlanledger)
+        return _refused(str(error), EXIT_ERROR)
+    except (KeyError, TypeError, AttributeError, IndexError):
+        # JSON, but no answer this call knows: the fast path reads it without its schema.
+        return _refused(str(not_planledger(response.status, "JSON of another shape")),
+                        EXIT_ERROR)
 
 
 def _answer_here(call: Call, values: Values) -> int | None:
@@ -435,12 +442,7 @@ def _worded_answer(status: int, raw: bytes) -> int:
     from planledger.api.client import RemoteError
     from planledger.api.remote_http import Response
 
-    answer = Response(status, raw)
-    try:
-        error = answer.json()
-    except ValueError:
-        error = {"reason": "http", "message": answer.text[:500]}
-    refused = RemoteError(status, error)
+    refused = RemoteError(status, Response(status, raw).problem())
     code = word_error(refused)
     if code is None:
         raise refused

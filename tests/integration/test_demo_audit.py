@@ -3,6 +3,7 @@ repository and store that `planledger audit git` (the user's own next command) r
 the same three findings; a folder that is not new and empty is refused, nothing written."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,9 +11,10 @@ from pathlib import Path
 KINDS = ["evidence_missing", "into_reservation", "outside_claim"]
 
 
-def _planledger(*args: str) -> subprocess.CompletedProcess[str]:
+def _planledger(*args: str, env: dict[str, str] | None = None,
+                ) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "planledger", *args], capture_output=True,
-                          text=True, timeout=300, check=False)
+                          text=True, timeout=300, check=False, env=env)
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -63,3 +65,18 @@ def test_a_folder_that_is_not_new_and_empty_is_refused_and_left_as_it_was(
     mixed = _planledger("demo", "--audit", str(tmp_path / "new"), "--race")
     assert mixed.returncode == 1 and "takes no --race" in mixed.stderr
     assert not (tmp_path / "new").exists()
+
+
+def test_a_folder_it_cannot_make_or_a_machine_without_git_is_refused_leaving_nothing(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "afile").write_text("mine\n")
+    under_a_file = _planledger("demo", "--audit", str(tmp_path / "afile" / "sub"))
+    assert under_a_file.returncode == 1
+    assert "cannot make the example" in under_a_file.stderr
+    assert "Traceback" not in under_a_file.stderr
+
+    no_git = _planledger("demo", "--audit", str(tmp_path / "new"),
+                         env={**os.environ, "PATH": str(Path(sys.executable).parent)})
+    assert no_git.returncode == 1 and "needs git" in no_git.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]

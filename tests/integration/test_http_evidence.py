@@ -62,7 +62,7 @@ def test_a_completions_evidence_is_in_the_step_history_and_the_timeline(
     assert done.status_code == 200 and done.json()["status"] == "done", done.text
     history = client.get(f"/api/steps/{step}").json()["history"]
     completed = next(e for e in history if e["type"] == "StepCompleted")
-    assert completed["data"] == {"fence": 1, "evidence": KEPT}
+    assert completed["data"] == {"fence": 1, "evidence": KEPT, "reason": None}
     entries = client.get("/api/timeline", params={"plan": "p"}).json()["entries"]
     entry = next(e for e in entries if e["kind"] == "completed")
     assert entry["evidence"] == KEPT
@@ -76,7 +76,7 @@ def test_a_completion_without_evidence_reads_as_before(client: TestClient) -> No
 
     history = client.get(f"/api/steps/{step}").json()["history"]
     assert next(e for e in history if e["type"] == "StepCompleted")["data"] == {
-        "fence": 1, "evidence": None}
+        "fence": 1, "evidence": None, "reason": None}  # (reason: a close with no claim)
 
 
 @pytest.mark.parametrize(("evidence", "field"), [

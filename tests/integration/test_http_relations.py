@@ -83,8 +83,9 @@ def test_the_epic_is_refused_while_a_child_is_open_and_closes_with_the_last(
 def test_a_bad_priority_or_parent_is_a_422_naming_the_field(runtime: Runtime) -> None:
     client = _client(runtime)
     assert client.post("/api/plans", json=PLAN).status_code == 201
-    bad = client.post("/api/plans/auth/steps", json={"title": "x", "priority": "P9"})
-    assert bad.status_code == 422 and "priority" in bad.text
+    for priority in ("P9", True, False):
+        bad = client.post("/api/plans/auth/steps", json={"title": "x", "priority": priority})
+        assert bad.status_code == 422 and "priority" in bad.text, (priority, bad.text)
     orphan = client.post("/api/plans/auth/steps", json={"title": "x", "parent": "nope"})
     assert orphan.status_code == 422 and "parent" in orphan.text, orphan.text
 

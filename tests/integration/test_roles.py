@@ -90,3 +90,15 @@ def test_once_a_key_is_live_a_session_started_without_one_stops(served: Service)
     issue(served, "lead", "planner")
     with pytest.raises(Unauthorized, match="requires"):
         served.execute(c.CreatePlan("q", "Q", open_session))
+
+
+@pytest.mark.parametrize("actor", ["01M99KAY8T6SY46MHR20TJCNF0", "garbage"])
+def test_a_session_that_does_not_exist_is_said_to_be_unknown_not_a_reader(
+    served: Service, actor: str,
+) -> None:
+    issue(served, "lead", "planner")  # keys exist: an unknown session would act as a reader
+
+    with pytest.raises(errors.UnknownSession) as caught:
+        served.execute(c.CreatePlan("q", "Q", actor))
+
+    assert f'session not found: "{actor}"' in str(caught.value)

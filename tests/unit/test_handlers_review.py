@@ -176,7 +176,20 @@ def test_a_reviewers_plain_claim_is_refused_and_says_to_renew_with_review() -> N
     refused = scene.when(c.Claim(A, REVIEWER, lease_seconds=600)).refused(errors.InReview)
     assert "review=true" in str(refused)
     assert scene.store.step(A).expires_at == first.expires_at  # the review lease as it was
-    scene.when(c.Heartbeat(A, REVIEWER)).refused(errors.NotHolder)
+
+
+def test_a_reviewers_heartbeat_renews_its_review_and_anothers_names_the_reviewer() -> None:
+    scene = given(*_reviewed_plan(submitted(A, by=AUTHOR)))
+    first = scene.when(c.Claim(A, REVIEWER, lease_seconds=60, review=True)).answer
+    assert first.ref == "p#1"
+    scene.clock.advance(30)
+
+    renewed = scene.when(c.Heartbeat(A, REVIEWER, lease_seconds=600)).answer
+    assert (renewed.renewed, renewed.review, renewed.fence) == (True, True, first.fence)
+    assert renewed.expires_at == from_now(630) and renewed.ref == "p#1"
+    assert scene.store.step(A).status == "in_review"
+    other = scene.when(c.Heartbeat(A, OTHER)).refused(errors.NotHolder)
+    assert REVIEWER in str(other)
 
 
 def test_claim_next_for_review_does_not_wait() -> None:
