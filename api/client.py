@@ -7,7 +7,8 @@ never care which."""
 import getpass
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from types import SimpleNamespace, TracebackType
 from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
@@ -192,6 +193,13 @@ class Client:
     def _end_started(self, started: SessionStartOut) -> None:
         """End a session this client started (it may act for another one now)."""
         raise NotImplementedError
+
+    @contextmanager
+    def authored(self, name: str) -> Iterator[None]:
+        """A block whose writes all have one author: on a server, the client's session or
+        key, else a session named `name` started for the block and ended after it. The
+        embedded store always has one (the operator, or `session`)."""
+        yield
 
     # --- the operations ---------------------------------------------------------------
 
@@ -513,11 +521,17 @@ class RemoteClient(Client):
         """Create the plan as this client's session or key; without either, as a session
         started for it (named after the OS user) and ended straight after: the log names
         its author."""
+        with self.authored(f"{operator_name()} (plan create)"):
+            return super().create_plan(plan)
+
+    @contextmanager
+    def authored(self, name: str) -> Iterator[None]:
         if "Authorization" in self.http.headers:
-            return super().create_plan(plan)
-        self.start_session(f"{operator_name()} (plan create)")
+            yield
+            return
+        self.start_session(name)
         try:
-            return super().create_plan(plan)
+            yield
         finally:
             self.end_session()
             self._send(self.key)

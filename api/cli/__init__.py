@@ -102,14 +102,17 @@ VERBS = (
          "origin, other types links; labels and priority are kept; closed issues arrive "
          "done, in-progress ones open with a note naming who held them. All steps or none: "
          "a bad line, a cycle or a dependency on an issue the file lacks is refused, "
-         "naming it. Run again, it says there is nothing to add.",
-         (_FILE._replace(help="The beads JSONL export."),), (_INTO, _TITLE, *ACTING)),
+         "naming it. Run again, it says there is nothing to add, or names each issue "
+         "that differs from the plan's step.",
+         (_FILE._replace(help="The beads JSONL export (`-`: standard input)."),),
+         (_INTO, _TITLE, *ACTING)),
     Verb(("import", "claude-tasks"), f"{_CLI}.imports:import_claude_tasks",
          "Create a plan from a Claude Code task list (~/.claude/tasks/<list>/), one step a "
          "task.\n\nTask N is the step keyed `task-N`; blockedBy and blocks are "
          "dependencies; completed tasks arrive done, in-progress ones open with a note "
          "naming their owner; fields the step has no place for are kept in its body; "
-         "deleted tasks and files that are not tasks are left out and counted.",
+         "deleted tasks, files that are not tasks and symbolic links are left out and "
+         "counted.",
          (Argument("dir", "DIR", "The task list's directory."),),
          (_INTO, _TITLE, *ACTING)),
     Verb(("export", "beads"), f"{_CLI}.imports:export_beads",

@@ -11,12 +11,11 @@ from datetime import timedelta
 from pathlib import Path
 
 from planledger.api.cli import output
-from planledger.api.cli.common import open_client
+from planledger.api.cli.common import open_client, require_store
 from planledger.api.cli.grammar import Values
 from planledger.api.ledger_events import events_of
 from planledger.infra.git_history import GitError, held, repository, walk
 from planledger.ledger.domain.evidence import SHORT_SHA
-from planledger.ledger.storage import MEMORY, is_postgres, resolve_db
 from planledger.projections.claim_history import ClaimHistory, claim_history
 from planledger.projections.git_audit import Report, audit
 
@@ -34,11 +33,7 @@ NAMES = {"outside_claim": "made outside a live claim",
 
 def ledger_history(db: str | None, url: str | None, token: str | None) -> ClaimHistory:
     """The ledger's claims, read from the store `db` (never created here) or the server."""
-    if not url:
-        chosen = resolve_db(db)
-        if chosen != MEMORY and not is_postgres(chosen) and not Path(chosen).is_file():
-            output.line(f"no store at {chosen}", stderr=True)
-            raise SystemExit(EXIT_FOUND)
+    require_store(db, url)
     with open_client(db, url, token=token) as client:
         return claim_history(events_of(client))
 

@@ -10,11 +10,13 @@ holder); 4 nothing ready (claim-next found no step to claim).
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from planledger.api.cli import output
 from planledger.api.cli.calls import word_error
 from planledger.api.client import Client, connect
+from planledger.ledger.storage import MEMORY, is_postgres, resolve_db
 
 
 @contextmanager
@@ -29,6 +31,17 @@ def open_client(db: str | None, url: str | None, session: str | None = None,
             yield client
         finally:
             client.close()
+
+
+def require_store(db: str | None, url: str | None) -> None:
+    """Exit 1 naming the store if `db` names a SQLite file that does not exist: a read
+    never creates a store (opening one would). A server (`url`), memory and PostgreSQL
+    pass."""
+    if not url:
+        chosen = resolve_db(db)
+        if chosen != MEMORY and not is_postgres(chosen) and not Path(chosen).is_file():
+            output.line(f"no store at {chosen}", stderr=True)
+            raise SystemExit(1)
 
 
 @contextmanager

@@ -14,20 +14,25 @@ How an issue becomes a step:
   kept.
 - dependencies (`issue_id` depends on `depends_on_id`): `blocks` is a dependency,
   `parent-child` the step's parent, `discovered-from` the step it was found from; any other
-  type (`related`, `waits-for`, …) is kept as a link of that kind. A second parent or
-  origin is kept as a link too, and so is a dependency on another project's issue
-  (`external:<project>:<capability>`), which this plan cannot wait on.
-- `closed` arrives done; `in_progress` (and `hooked`) arrives open with a note naming
-  who held it in beads (`assignee`); `tombstone` (a deleted issue) is left out, and so are
+  type (`related`, `waits-for`, …) is kept as a link of that kind. A second parent is
+  refused, naming the issue (a step has one parent); a second origin is kept as a link,
+  and so is a dependency on another project's issue (`external:<project>:<capability>`),
+  which this plan cannot wait on.
+- `closed` arrives done; closed with `close_reason` "dropped" (how a dropped step is
+  written back) arrives done with the label `dropped`, since a step cannot arrive
+  dropped; a closed parent with open children arrives open, with a note saying so;
+  `in_progress` (and `hooked`) arrives open with a note naming who held it in beads
+  (`assignee`); `tombstone` (a deleted issue) is left out, and so are
   the dependencies on it, both counted. Any other status arrives open; one that is not
   `open` or `blocked` (blocked is derived here) is said in the note.
 
 Written back (`write_beads`), each step is an issue with the same fields where both hold
-them: id, title, description, status (`closed` for done and dropped, `in_progress` for a
-held step), priority, labels and dependencies; a step with children is an `epic`, any
-other a `task`. A step without a key is written as `<plan>-<number>`. An issue that was
-`in_progress` in beads comes back `open`: here a claim is a live session's, and who held
-it in beads is in the step's note.
+them, in the plan's order (`plan#N`, so an import of the file numbers the steps alike):
+id, title, description, status (`closed` for done and dropped, with `close_reason` "done"
+or "dropped"; `in_progress` for a held step), priority, labels and dependencies; a step
+with children is an `epic`, any other a `task`. A step without a key is written as
+`<plan>-<number>`. An issue that was `in_progress` in beads comes back `open`: here a
+claim is a live session's, and who held it in beads is in the step's note.
 """
 
 import json
@@ -35,7 +40,14 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from planledger.api.imports.steps import Imported, ImportedStep, checked, refuse
+from planledger.api.imports.steps import (
+    Imported,
+    ImportedStep,
+    checked,
+    json_kind,
+    refuse,
+    strip_bom,
+)
 from planledger.api.schemas import PlanOut, StepOut
 
 SOURCE = "beads file"
@@ -45,6 +57,7 @@ EXTRA_TEXTS = (("design", "Design"), ("acceptance_criteria", "Acceptance criteri
 HELD = ("in_progress", "hooked")  # someone is on it in beads
 OPEN = ("open", "blocked")  # blocked is derived from dependencies: no need to say it
 PARENT, ORIGIN, BLOCKS = "parent-child", "discovered-from", "blocks"
+DROPPED = "dropped"  # a close_reason (as `write_beads` writes a dropped step) and a label
 EXTERNAL = "external:"  # beads' cross-project dependency: `external:<project>:<capability>`
 
 
@@ -53,7 +66,7 @@ def read_beads(data: bytes) -> Imported:
     them in an order to create them in); InvalidInput naming the line and why."""
     issues: list[tuple[int, dict[str, Any]]] = []
     skipped: dict[str, int] = {}
-    for number, raw in enumerate(data.split(b"\n"), start=1):
+    for number, raw in enumerate(strip_bom(data).split(b"\n"), start=1):
         if not raw.strip():
             continue
         record = _record(number, raw)
@@ -94,8 +107,7 @@ def _record(number: int, raw: bytes) -> dict[str, Any]:
     except RecursionError:
         raise refuse(SOURCE, where, "is nested too deeply to be an issue") from None
     if not isinstance(record, dict):
-        raise refuse(SOURCE, where, f"is a JSON {type(record).__name__}, not an issue "
-                                    "(an object)")
+        raise refuse(SOURCE, where, f"is {json_kind(record)}, not an issue (an object)")
     _check_no_lone_surrogates(where, record)
     return record
 
@@ -133,12 +145,15 @@ def _step(number: int, record: Mapping[str, Any],
     key = _text(where, record, "id", required=True)
     status = _text(where, record, "status") or "open"
     relations = _relations(where, key, record.get("dependencies"), deleted)
+    labels = _labels(where, record.get("labels"))
+    if status == "closed" and record.get("close_reason") == DROPPED:
+        labels = tuple(dict.fromkeys((*labels, DROPPED)))
     return ImportedStep(
         key=key, title=_text(where, record, "title", required=True), where=where,
         body=_body(where, record), priority=_priority(where, record.get("priority")),
         depends_on=relations.depends_on, parent=relations.parent,
         discovered_from=relations.discovered_from,
-        labels=_labels(where, record.get("labels")), links=relations.links,
+        labels=labels, links=relations.links,
         done=status == "closed", note=_note(status, _text(where, record, "assignee")),
     ), relations.dropped
 
@@ -151,7 +166,7 @@ def _text(where: str, record: Mapping[str, Any], name: str, *, required: bool = 
             raise refuse(SOURCE, where, f"has no {name}")
         return ""
     if not isinstance(value, str):
-        raise refuse(SOURCE, where, f"{name} is a JSON {type(value).__name__}, not text")
+        raise refuse(SOURCE, where, f"{name} is {json_kind(value)}, not text")
     return value
 
 
@@ -208,7 +223,7 @@ class _Relations:
         elif kind == BLOCKS:
             if target not in self.depends_on:
                 self.depends_on += (target,)
-        elif kind == PARENT and self.parent is None:
+        elif kind == PARENT:
             self.parent = target
         elif kind == ORIGIN and self.discovered_from is None:
             self.discovered_from = target
@@ -238,6 +253,9 @@ def _relations(where: str, key: str, value: Any, deleted: set[str]) -> _Relation
             relations.dropped += 1
         elif target == key:
             raise refuse(SOURCE, at, f"makes {key!r} depend on itself")
+        elif kind == PARENT and relations.parent not in (None, target):
+            raise refuse(SOURCE, at, f"gives {key!r} a second parent, {target[:64]!r} (the "
+                                     f"first is {relations.parent!r}); a step has one parent")
         else:
             relations.add(kind[:50], target)
     return relations
@@ -247,10 +265,11 @@ def _relations(where: str, key: str, value: Any, deleted: set[str]) -> _Relation
 
 
 def write_beads(plan: PlanOut) -> str:
-    """The plan as a beads export: one issue a line, sorted by id as beads sorts them."""
+    """The plan as a beads export: one issue a line, in the plan's order (beads sorts by
+    id; the plan's order is what keeps each step's number when the file is imported)."""
     ids = {step.step_id: issue_id(plan.slug, step) for step in plan.steps}
-    issues = [_issue(plan, step, ids) for step in plan.steps]
-    issues.sort(key=lambda issue: str(issue["id"]))
+    issues = [_issue(plan, step, ids)
+              for step in sorted(plan.steps, key=lambda step: step.position)]
     return "".join(json.dumps(issue, ensure_ascii=False, separators=(",", ":")) + "\n"
                    for issue in issues)
 

@@ -11,26 +11,40 @@ Its makers do not document the format, so it is read defensively:
 - a task is the step keyed `task-<id>` (`plan/task-2`: a key never mistaken for the
   step's number in the plan, `plan#2`); `subject` its title, `description` its body;
 - `blockedBy` and `blocks` both become dependencies (`blocks: ["3"]` on task 2 makes
-  task 3 wait on task 2);
+  task 3 wait on task 2); a task naming itself in either is refused, naming it;
+- `metadata.priority`, if set, is the step's priority: 0 (highest) .. 4, `P0`..`P4`, or
+  urgent/critical (0), high (1), medium/normal (2), low (3), lowest (4); any other value
+  is refused, naming the file;
 - `completed` arrives done, `in_progress` open with a note naming its `owner`, `pending`
   open; a `deleted` task is left out, and so are the dependencies on it;
 - every other field (`activeForm`, `owner`, `metadata`, fields added later) is kept, as
   JSON, in a last paragraph of the body, so nothing the file said is lost;
 - files that are not `<name>.json` (the list's `.lock`, `.highwatermark`) are left out
-  and counted. A file that is not a task (not JSON, not an object, no subject) refuses
-  the whole import, naming the file.
+  and counted, and so are symbolic links (never followed: one may lead anywhere). A
+  UTF-8 byte order mark at the start of a file is skipped. A file that is not a task
+  (not JSON, not an object, no subject) refuses the whole import, naming the file.
 """
 
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from planledger.api.imports.steps import Imported, ImportedStep, checked, refuse
+from planledger.api.imports.steps import (
+    Imported,
+    ImportedStep,
+    checked,
+    json_kind,
+    refuse,
+    strip_bom,
+)
 
 SOURCE = "Claude Code task list"
 MAX_FILE_BYTES = 1_000_000  # one task
 KNOWN = frozenset({"id", "subject", "description", "status", "blocks", "blockedBy"})
 STATUSES = {"pending": "open", "in_progress": "open", "completed": "done"}
+# `metadata.priority` as people write it: a step's 0 (highest) .. 4, P0..P4, or a word.
+PRIORITY_WORDS = {"urgent": 0, "critical": 0, "high": 1, "medium": 2, "normal": 2,
+                  "low": 3, "lowest": 4}
 KEY_PREFIX = "task-"
 
 
@@ -50,6 +64,10 @@ def read_task_list(files: Sequence[tuple[str, bytes]]) -> Imported:
     waits: dict[str, list[str]] = {}
     for name, task in tasks:
         me = _id(name, task)
+        for field in ("blockedBy", "blocks"):
+            if me in _ids(name, task, field):
+                raise refuse(SOURCE, f"file {name}", f"task {me[:64]!r} lists itself in "
+                                                     f"{field}: a task cannot wait on itself")
         for before in _ids(name, task, "blockedBy"):
             waits.setdefault(me, []).append(before)
         for after in _ids(name, task, "blocks"):
@@ -60,7 +78,7 @@ def read_task_list(files: Sequence[tuple[str, bytes]]) -> Imported:
         if me in deleted:
             skipped["deleted task"] = skipped.get("deleted task", 0) + 1
             continue
-        waited = [b for b in dict.fromkeys(waits.get(me, ())) if b != me]
+        waited = list(dict.fromkeys(waits.get(me, ())))
         if dropped := sum(1 for b in waited if b in deleted):
             skipped["dependency on a deleted task"] = (
                 skipped.get("dependency on a deleted task", 0) + dropped)
@@ -75,7 +93,7 @@ def _task(name: str, data: bytes) -> dict[str, Any]:
         raise refuse(SOURCE, where, f"is {len(data)} bytes; a task takes at most "
                                     f"{MAX_FILE_BYTES}")
     try:
-        task = json.loads(data.decode("utf-8"))
+        task = json.loads(strip_bom(data).decode("utf-8"))
     except UnicodeDecodeError as error:
         raise refuse(SOURCE, where, f"is not UTF-8 text (byte {error.start + 1})") from None
     except json.JSONDecodeError as error:
@@ -84,8 +102,7 @@ def _task(name: str, data: bytes) -> dict[str, Any]:
     except RecursionError:
         raise refuse(SOURCE, where, "is nested too deeply to be a task") from None
     if not isinstance(task, dict):
-        raise refuse(SOURCE, where, f"is a JSON {type(task).__name__}, not a task (an "
-                                    "object)")
+        raise refuse(SOURCE, where, f"is {json_kind(task)}, not a task (an object)")
     if any("\ud800" <= ch <= "\udfff" for ch in json.dumps(task, ensure_ascii=False)):
         raise refuse(SOURCE, where, "holds a lone surrogate (half of a UTF-16 pair): not "
                                     "text")
@@ -133,9 +150,29 @@ def _step(name: str, task: Mapping[str, Any], before: Sequence[str]) -> Imported
     elif status not in STATUSES:
         note = f'"{str(status)[:40]}" in Claude Code'
     return ImportedStep(key=KEY_PREFIX + _id(name, task), title=subject, where=where,
-                        body=_body(description, task),
+                        body=_body(description, task), priority=_priority(where, task),
                         depends_on=tuple(KEY_PREFIX + b for b in before),
                         done=STATUSES.get(str(status)) == "done", note=note)
+
+
+def _priority(where: str, task: Mapping[str, Any]) -> int | None:
+    """`metadata.priority`, if the task has one: 0..4, `P0`..`P4` or a word of
+    PRIORITY_WORDS; any other value is refused, naming it (never guessed)."""
+    metadata = task.get("metadata")
+    value = metadata.get("priority") if isinstance(metadata, dict) else None
+    if value is None:
+        return None
+    if isinstance(value, str):
+        said = value.strip().lower()
+        if said in PRIORITY_WORDS:
+            return PRIORITY_WORDS[said]
+        if said.removeprefix("p").isdigit():
+            value = int(said.removeprefix("p"))
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 4:
+        words = ", ".join(PRIORITY_WORDS)
+        raise refuse(SOURCE, where, f"metadata.priority {str(value)[:20]!r} is not 0 "
+                                    f"(highest) .. 4, P0..P4, nor one of {words}")
+    return value
 
 
 def _body(description: str, task: Mapping[str, Any]) -> str:

@@ -6,8 +6,8 @@ An import is refused whole, never cut short: a bad issue, a cycle or a dependenc
 issue the source does not hold stops it before the one CreatePlan is sent.
 """
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from planledger.ledger import commands as c
 from planledger.ledger.domain import plans as plan_rules
@@ -38,6 +38,7 @@ class ImportedStep:
     links: tuple[tuple[str, str], ...] = ()  # (kind, key): a relation that does not block
     done: bool = False  # closed in the source: it arrives done
     note: str | None = None  # a handoff note left at creation (who held it in the source)
+    declared_after: tuple[str, ...] = ()  # dependencies declared once the plan exists
 
     def named(self) -> tuple[str, ...]:
         """The keys this step names that must be steps of the import: what it waits on,
@@ -52,6 +53,22 @@ class Imported:
 
     steps: tuple[ImportedStep, ...]
     skipped: Mapping[str, int] = field(default_factory=dict)
+
+
+def json_kind(value: object) -> str:
+    """What a JSON value is, in a message's words: `null`, `a list`, `text`, ..."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    kinds = ((str, "text"), (int, "a number"), (float, "a number"), (list, "a list"),
+             (dict, "an object"))
+    return next((word for kind, word in kinds if isinstance(value, kind)), "a value")
+
+
+def strip_bom(data: bytes) -> bytes:
+    """`data` without the UTF-8 byte order mark some editors put at the start."""
+    return data.removeprefix(b"\xef\xbb\xbf")
 
 
 def refuse(source: str, where: str, problem: str) -> InvalidInput:
@@ -81,10 +98,13 @@ def checked(source: str, step: ImportedStep) -> ImportedStep:
 
 def ordered(source: str, steps: Sequence[ImportedStep]) -> tuple[ImportedStep, ...]:
     """The steps in their source's order, moved only as far as needed for each to come
-    after the steps it waits on, its parent and its origin (a plan names only earlier
-    steps). Refused, nothing written: a key given twice, a key no step has, a cycle of
-    steps waiting on each other (a parent waits on its children, ledger.domain.relations)
-    or one of steps each under or found from the next."""
+    after its parent, the steps it waits on and its origin (a plan names only earlier
+    steps). Refused, nothing written: a key given twice, a key no step has, or a cycle of
+    steps waiting on each other, as the ledger counts waiting (ledger.domain.relations: a
+    step waits on its dependencies and a parent on its children; an origin orders
+    nothing). An order the ledger would take but one creation cannot write (an epic that
+    waits on its own grandchild) holds such a dependency back, in `declared_after`, and an
+    origin that cannot come first is kept as a link."""
     by_key: dict[str, ImportedStep] = {}
     for step in steps:
         if step.key in by_key:
@@ -96,28 +116,30 @@ def ordered(source: str, steps: Sequence[ImportedStep]) -> tuple[ImportedStep, .
         if missing:
             raise refuse(source, f"{step.where} ({step.key})",
                          f"names {listed(missing)}, which the source does not hold")
+    _check_no_waiting_cycle(source, steps, by_key)
+    order, held_back = _creation_order(steps, by_key)
+    placed: set[str] = set()
+    result = []
+    for key in order:
+        result.append(_held_back(by_key[key], held_back.get(key, set()), placed))
+        placed.add(key)
+    return tuple(result)
+
+
+def _check_no_waiting_cycle(source: str, steps: Sequence[ImportedStep],
+                            by_key: Mapping[str, ImportedStep]) -> None:
+    """Refuse steps that wait on each other in a ring, naming it, as the ledger would."""
     children: dict[str, list[str]] = {}
     for step in steps:
         if step.parent is not None:
             children.setdefault(step.parent, []).append(step.key)
-    _topological(source, steps, by_key, lambda s: (*s.depends_on, *children.get(s.key, ())),
-                 "the dependencies (a parent waits on its children) form a cycle")
-    return tuple(by_key[k] for k in _topological(source, steps, by_key, ImportedStep.named,
-                                                 "parents and origins form a cycle"))
-
-
-def _topological(source: str, steps: Sequence[ImportedStep],
-                 by_key: Mapping[str, ImportedStep],
-                 before: Callable[[ImportedStep], Iterable[str]], cycle_is: str) -> list[str]:
-    """The keys, each after the keys `before` names for it: depth first, in source order,
-    without recursion (a chain may be 100,000 long). Meeting a step on the path is a
-    cycle, refused naming it."""
     placed: dict[str, None] = {}
     on_path: set[str] = set()
     for root in steps:
         if root.key in placed:
             continue
-        path: list[tuple[str, Iterator[str]]] = [(root.key, iter(before(root)))]
+        path: list[tuple[str, Iterator[str]]] = [
+            (root.key, iter((*root.depends_on, *children.get(root.key, ()))))]
         on_path.add(root.key)
         while path:
             key, pending = path[-1]
@@ -128,12 +150,110 @@ def _topological(source: str, steps: Sequence[ImportedStep],
                 placed[key] = None
             elif following in on_path:
                 keys = [k for k, _ in path]
+                ring = keys[keys.index(following):]
+                under = any(by_key[b].parent == a for a, b in
+                            zip(ring, [*ring[1:], ring[0]], strict=True))
+                what = ("the dependencies and parents form a cycle (a parent waits on its "
+                        "children)" if under else "the dependencies form a cycle")
                 raise refuse(source, f"{by_key[following].where} ({following})",
-                             f"{cycle_is}: {_cycle(keys[keys.index(following):])}")
+                             f"{what}: {_cycle(ring)}")
             else:
                 on_path.add(following)
-                path.append((following, iter(before(by_key[following]))))
-    return list(placed)
+                step = by_key[following]
+                path.append((following, iter((*step.depends_on,
+                                              *children.get(following, ())))))
+
+
+def _creation_order(steps: Sequence[ImportedStep], by_key: Mapping[str, ImportedStep]
+                    ) -> tuple[list[str], dict[str, set[str]]]:
+    """The keys in an order to create them in: each after its parent, and after what it
+    waits on and its origin where that can be (depth first, in source order, without
+    recursion: a chain may be 100,000 long). A dependency or origin that would have to
+    come after the step (a cycle through a parent, which the ledger allows since a
+    parent's waiting runs the other way) is held back: the second value, by step."""
+    held_back: dict[str, set[str]] = {}
+
+    def before(step: ImportedStep) -> Iterator[tuple[bool, str]]:
+        skip = held_back.get(step.key, set())
+        yield from ((False, p) for p in (step.parent,) if p is not None)
+        yield from ((True, k) for k in (*step.depends_on, step.discovered_from)
+                    if k is not None and k not in skip)
+
+    placed: dict[str, None] = {}
+    for root in steps:
+        path: list[tuple[str, Iterator[tuple[bool, str]], bool]] = []
+        at: dict[str, int] = {}  # a key on the path: its index there
+        if root.key not in placed:
+            path.append((root.key, before(root), False))
+            at[root.key] = 0
+        while path:
+            key, pending, _ = path[-1]
+            following = next(((m, k) for m, k in pending if k not in placed), None)
+            if following is None:
+                path.pop()
+                del at[key]
+                placed[key] = None
+            elif following[1] in at:
+                # Hold back the last movable edge of the ring (one exists: a ring of
+                # parents alone waits on itself, refused above) and retry from its step.
+                first = at[following[1]]
+                flags = [*(movable for _, _, movable in path[first + 1:]), following[0]]
+                start = first + max(i for i, movable in enumerate(flags) if movable)
+                target = path[start + 1][0] if start + 1 < len(path) else following[1]
+                held_back.setdefault(path[start][0], set()).add(target)
+                for gone, _, _ in path[start:]:
+                    del at[gone]
+                name, _, arrived = path[start]
+                del path[start:]
+                path.append((name, before(by_key[name]), arrived))
+                at[name] = start
+            else:
+                at[following[1]] = len(path)
+                path.append((following[1], before(by_key[following[1]]), following[0]))
+    return list(placed), held_back
+
+
+def _held_back(step: ImportedStep, keys: set[str], placed: set[str]) -> ImportedStep:
+    """`step` naming only earlier steps: a held-back dependency moves to
+    `declared_after`; an origin not placed before it becomes a `discovered-from` link."""
+    keys = keys - placed
+    origin = step.discovered_from
+    if origin is None or origin in placed:
+        links = step.links
+    else:
+        links, origin = (*step.links, ("discovered-from", origin)), None
+    if not keys and origin == step.discovered_from:
+        return step
+    return replace(step, depends_on=tuple(k for k in step.depends_on if k not in keys),
+                   declared_after=tuple(k for k in step.depends_on if k in keys),
+                   discovered_from=origin, links=links)
+
+
+def kept_open(steps: Sequence[ImportedStep], tool: str
+              ) -> tuple[tuple[ImportedStep, ...], int]:
+    """`steps` (as `ordered` gave them: parents first) with each parent closed in the
+    source but holding an open child brought over open, with a note saying so (the ledger
+    refuses a parent that arrives done over open children), and how many such parents.
+    `tool` names the source in the note: "beads"."""
+    children: dict[str, list[str]] = {}
+    for step in steps:
+        if step.parent is not None:
+            children.setdefault(step.parent, []).append(step.key)
+    done: dict[str, bool] = {}
+    kept: list[ImportedStep] = []
+    for step in reversed(steps):  # children first
+        still_open = sum(1 for k in children.get(step.key, ()) if not done[k])
+        if step.done and still_open:
+            said = (f"closed in {tool}, but {still_open} of its children "
+                    f"{'is' if still_open == 1 else 'are'} open")
+            kept.append(replace(step, done=False, note="\n\n".join(
+                n for n in (step.note, said) if n)))
+        else:
+            kept.append(step)
+        done[step.key] = kept[-1].done
+    reopened = sum(1 for new, old in zip(reversed(kept), steps, strict=True)
+                   if old.done and not new.done)
+    return tuple(reversed(kept)), reopened
 
 
 def _cycle(keys: Sequence[str]) -> str:

@@ -16,6 +16,8 @@ from planledger.api import reads
 from planledger.api.cli.imports import MAX_SOURCE_BYTES
 from planledger.api.client import LocalClient
 from planledger.api.runtime import Runtime
+from planledger.api.schemas import StepRefOut
+from planledger.ledger import commands as c
 from planledger.main import run as app
 from tests.e2e.test_cli_embedded import Cli
 from tests.support.cli_runner import CliRunner
@@ -232,3 +234,165 @@ def test_two_imports_at_once_write_the_plan_once_and_both_say_what_they_did(
     with LocalClient(db=str(db)) as client:
         created = [e for e in client.log(limit=1000).events if e.type == "PlanCreated"]
         assert len(created) == 1 and len(client.plan("auth").steps) == 6
+
+
+def test_an_edited_issue_imported_again_is_refused_naming_it_and_what_differs(
+    db: Path, tmp_path: Path,
+) -> None:
+    imported(db, "beads", str(BEADS), "--plan", "re")
+    edited = tmp_path / "e.jsonl"
+    edited.write_text(BEADS.read_text().replace("Revoke the family", "Revoke the WHOLE family"))
+    with LocalClient(db=str(db)) as client:
+        logged = client.log(limit=1000).events
+    refused = planledger(db, "import", "beads", str(edited), "--plan", "re")
+    assert refused.returncode == 1
+    assert ('plan re holds bd-g7h8 with another title: "Revoke the family on reuse" (the '
+            'source: "Revoke the WHOLE family on reuse")') in refused.stderr
+    with LocalClient(db=str(db)) as client:
+        assert client.log(limit=1000).events == logged
+
+
+def test_a_plan_made_otherwise_with_the_same_key_is_refused_naming_each_field(
+    db: Path, tmp_path: Path,
+) -> None:
+    with LocalClient(db=str(db)) as client:
+        client.create_plan(c.CreatePlan("re", "Made here", "", steps=(
+            c.NewStep("Another title", key="bd-1", priority=0, labels=("x",)),)))
+    source = tmp_path / "one.jsonl"
+    source.write_text('{"id": "bd-1", "title": "The title", "priority": 2}\n')
+    refused = planledger(db, "import", "beads", str(source), "--plan", "re")
+    assert refused.returncode == 1
+    for said in ('bd-1 with another title: "Another title" (the source: "The title")',
+                 "bd-1 with another priority: 0 (the source: 2)",
+                 "bd-1 with another labels: ['x'] (the source: [])"):
+        assert said in refused.stderr
+
+
+def test_an_export_keeps_the_plan_order_and_marks_dropped_steps(tmp_path: Path) -> None:
+    cli = Cli(str(tmp_path / "ledger.sqlite"))
+    plan_file = tmp_path / "plan.md"
+    plan_file.write_text("# Docs\nslug: docs\n## Steps\n- Zeta first\n- Alpha second\n"
+                         "- Middle third\n")
+    cli.run("plan", "create", str(plan_file))
+    cli.run("add", "docs", "Unkeyed fourth")
+    cli.run("drop", "docs#3")
+    exported = tmp_path / "docs.jsonl"
+    exported.write_text(cli.run("export", "beads", "--plan", "docs"))
+    lines = [json.loads(line)["id"] for line in exported.read_text().splitlines()]
+    assert lines == ["1", "2", "3", "docs-4"]  # the plan's order, not the ids' (docs-4 < 3)
+    cli.run("import", "beads", str(exported), "--plan", "again")
+    with LocalClient(db=str(tmp_path / "ledger.sqlite")) as client:
+        steps = client.plan("again").steps
+    assert [s.title for s in steps] == ["Zeta first", "Alpha second", "Middle third",
+                                        "Unkeyed fourth"]
+    assert (steps[2].status, steps[2].labels) == ("done", ["dropped"])
+
+
+def test_an_epic_waiting_on_its_own_grandchild_goes_out_and_comes_back(
+    db: Path, tmp_path: Path,
+) -> None:
+    with LocalClient(db=str(db)) as client:
+        made = client.create_plan(c.CreatePlan("tree", "Tree", "", steps=(
+            c.NewStep("Epic", key="e"), c.NewStep("Child", key="g", parent="e"),
+            c.NewStep("Grandchild", key="k", parent="g"),
+            c.NewStep("Found", key="f", discovered_from="k"))))
+        ids = {s.key: s.step_id for s in made.steps}
+        client.execute(c.DeclareDependencies(ids["e"], (ids["k"],), client.author),
+                       StepRefOut)
+    exported = tmp_path / "tree.jsonl"
+    exported.write_text(planledger(db, "export", "beads", "--plan", "tree").stdout)
+    answer = imported(db, "beads", str(exported), "--plan", "back")
+    assert answer["added"] == 4
+    with LocalClient(db=str(db)) as client:
+        steps = {s.key: s for s in client.plan("back").steps}
+    assert steps["e"].depends_on == [steps["k"].step_id]
+    assert steps["k"].parent == steps["g"].step_id
+    assert steps["f"].discovered_from == steps["k"].step_id
+    again = planledger(db, "import", "beads", str(exported), "--plan", "back")
+    assert again.returncode == 0 and "nothing to add" in again.stdout
+
+
+def test_a_closed_epic_with_open_children_arrives_open_and_is_counted(
+    db: Path, tmp_path: Path,
+) -> None:
+    source = tmp_path / "epic.jsonl"
+    source.write_text(
+        '{"id": "bd-e", "title": "Epic", "status": "closed"}\n'
+        '{"id": "bd-c", "title": "Child", "status": "open", "dependencies": '
+        '[{"depends_on_id": "bd-e", "type": "parent-child"}]}\n')
+    said = planledger(db, "import", "beads", str(source), "--plan", "epic")
+    assert said.returncode == 0, said.stderr
+    assert said.stdout.startswith('imported 2 steps into plan "epic" (1 with a note, 1 closed '
+                                  "in the source but kept open for open children)")
+    with LocalClient(db=str(db)) as client:
+        epic = client.step("epic/bd-e")
+    assert epic.status == "open"
+    assert any("closed in beads, but 1 of its children is open" in e.data.get("text", "")
+               for e in epic.history if e.type == "StepNoted")
+
+
+def test_one_step_is_said_in_the_singular_and_stdin_and_a_bom_are_read(db: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "planledger", "import", "beads", "-", "--plan", "one",
+         "--db", str(db)], input=b'\xef\xbb\xbf{"id": "bd-1", "title": "Only"}\n',
+        capture_output=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.decode().startswith('imported 1 step into plan "one"\n')
+
+
+def test_an_empty_task_list_says_it_holds_no_task(db: Path, tmp_path: Path) -> None:
+    refused = planledger(db, "import", "claude-tasks", str(tmp_path), "--plan", "none")
+    assert refused.returncode == 1
+    assert "holds no task to import" in refused.stderr
+
+
+def test_an_import_over_the_request_cap_says_which_setting_to_raise(db: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "planledger", "import", "beads", str(BEADS), "--plan", "cap",
+         "--db", str(db)], env={**os.environ, "PLANLEDGER_MAX_STEPS_PER_REQUEST": "2"},
+        capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 1
+    assert ("6 issues are more than the ledger takes in one request, and an import writes "
+            "them in one: raise PLANLEDGER_MAX_STEPS_PER_REQUEST") in done.stderr
+    assert "add the rest" not in done.stderr
+
+
+def test_an_export_from_a_missing_store_creates_none(tmp_path: Path) -> None:
+    missing = tmp_path / "nonexist.sqlite"
+    refused = planledger(missing, "export", "beads", "--plan", "re")
+    assert refused.returncode == 1
+    assert f"no store at {missing}" in refused.stderr
+    assert not missing.exists()
+
+
+def test_a_symbolic_link_in_a_task_list_is_not_followed_and_is_counted(
+    db: Path, tmp_path: Path,
+) -> None:
+    listed = tmp_path / "list"
+    listed.mkdir()
+    (listed / "1.json").write_text('{"id": "1", "subject": "Real"}')
+    secret = tmp_path / "secret.json"
+    secret.write_text('{"id": "2", "subject": "Outside the list"}')
+    (listed / "2.json").symlink_to(secret)
+    answer = imported(db, "claude-tasks", str(listed), "--plan", "linked")
+    assert answer["added"] == 1
+    assert answer["skipped"] == {"symbolic link (not followed)": 1}
+
+
+def test_a_dependency_declared_after_the_creation_is_declared_over_url(
+    rt: Runtime, tmp_path: Path,
+) -> None:
+    source = tmp_path / "tree.jsonl"
+    source.write_text(
+        '{"id": "e", "title": "Epic", "dependencies": [{"depends_on_id": "k"}]}\n'
+        '{"id": "g", "title": "Child", "dependencies": [{"depends_on_id": "e", '
+        '"type": "parent-child"}]}\n'
+        '{"id": "k", "title": "Grandchild", "dependencies": [{"depends_on_id": "g", '
+        '"type": "parent-child"}]}\n')
+    env = {"PLANLEDGER_DB": str(tmp_path / "unused.sqlite"), "COLUMNS": "200"}
+    with live_server(rt) as server:
+        done = CliRunner().invoke(app, ["import", "beads", str(source), "--plan", "tree",
+                                        "--url", server.url], env=env)
+        assert done.exit_code == 0, done.stderr
+    steps = {s.key: s for s in reads.plan(rt, "tree").steps}
+    assert steps["e"].depends_on == [steps["k"].step_id]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from planledger.api.imports.beads import read_beads
-from planledger.api.imports.steps import ImportedStep, ordered
+from planledger.api.imports.steps import ImportedStep, kept_open, ordered
 from planledger.ledger.domain.errors import InvalidInput
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "beads"
@@ -96,7 +96,8 @@ def test_records_that_are_not_issues_are_left_out_and_counted() -> None:
 
 def test_a_cycle_is_refused_naming_every_issue_on_it() -> None:
     refused = _refusal((FIXTURES / "cycle.jsonl").read_bytes())
-    assert "cycle: bd-x1 -> bd-x3 -> bd-x2 -> bd-x1" in refused
+    assert "the dependencies form a cycle: bd-x1 -> bd-x3 -> bd-x2 -> bd-x1" in refused
+    assert "parent" not in refused  # no parent is on this cycle
 
 
 def test_a_dependency_on_an_issue_the_file_lacks_is_refused_naming_both() -> None:
@@ -108,7 +109,14 @@ def test_a_dependency_on_an_issue_the_file_lacks_is_refused_naming_both() -> Non
 
 @pytest.mark.parametrize(("line", "why"), [
     (b'{"id": "bd-1", "title": ', "line 2: is not JSON"),
-    (b'["bd-1"]', "line 2: is a JSON list, not an issue"),
+    (b'["bd-1"]', "line 2: is a list, not an issue"),
+    (b"null", "line 2: is null, not an issue"),
+    (b'{"id": "bd-1", "title": null, "description": 5}', "line 2: has no title"),
+    (b'{"id": "bd-1", "title": "t", "description": 5}', "description is a number, not text"),
+    (b'{"id": "bd-1", "title": "t", "dependencies": ['
+     b'{"depends_on_id": "bd-0", "type": "parent-child"}, '
+     b'{"depends_on_id": "bd-9", "type": "parent-child"}]}',
+     "line 2, dependency 2: gives 'bd-1' a second parent, 'bd-9' (the first is 'bd-0')"),
     (b'{"id": "bd-1"}', "line 2: has no title"),
     (b'{"id": "bd 1", "title": "spaces"}', "line 2 (bd 1): invalid key"),
     (b'{"id": "bd-1", "title": "x\\ud800y"}', "line 2: holds a lone surrogate"),
@@ -155,8 +163,37 @@ def test_a_child_its_parent_must_wait_for_is_refused_as_a_cycle() -> None:
         _issue("bd-child", dependencies=[
             {"depends_on_id": "bd-epic", "type": "parent-child"},
             {"depends_on_id": "bd-epic", "type": "blocks"}])]).encode())
-    assert ("(a parent waits on its children) form a cycle: bd-epic -> bd-child -> bd-epic"
-            in refused)
+    assert ("the dependencies and parents form a cycle (a parent waits on its children): "
+            "bd-epic -> bd-child -> bd-epic" in refused)
+
+
+def _child(key: str, parent: str, **fields: object) -> str:
+    return _issue(key, dependencies=[{"depends_on_id": parent, "type": "parent-child"}],
+                  **fields)
+
+
+def test_an_epic_waiting_on_its_own_grandchild_is_taken_as_the_ledger_takes_it() -> None:
+    steps = ordered("beads file", list(_steps(
+        _issue("e", dependencies=[{"depends_on_id": "k", "type": "blocks"}]),
+        _child("g", "e"), _child("k", "g")).values()))
+    assert [s.key for s in steps] == ["e", "g", "k"]  # each after its parent
+    assert (steps[0].depends_on, steps[0].declared_after) == ((), ("k",))
+
+
+def test_an_origin_orders_nothing_and_is_kept_as_a_link_when_it_comes_later() -> None:
+    steps = ordered("beads file", list(_steps(
+        _issue("e", dependencies=[{"depends_on_id": "c", "type": "discovered-from"}]),
+        _child("c", "e")).values()))
+    assert [s.key for s in steps] == ["e", "c"]
+    assert (steps[0].discovered_from, steps[0].links) == (None, (("discovered-from", "c"),))
+
+
+def test_a_dependency_on_a_later_issue_still_moves_it_first() -> None:
+    steps = ordered("beads file", list(_steps(
+        _issue("a", dependencies=[{"depends_on_id": "b", "type": "blocks"}]),
+        _issue("b")).values()))
+    assert [(s.key, s.depends_on, s.declared_after) for s in steps] == [
+        ("b", (), ()), ("a", ("b",), ())]
 
 
 def test_a_link_keeps_its_target_as_text_even_outside_the_file() -> None:
@@ -171,3 +208,26 @@ def test_a_dependency_on_another_projects_issue_is_kept_as_a_link() -> None:
         {"depends_on_id": "external:billing:invoices", "type": "blocks"}]))
     assert (steps["bd-1"].depends_on, steps["bd-1"].links) == (
         (), (("blocks", "external:billing:invoices"),))
+
+
+def test_a_byte_order_mark_at_the_start_of_the_file_is_skipped() -> None:
+    steps = read_beads(b"\xef\xbb\xbf" + _issue("bd-1").encode()).steps
+    assert [s.key for s in steps] == ["bd-1"]
+
+
+def test_an_issue_closed_as_dropped_arrives_done_and_labelled_dropped() -> None:
+    steps = _steps(_issue("bd-1", status="closed", close_reason="dropped", labels=["auth"]),
+                   _issue("bd-2", status="closed", close_reason="Done"))
+    assert (steps["bd-1"].done, steps["bd-1"].labels) == (True, ("auth", "dropped"))
+    assert (steps["bd-2"].done, steps["bd-2"].labels) == (True, ())
+
+
+def test_a_closed_parent_with_open_children_arrives_open_with_a_note() -> None:
+    steps, reopened = kept_open(ordered("beads file", list(_steps(
+        _issue("e", status="closed"), _child("g", "e", status="closed"),
+        _child("k", "g"), _child("d", "e", status="closed")).values())), "beads")
+    by_key = {s.key: s for s in steps}
+    assert reopened == 2
+    assert (by_key["e"].done, by_key["e"].note) == (
+        False, "closed in beads, but 1 of its children is open")
+    assert (by_key["g"].done, by_key["d"].done) == (False, True)

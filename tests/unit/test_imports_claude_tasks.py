@@ -70,7 +70,16 @@ def test_a_cycle_is_refused_naming_it() -> None:
 
 @pytest.mark.parametrize(("content", "why"), [
     (b"{not json", "file 7.json: is not JSON"),
-    (b'"a task"', "file 7.json: is a JSON str, not a task"),
+    (b'"a task"', "file 7.json: is text, not a task"),
+    (b"null", "file 7.json: is null, not a task"),
+    (b'{"id": "7", "subject": "s", "blocks": ["7"]}',
+     "file 7.json: task '7' lists itself in blocks"),
+    (b'{"id": "7", "subject": "s", "blockedBy": [7]}',
+     "file 7.json: task '7' lists itself in blockedBy"),
+    (b'{"id": "7", "subject": "s", "metadata": {"priority": 9}}',
+     "file 7.json: metadata.priority '9' is not 0 (highest) .. 4"),
+    (b'{"id": "7", "subject": "s", "metadata": {"priority": "soonish"}}',
+     "file 7.json: metadata.priority 'soonish' is not"),
     (b'{"id": "7", "description": "no subject"}', "file 7.json: has no subject"),
     (b'{"id": "7", "subject": "s", "blockedBy": "1"}', "blockedBy is not a list"),
     (b'{"id": "7", "subject": "\\udc00"}', "file 7.json: holds a lone surrogate"),
@@ -81,3 +90,17 @@ def test_a_file_that_is_not_a_task_is_refused_naming_it(content: bytes, why: str
     with pytest.raises(InvalidInput) as refused:
         read_task_list([("7.json", content)])
     assert why in str(refused.value)
+
+
+@pytest.mark.parametrize(("said", "priority"), [
+    ("urgent", 0), ("high", 1), ("Medium", 2), ("low", 3), ("P4", 4), (1, 1), (None, None)])
+def test_a_metadata_priority_is_a_number_or_a_documented_word(said: object,
+                                                              priority: int | None) -> None:
+    task = {"id": "1", "subject": "s", "metadata": {"priority": said}}
+    step = read_task_list([("1.json", json.dumps(task).encode())]).steps[0]
+    assert step.priority == priority
+
+
+def test_a_byte_order_mark_at_the_start_of_a_file_is_skipped() -> None:
+    step = read_task_list([("1.json", b'\xef\xbb\xbf{"id": "1", "subject": "s"}')]).steps[0]
+    assert step.title == "s"
