@@ -115,6 +115,8 @@ class Reference:
         return "blocked" if self.blocked(step_id) else "granted"
 
     def heartbeat(self, step_id: str, session: str, now: datetime) -> str:
+        if self.reviewer(step_id, now) == session:
+            return "renewed"  # a reviewer's heartbeat renews its review
         if self.live(step_id, now) != session:
             return "session_ended" if session in self.ended else "not_holder"
         return self.claim(step_id, session, now)
