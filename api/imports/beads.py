@@ -45,6 +45,7 @@ from planledger.api.imports.steps import (
     ImportedStep,
     checked,
     json_kind,
+    json_object,
     refuse,
     strip_bom,
 )
@@ -91,46 +92,7 @@ def read_beads(data: bytes) -> Imported:
 
 
 def _record(number: int, raw: bytes) -> dict[str, Any]:
-    where = f"line {number}"
-    if len(raw) > MAX_LINE_BYTES:
-        raise refuse(SOURCE, where, f"is {len(raw)} bytes; an issue takes at most "
-                                    f"{MAX_LINE_BYTES}")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise refuse(SOURCE, where, f"is not UTF-8 text (byte {error.start + 1})") from None
-    try:
-        record = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise refuse(SOURCE, where, f"is not JSON: {error.msg} (column {error.colno})"
-                     ) from None
-    except RecursionError:
-        raise refuse(SOURCE, where, "is nested too deeply to be an issue") from None
-    if not isinstance(record, dict):
-        raise refuse(SOURCE, where, f"is {json_kind(record)}, not an issue (an object)")
-    _check_no_lone_surrogates(where, record)
-    return record
-
-
-def _check_no_lone_surrogates(where: str, value: Any) -> None:
-    """JSON may escape half of a UTF-16 pair (`"\\ud800"`): no text holds one, and no
-    store can write it. Iterative: the decoder has bounded the nesting already."""
-    pending = [value]
-    while pending:
-        item = pending.pop()
-        if isinstance(item, str):
-            texts = [item]
-        elif isinstance(item, dict):
-            texts = list(item)
-            pending.extend(item.values())
-        else:
-            texts = []
-            if isinstance(item, list):
-                pending.extend(item)
-        for text in texts:
-            if any("\ud800" <= ch <= "\udfff" for ch in text):
-                raise refuse(SOURCE, where, "holds a lone surrogate (half of a UTF-16 "
-                                            "pair): not text")
+    return json_object(SOURCE, f"line {number}", raw, MAX_LINE_BYTES, "issue")
 
 
 def _is_deleted(record: Mapping[str, Any]) -> bool:

@@ -33,9 +33,8 @@ from planledger.api.imports.steps import (
     Imported,
     ImportedStep,
     checked,
-    json_kind,
+    json_object,
     refuse,
-    strip_bom,
 )
 
 SOURCE = "Claude Code task list"
@@ -88,25 +87,7 @@ def read_task_list(files: Sequence[tuple[str, bytes]]) -> Imported:
 
 
 def _task(name: str, data: bytes) -> dict[str, Any]:
-    where = f"file {name}"
-    if len(data) > MAX_FILE_BYTES:
-        raise refuse(SOURCE, where, f"is {len(data)} bytes; a task takes at most "
-                                    f"{MAX_FILE_BYTES}")
-    try:
-        task = json.loads(strip_bom(data).decode("utf-8"))
-    except UnicodeDecodeError as error:
-        raise refuse(SOURCE, where, f"is not UTF-8 text (byte {error.start + 1})") from None
-    except json.JSONDecodeError as error:
-        raise refuse(SOURCE, where, f"is not JSON: {error.msg} (line {error.lineno}, "
-                                    f"column {error.colno})") from None
-    except RecursionError:
-        raise refuse(SOURCE, where, "is nested too deeply to be a task") from None
-    if not isinstance(task, dict):
-        raise refuse(SOURCE, where, f"is {json_kind(task)}, not a task (an object)")
-    if any("\ud800" <= ch <= "\udfff" for ch in json.dumps(task, ensure_ascii=False)):
-        raise refuse(SOURCE, where, "holds a lone surrogate (half of a UTF-16 pair): not "
-                                    "text")
-    return task
+    return json_object(SOURCE, f"file {name}", data, MAX_FILE_BYTES, "task")
 
 
 def _id(name: str, task: Mapping[str, Any]) -> str:

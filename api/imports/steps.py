@@ -6,9 +6,12 @@ An import is refused whole, never cut short: a bad issue, a cycle or a dependenc
 issue the source does not hold stops it before the one CreatePlan is sent.
 """
 
+import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
+from planledger.api.text import lone_surrogate
 from planledger.ledger import commands as c
 from planledger.ledger.domain import plans as plan_rules
 from planledger.ledger.domain import relations
@@ -280,3 +283,36 @@ def create_plan(slug: str, title: str, actor: str,
                   links=tuple(Link(kind, target) for kind, target in s.links),
                   done=s.done, note=s.note)
         for s in steps))
+
+
+def json_object(source: str, where: str, data: bytes, limit: int, noun: str,
+                ) -> dict[str, Any]:
+    """The one JSON object `data` holds (an issue's line, a task's file), refused naming
+    `where` and why: over `limit` bytes, not UTF-8, not JSON, nested too deeply, not an
+    object, or holding a lone surrogate (api.text), which no store can write."""
+    if len(data) > limit:
+        raise refuse(source, where, f"is {len(data)} bytes; {_a(noun)} takes at most {limit}")
+    try:
+        value = json.loads(strip_bom(data).decode("utf-8"))
+    except UnicodeDecodeError as error:
+        raise refuse(source, where, f"is not UTF-8 text (byte {error.start + 1})") from None
+    except json.JSONDecodeError as error:
+        at = (f"line {error.lineno}, column {error.colno}" if error.lineno > 1
+              else f"column {error.colno}")
+        raise refuse(source, where, f"is not JSON: {error.msg} ({at})") from None
+    except RecursionError:
+        raise refuse(source, where, f"is nested too deeply to be {_a(noun)}") from None
+    if not isinstance(value, dict):
+        raise refuse(source, where, f"is {json_kind(value)}, not {_a(noun)} (an object)")
+    try:
+        broken = lone_surrogate(value)
+    except RecursionError:
+        raise refuse(source, where, f"is nested too deeply to be {_a(noun)}") from None
+    if broken is not None:
+        raise refuse(source, where, "holds a lone surrogate (half of a UTF-16 pair): not "
+                                    "text")
+    return value
+
+
+def _a(noun: str) -> str:
+    return f"an {noun}" if noun[:1] in "aeiou" else f"a {noun}"
